@@ -1,0 +1,54 @@
+# pg_coord: PGXS build.  `make demo`, `make test` and `make bench` set up
+# everything they need (packages, a private cluster); see README.md.
+
+EXTENSION  = pg_coord
+EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).control)
+
+MODULE_big = pg_coord
+OBJS = \
+	src/pg_coord.o \
+	src/common.o \
+	src/locks.o
+
+# The install script is built from one fragment per concern, in this order.
+SQL_FRAGMENTS = \
+	sql/head.sql \
+	sql/locks.sql
+
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
+
+PG_CPPFLAGS = -Isrc -Wall -Wextra -Werror -Wno-unused-parameter \
+	-Wno-sign-compare -Wno-missing-field-initializers
+
+# pg_regress inputs live in test/sql, isolation specs in test/specs, and the
+# expected outputs of both in the top-level expected/ (names must not clash).
+REGRESS = $(sort $(notdir $(basename $(wildcard test/sql/*.sql))))
+REGRESS_OPTS = --inputdir=test --outputdir=. --load-extension=$(EXTENSION)
+ISOLATION = $(sort $(notdir $(basename $(wildcard test/specs/*.spec))))
+ISOLATION_OPTS = --inputdir=test --outputdir=. --load-extension=$(EXTENSION)
+
+EXTRA_CLEAN = results/ regression.diffs regression.out test/results/ bench/out/
+
+PG_CONFIG ?= pg_config
+# No JIT bitcode: it needs clang, which a fresh machine may not have.
+override with_llvm = no
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+$(DATA_built): $(SQL_FRAGMENTS) $(EXTENSION).control
+	cat $(SQL_FRAGMENTS) > $@
+
+# One suite at a time, so that the runner can count and report each.
+.PHONY: installcheck-regress installcheck-isolation test demo bench
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) --dbname=contrib_regression $(REGRESS)
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) --dbname=isolation_regression $(ISOLATION)
+
+test:
+	./test/run.sh test
+demo:
+	./test/run.sh demo
+bench:
+	./test/run.sh bench

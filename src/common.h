@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ * common.h
+ *		Helpers shared by every pg_coord concern: lock-tag namespaces,
+ *		argument validation, path parsing and hashing, running SPI as the
+ *		extension owner with saved plans.
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_COORD_COMMON_H
+#define PG_COORD_COMMON_H
+
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "storage/lock.h"
+#include "utils/timestamp.h"
+
+/*
+ * Advisory lock-tag namespaces (locktag field4).  Core PostgreSQL only ever
+ * uses 1 and 2 there, so no application pg_advisory_lock() key can collide
+ * with ours; Citus uses 4-15 and TimescaleDB 29749.  Values stay below 32768
+ * because pg_locks shows field4 as int2.
+ */
+#define COORD_NS_PATH		17201	/* coord.lock and friends */
+#define COORD_NS_REGISTRY	17202	/* one registrar at a time per name key */
+
+/* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
+#define COORD_PATH_MAX_BYTES	1024
+#define COORD_PATH_MAX_DEPTH	64
+
+#define COORD_SCHEMA		"coord"
+
+/*
+ * A validated lock path.  Segment i spans path[0 .. ends[i]) as a prefix, and
+ * keys[i] is the 64-bit name hash of that prefix.  The last entry is the path
+ * itself; the ones before it are the ancestors that take intention locks.
+ */
+typedef struct CoordPath
+{
+	char	   *path;			/* NUL-terminated copy */
+	int			len;
+	int			depth;
+	int			ends[COORD_PATH_MAX_DEPTH];
+	uint64		keys[COORD_PATH_MAX_DEPTH];
+} CoordPath;
+
+/* Saved user id and security context while running as the extension owner. */
+typedef struct CoordUserSwitch
+{
+	Oid			save_userid;
+	int			save_sec_context;
+} CoordUserSwitch;
+
+/* Module init hooks, one per concern; called from _PG_init. */
+extern void CoordLocksInit(void);
+
+/* Arguments */
+extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argname,
+										 bool allow_zero);
+
+/* Paths */
+extern void CoordParsePath(text *path_text, CoordPath *out);
+extern uint64 CoordNameKey(const char *name, int len);
+extern void CoordSetPathTag(LOCKTAG *tag, uint64 key);
+
+/* Running SPI as the owner of schema coord, so tables need no grants to callers */
+extern Oid	CoordOwnerId(void);
+extern void CoordBecomeOwner(CoordUserSwitch *sw);
+extern void CoordRestoreUser(const CoordUserSwitch *sw);
+extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+
+#endif							/* PG_COORD_COMMON_H */

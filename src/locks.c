@@ -1,0 +1,967 @@
+/*-------------------------------------------------------------------------
+ * locks.c
+ *		Named hierarchical locks on PostgreSQL's lock manager (DESIGN.md 3.1).
+ *
+ * Tags.  A path /a/b/c maps to one advisory lock tag per prefix (/a, /a/b,
+ * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the
+ * prefix, field4 = COORD_NS_PATH, so no pg_advisory_lock() key can collide.
+ * USER_LOCKMETHOD tags survive transaction abort when taken at session
+ * level, work on a hot standby, and join PostgreSQL's deadlock detector.
+ *
+ * Modes.  Multi-granularity locking maps onto four PostgreSQL lock modes
+ * whose conflict table is exactly the IS/IX/S/X matrix:
+ *		intention shared	= RowShareLock		conflicts with X
+ *		intention exclusive = RowExclusiveLock	conflicts with S, X
+ *		shared				= ShareLock			conflicts with IX, X
+ *		exclusive			= ExclusiveLock		conflicts with IS, IX, S, X
+ * Locking /a/b/c exclusively takes IX on /a and /a/b, then X on /a/b/c.
+ *
+ * Lock order.  Ancestors first, from the root down, then the path; release
+ * in the reverse order.  Every session takes the same order, so the
+ * hierarchy adds no deadlock of its own; cycles between user paths (and with
+ * row or table locks) are found by PostgreSQL's deadlock detector.
+ *
+ * What wakes whom.  Nothing of ours: waiters sleep in the lock manager's
+ * per-tag FIFO queue and are woken by LockRelease, at unlock, at commit or
+ * abort (transaction locks), or when a session ends for any reason.
+ *
+ * Names.  coord.lock_names maps each key to its path, written the first time
+ * any session locks the path, so coord.locks shows readable paths and a
+ * second path with the same key is refused instead of silently sharing a
+ * lock.  Each backend caches the names it has checked; registration never
+ * waits on another registrar (it takes a per-key try-lock first) and is
+ * skipped in read-only transactions and on a standby.
+ *
+ * Error safety.  Session locks survive abort, so the intention locks a call
+ * has taken before it fails (timeout, cancel, deadlock) are recorded as
+ * in flight and released by the (sub)transaction abort callback.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <netdb.h>
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "common/ip.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/backend_status.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/inet.h"
+#include "utils/memutils.h"
+
+#include "common.h"
+
+#define MODE_IS		RowShareLock
+#define MODE_IX		RowExclusiveLock
+#define MODE_S		ShareLock
+#define MODE_X		ExclusiveLock
+
+/* A session lock this backend holds through pg_coord, with its count. */
+typedef struct HeldKey
+{
+	uint64		key;
+	uint32		shared;
+} HeldKey;
+
+typedef struct HeldEntry
+{
+	HeldKey		hk;				/* hash key: must be first */
+	int64		count;
+	CoordPath  *path;			/* in TopMemoryContext */
+} HeldEntry;
+
+/* A name this backend has checked against the registry. */
+typedef struct NameEntry
+{
+	uint64		key;			/* hash key: must be first */
+	char	   *path;			/* in TopMemoryContext */
+} NameEntry;
+
+/* A name to check, gathered before one registry round trip. */
+typedef struct PendingName
+{
+	uint64		key;
+	const char *path;
+	int			len;
+} PendingName;
+
+static bool coord_register_lock_names = true;
+
+static HTAB *held_locks = NULL;
+static HTAB *known_names = NULL;
+static bool names_inserted_in_xact = false;
+
+/* Session locks taken by the call in progress, released if it fails. */
+static LOCKTAG inflight_tags[COORD_PATH_MAX_DEPTH];
+static LOCKMODE inflight_modes[COORD_PATH_MAX_DEPTH];
+static int	n_inflight = 0;
+
+static SPIPlanPtr plan_names_select = NULL;
+static SPIPlanPtr plan_names_insert = NULL;
+static SPIPlanPtr plan_fence = NULL;
+static SPIPlanPtr plan_fence_ok = NULL;
+
+PG_FUNCTION_INFO_V1(coord_lock);
+PG_FUNCTION_INFO_V1(coord_try_lock);
+PG_FUNCTION_INFO_V1(coord_unlock);
+PG_FUNCTION_INFO_V1(coord_unlock_all);
+PG_FUNCTION_INFO_V1(coord_xact_lock);
+PG_FUNCTION_INFO_V1(coord_try_xact_lock);
+PG_FUNCTION_INFO_V1(coord_lock_first);
+PG_FUNCTION_INFO_V1(coord_fence);
+PG_FUNCTION_INFO_V1(coord_fence_ok);
+PG_FUNCTION_INFO_V1(coord_lock_status);
+PG_FUNCTION_INFO_V1(coord_path_key);
+
+static inline LOCKMODE
+LevelMode(const CoordPath *p, int level, bool shared)
+{
+	if (level == p->depth - 1)
+		return shared ? MODE_S : MODE_X;
+	return shared ? MODE_IS : MODE_IX;
+}
+
+static const char *
+ModeName(LOCKMODE mode)
+{
+	switch (mode)
+	{
+		case MODE_IS:
+			return "intention_shared";
+		case MODE_IX:
+			return "intention_exclusive";
+		case MODE_S:
+			return "shared";
+		case MODE_X:
+			return "exclusive";
+	}
+	return "unknown";
+}
+
+/* ---------- in-flight session locks and transaction callbacks ---------- */
+
+static void
+ReleaseInflight(void)
+{
+	while (n_inflight > 0)
+	{
+		n_inflight--;
+		LockRelease(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
+	}
+}
+
+static void
+ForgetNames(void)
+{
+	if (known_names != NULL)
+	{
+		hash_destroy(known_names);
+		known_names = NULL;
+	}
+}
+
+static void
+LocksXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			ReleaseInflight();
+			/* names inserted by this transaction are gone again */
+			if (names_inserted_in_xact)
+				ForgetNames();
+			names_inserted_in_xact = false;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PREPARE:
+			names_inserted_in_xact = false;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+LocksSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		ReleaseInflight();
+		if (names_inserted_in_xact)
+			ForgetNames();
+	}
+}
+
+void
+CoordLocksInit(void)
+{
+	DefineCustomBoolVariable("coord.register_lock_names",
+							 "Records each lock path in coord.lock_names at first use.",
+							 "The registry lets coord.locks show paths and refuses two paths "
+							 "that share a name key.  Without it coord.locks shows keys.",
+							 &coord_register_lock_names,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	RegisterXactCallback(LocksXactCallback, NULL);
+	RegisterSubXactCallback(LocksSubXactCallback, NULL);
+}
+
+/* ---------- the name registry ---------- */
+
+static void
+CollisionError(const char *path, int len, const char *registered, uint64 key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("lock path \"%.*s\" collides with registered path \"%s\"",
+					len, path, registered),
+			 errdetail("Both paths have the name key %lld; pg_coord refuses to let two paths share one lock.",
+					   (long long) (int64) key),
+			 errhint("Rename one of the paths, or delete the row of the path that is no longer used from coord.lock_names.")));
+}
+
+static void
+RememberName(uint64 key, const char *path, int len)
+{
+	NameEntry  *e;
+	bool		found;
+
+	if (known_names == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(NameEntry);
+		ctl.hcxt = TopMemoryContext;
+		known_names = hash_create("pg_coord lock names", 256, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(known_names, &key, HASH_ENTER, &found);
+	if (!found)
+		e->path = MemoryContextStrdup(TopMemoryContext, pnstrdup(path, len));
+}
+
+/*
+ * CheckRegistered looks rows up for the pending names in one statement,
+ * remembers the ones that match and raises a collision for any that does
+ * not.  Returns how many pending names are still unregistered, moved to the
+ * front of the array.
+ */
+static int
+CheckRegistered(PendingName *pending, int n)
+{
+	Datum	   *keys = palloc(sizeof(Datum) * n);
+	Datum		args[1];
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	int			i;
+	int			left = 0;
+	uint64		r;
+
+	for (i = 0; i < n; i++)
+		keys[i] = Int64GetDatum((int64) pending[i].key);
+	args[0] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, FLOAT8PASSBYVAL,
+											  TYPALIGN_DOUBLE));
+	if (SPI_execute_plan(CoordPlan(&plan_names_select,
+								   "SELECT key, path FROM coord.lock_names "
+								   "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
+								   1, argtypes),
+						 args, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read coord.lock_names");
+
+	for (i = 0; i < n; i++)
+	{
+		bool		found = false;
+
+		for (r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			int64		k = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
+														SPI_tuptable->tupdesc, 1, &isnull));
+
+			if ((uint64) k == pending[i].key)
+			{
+				char	   *reg = SPI_getvalue(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2);
+
+				if ((int) strlen(reg) != pending[i].len ||
+					memcmp(reg, pending[i].path, pending[i].len) != 0)
+					CollisionError(pending[i].path, pending[i].len, reg, pending[i].key);
+				RememberName(pending[i].key, pending[i].path, pending[i].len);
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			pending[left++] = pending[i];
+	}
+	return left;
+}
+
+/*
+ * RegisterNames makes sure every prefix of the given paths is in the
+ * registry, checking for collisions.  Names already checked by this backend
+ * cost one hash lookup.
+ */
+static void
+RegisterNames(CoordPath **paths, int npaths)
+{
+	PendingName *pending = NULL;
+	int			npending = 0;
+	int			maxpending = 0;
+	int			i,
+				j;
+	CoordUserSwitch sw;
+
+	for (i = 0; i < npaths; i++)
+	{
+		CoordPath  *p = paths[i];
+
+		for (j = 0; j < p->depth; j++)
+		{
+			NameEntry  *e = known_names ?
+				hash_search(known_names, &p->keys[j], HASH_FIND, NULL) : NULL;
+
+			if (e != NULL)
+			{
+				if ((int) strlen(e->path) != p->ends[j] ||
+					memcmp(e->path, p->path, p->ends[j]) != 0)
+					CollisionError(p->path, p->ends[j], e->path, p->keys[j]);
+				continue;
+			}
+			if (!coord_register_lock_names)
+				continue;
+			if (npending == maxpending)
+			{
+				maxpending = Max(16, maxpending * 2);
+				pending = pending ? repalloc(pending, sizeof(PendingName) * maxpending)
+					: palloc(sizeof(PendingName) * maxpending);
+			}
+			pending[npending].key = p->keys[j];
+			pending[npending].path = p->path;
+			pending[npending].len = p->ends[j];
+			npending++;
+		}
+	}
+	if (npending == 0)
+		return;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+
+	npending = CheckRegistered(pending, npending);
+
+	/* The rest are new: insert them where this transaction may write. */
+	if (npending > 0 && !RecoveryInProgress() && !XactReadOnly)
+	{
+		Oid			argtypes[2] = {INT8OID, TEXTOID};
+
+		for (i = 0; i < npending; i++)
+		{
+			LOCKTAG		tag;
+			Datum		args[2];
+
+			/* Another transaction registering this key now: let it. */
+			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (pending[i].key >> 32),
+								 (uint32) pending[i].key, COORD_NS_REGISTRY);
+			if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+				continue;
+
+			args[0] = Int64GetDatum((int64) pending[i].key);
+			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
+			if (SPI_execute_plan(CoordPlan(&plan_names_insert,
+										   "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
+										   "ON CONFLICT (key) DO NOTHING",
+										   2, argtypes),
+								 args, NULL, false, 0) != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into coord.lock_names");
+			if (SPI_processed == 1)
+			{
+				names_inserted_in_xact = true;
+				RememberName(pending[i].key, pending[i].path, pending[i].len);
+			}
+			else
+			{
+				/* committed by someone else since we looked: check it */
+				(void) CheckRegistered(&pending[i], 1);
+			}
+		}
+	}
+
+	CoordRestoreUser(&sw);
+	SPI_finish();
+}
+
+/* ---------- acquiring and releasing a path ---------- */
+
+/*
+ * ReleaseLevels releases levels [0, upto) of a path in reverse order.
+ */
+static void
+ReleaseLevels(const CoordPath *p, int upto, bool shared, bool session)
+{
+	int			i;
+
+	for (i = upto - 1; i >= 0; i--)
+	{
+		LOCKTAG		tag;
+
+		CoordSetPathTag(&tag, p->keys[i]);
+		LockRelease(&tag, LevelMode(p, i, shared), session);
+	}
+}
+
+/*
+ * AcquireLevels takes every level of the path, waiting or not.  Returns
+ * false, holding nothing, when a level is not available without waiting.
+ */
+static bool
+AcquireLevels(const CoordPath *p, bool shared, bool session, bool dontWait)
+{
+	int			i;
+
+	for (i = 0; i < p->depth; i++)
+	{
+		LOCKTAG		tag;
+		LOCKMODE	mode = LevelMode(p, i, shared);
+
+		CoordSetPathTag(&tag, p->keys[i]);
+		if (LockAcquire(&tag, mode, session, dontWait) == LOCKACQUIRE_NOT_AVAIL)
+		{
+			ReleaseLevels(p, i, shared, session);
+			n_inflight = 0;
+			return false;
+		}
+		if (session)
+		{
+			inflight_tags[n_inflight] = tag;
+			inflight_modes[n_inflight] = mode;
+			n_inflight++;
+		}
+	}
+	n_inflight = 0;
+	return true;
+}
+
+/*
+ * AcquireWithTimeout waits at most timeout_us for all levels together.  It
+ * runs the waits in a subtransaction with lock_timeout set to what is left,
+ * so a timeout is an ERROR we can catch and roll back cleanly: the lock
+ * manager's wait state is cleaned up by the subtransaction abort, the
+ * transaction locks taken so far go with it, and the session locks taken so
+ * far are released by LocksSubXactCallback.  Any other error (cancel,
+ * statement_timeout, deadlock) is re-thrown.
+ */
+static bool
+AcquireWithTimeout(const CoordPath *p, bool shared, bool session, int64 timeout_us)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
+	bool		acquired = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		int			i;
+
+		for (i = 0; i < p->depth; i++)
+		{
+			LOCKTAG		tag;
+			LOCKMODE	mode = LevelMode(p, i, shared);
+			int64		left_ms = (deadline - GetCurrentTimestamp() + 999) / 1000;
+			char		buf[32];
+			int			nest;
+
+			CoordSetPathTag(&tag, p->keys[i]);
+			nest = NewGUCNestLevel();
+			snprintf(buf, sizeof(buf), "%d", (int) Min(Max(left_ms, 1), INT_MAX));
+			(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+			(void) LockAcquire(&tag, mode, session, false);
+			AtEOXact_GUC(true, nest);
+			if (session)
+			{
+				inflight_tags[n_inflight] = tag;
+				inflight_modes[n_inflight] = mode;
+				n_inflight++;
+			}
+		}
+		n_inflight = 0;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		acquired = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	return acquired;
+}
+
+static void
+NoteSessionLock(const CoordPath *p, bool shared)
+{
+	HeldKey		hk;
+	HeldEntry  *e;
+	bool		found;
+
+	if (held_locks == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(HeldKey);
+		ctl.entrysize = sizeof(HeldEntry);
+		ctl.hcxt = TopMemoryContext;
+		held_locks = hash_create("pg_coord session locks", 64, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&hk, 0, sizeof(hk));
+	hk.key = p->keys[p->depth - 1];
+	hk.shared = shared;
+	e = hash_search(held_locks, &hk, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->count = 0;
+		e->path = MemoryContextAlloc(TopMemoryContext, sizeof(CoordPath));
+		memcpy(e->path, p, sizeof(CoordPath));
+		e->path->path = MemoryContextStrdup(TopMemoryContext, p->path);
+	}
+	e->count++;
+}
+
+static void
+ForgetHeld(HeldEntry *e)
+{
+	HeldKey		hk = e->hk;
+
+	pfree(e->path->path);
+	pfree(e->path);
+	hash_search(held_locks, &hk, HASH_REMOVE, NULL);
+}
+
+/*
+ * LockPath is the common body of the lock functions.  timeout_us < 0 waits
+ * without a limit of ours (the session's lock_timeout still applies), 0 never
+ * waits.
+ */
+static bool
+LockPath(text *path_text, bool shared, bool session, int64 timeout_us)
+{
+	CoordPath	p;
+	CoordPath  *pp = &p;
+	bool		ok;
+
+	CoordParsePath(path_text, &p);
+	RegisterNames(&pp, 1);
+
+	if (timeout_us > 0)
+		ok = AcquireWithTimeout(&p, shared, session, timeout_us);
+	else
+		ok = AcquireLevels(&p, shared, session, timeout_us == 0);
+
+	if (ok && session)
+		NoteSessionLock(&p, shared);
+	return ok;
+}
+
+static int64
+TimeoutArg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_ARGISNULL(argno))
+		return -1;
+	return CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(argno), "timeout", true);
+}
+
+/* ---------- SQL-callable functions ---------- */
+
+/* coord.lock(path text, timeout interval DEFAULT NULL, shared boolean DEFAULT false) */
+Datum
+coord_lock(PG_FUNCTION_ARGS)
+{
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 2, "shared");
+	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), true,
+							TimeoutArg(fcinfo, 1)));
+}
+
+/* coord.try_lock(path text, shared boolean DEFAULT false) */
+Datum
+coord_try_lock(PG_FUNCTION_ARGS)
+{
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "shared");
+	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), true, 0));
+}
+
+/* coord.xact_lock(path text, timeout interval DEFAULT NULL, shared boolean DEFAULT false) */
+Datum
+coord_xact_lock(PG_FUNCTION_ARGS)
+{
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 2, "shared");
+	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), false,
+							TimeoutArg(fcinfo, 1)));
+}
+
+/* coord.try_xact_lock(path text, shared boolean DEFAULT false) */
+Datum
+coord_try_xact_lock(PG_FUNCTION_ARGS)
+{
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "shared");
+	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), false, 0));
+}
+
+/*
+ * coord.unlock(path text, shared boolean DEFAULT false): releases one hold of
+ * a session lock.  A lock this session does not hold through pg_coord (or
+ * that pg_advisory_unlock_all or DISCARD ALL released behind our back) gets
+ * a WARNING and false, as pg_advisory_unlock does.
+ */
+Datum
+coord_unlock(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	HeldKey		hk;
+	HeldEntry  *e = NULL;
+	LOCKTAG		leaf;
+	bool		shared;
+
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "shared");
+	shared = PG_GETARG_BOOL(1);
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+
+	memset(&hk, 0, sizeof(hk));
+	hk.key = p.keys[p.depth - 1];
+	hk.shared = shared;
+	if (held_locks != NULL)
+		e = hash_search(held_locks, &hk, HASH_FIND, NULL);
+
+	CoordSetPathTag(&leaf, hk.key);
+	if (e != NULL && !LockHeldByMe(&leaf, LevelMode(&p, p.depth - 1, shared)))
+	{
+		/* released behind our back: our count is stale */
+		ForgetHeld(e);
+		e = NULL;
+	}
+	if (e == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("%s lock on \"%s\" is not held by this session",
+						shared ? "shared" : "exclusive", p.path)));
+		PG_RETURN_BOOL(false);
+	}
+
+	ReleaseLevels(&p, p.depth, shared, true);
+	if (--e->count == 0)
+		ForgetHeld(e);
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * coord.unlock_all(): releases every session lock taken through pg_coord and
+ * returns how many holds it released (a lock taken twice counts twice).
+ */
+Datum
+coord_unlock_all(PG_FUNCTION_ARGS)
+{
+	HASH_SEQ_STATUS status;
+	HeldEntry  *e;
+	int64		released = 0;
+
+	if (held_locks == NULL)
+		PG_RETURN_INT32(0);
+
+	hash_seq_init(&status, held_locks);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		CoordPath  *p = e->path;
+		LOCKTAG		leaf;
+
+		CoordSetPathTag(&leaf, p->keys[p->depth - 1]);
+		for (; e->count > 0; e->count--)
+		{
+			if (!LockHeldByMe(&leaf, LevelMode(p, p->depth - 1, e->hk.shared)))
+				break;
+			ReleaseLevels(p, p->depth, e->hk.shared, true);
+			released++;
+		}
+		pfree(p->path);
+		pfree(p);
+	}
+	hash_destroy(held_locks);
+	held_locks = NULL;
+	PG_RETURN_INT32((int32) Min(released, PG_INT32_MAX));
+}
+
+/*
+ * coord.lock_first(paths text[], shared boolean DEFAULT false): a session
+ * lock on the first path, in array order, that is free without waiting; NULL
+ * when none is.  Every path is validated before any is tried.
+ */
+Datum
+coord_lock_first(PG_FUNCTION_ARGS)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	bool		shared;
+	CoordPath  *paths;
+	CoordPath **pp;
+
+	CoordRequireArg(fcinfo, 0, "paths");
+	CoordRequireArg(fcinfo, 1, "shared");
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	shared = PG_GETARG_BOOL(1);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("paths must be a one-dimensional array")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n == 0)
+		PG_RETURN_NULL();
+
+	paths = palloc(sizeof(CoordPath) * n);
+	pp = palloc(sizeof(CoordPath *) * n);
+	for (i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("paths must not contain null elements"),
+					 errdetail("Element %d is null.", i + 1)));
+		CoordParsePath(DatumGetTextPP(elems[i]), &paths[i]);
+		pp[i] = &paths[i];
+	}
+	RegisterNames(pp, n);
+
+	for (i = 0; i < n; i++)
+	{
+		if (AcquireLevels(&paths[i], shared, true, true))
+		{
+			NoteSessionLock(&paths[i], shared);
+			PG_RETURN_TEXT_P(cstring_to_text(paths[i].path));
+		}
+	}
+	PG_RETURN_NULL();
+}
+
+/*
+ * coord.fence(path text): a fencing token for a path the caller holds
+ * exclusively.  Tokens come from one sequence and are stored per path in the
+ * same transaction, so the transaction writes WAL and its commit makes the
+ * token durable (and, with synchronous replication, present on the standby):
+ * a token issued after a crash or failover is larger than every committed one.
+ */
+Datum
+coord_fence(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	LOCKTAG		leaf;
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+	CoordUserSwitch sw;
+	bool		isnull;
+	int64		token;
+
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+	CoordSetPathTag(&leaf, p.keys[p.depth - 1]);
+	if (!LockHeldByMe(&leaf, MODE_X))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot issue a fencing token for \"%s\"", p.path),
+				 errdetail("This session does not hold the lock on the path exclusively."),
+				 errhint("Take it with coord.lock(path) or coord.xact_lock(path) first.")));
+
+	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (SPI_execute_plan(CoordPlan(&plan_fence,
+								   "INSERT INTO coord.fences AS f (path, token, fenced_at) "
+								   "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
+								   "pg_catalog.now()) "
+								   "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+								   "fenced_at = excluded.fenced_at RETURNING f.token",
+								   1, argtypes),
+						 args, NULL, false, 1) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+		elog(ERROR, "could not issue a fencing token");
+	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT64(token);
+}
+
+/* coord.fence_ok(path text, token bigint): is token the newest for path? */
+Datum
+coord_fence_ok(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+	CoordUserSwitch sw;
+	bool		ok = false;
+
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "token");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+
+	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (SPI_execute_plan(CoordPlan(&plan_fence_ok,
+								   "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
+								   1, argtypes),
+						 args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read coord.fences");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		int64		newest = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+
+		ok = (newest == PG_GETARG_INT64(1));
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_BOOL(ok);
+}
+
+/* coord.path_key(path text): the 64-bit name key of a path, as stored in pg_locks */
+Datum
+coord_path_key(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+	PG_RETURN_INT64((int64) p.keys[p.depth - 1]);
+}
+
+/*
+ * coord.lock_status(): one row per pg_coord lock mode held or awaited in this
+ * database, with the holder's session details.  Read from the lock manager
+ * and backend status directly, so a monitoring role sees holders' details
+ * without pg_read_all_stats.  GetLockStatusData takes every lock partition:
+ * for diagnostics, not for hot paths.
+ */
+Datum
+coord_lock_status(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LockData   *ld;
+	int			nbe;
+	int			i;
+	static const LOCKMODE modes[] = {MODE_IS, MODE_IX, MODE_S, MODE_X};
+
+	InitMaterializedSRF(fcinfo, 0);
+	ld = GetLockStatusData();
+	nbe = pgstat_fetch_stat_numbackends();
+
+	for (i = 0; i < ld->nelements; i++)
+	{
+		LockInstanceData *inst = &ld->locks[i];
+		PgBackendStatus *be = NULL;
+		uint64		key;
+		int			m,
+					b;
+
+		if (inst->locktag.locktag_type != LOCKTAG_ADVISORY ||
+			inst->locktag.locktag_field4 != COORD_NS_PATH ||
+			inst->locktag.locktag_field1 != MyDatabaseId)
+			continue;
+		key = ((uint64) inst->locktag.locktag_field2 << 32) | inst->locktag.locktag_field3;
+
+		for (b = 1; b <= nbe; b++)
+		{
+			LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(b);
+
+			if (local != NULL && local->backendStatus.st_procpid == inst->pid)
+			{
+				be = &local->backendStatus;
+				break;
+			}
+		}
+
+		for (m = 0; m < lengthof(modes) + 1; m++)
+		{
+			Datum		values[8];
+			bool		nulls[8];
+			bool		granted = (m < lengthof(modes));
+			LOCKMODE	mode = granted ? modes[m] : inst->waitLockMode;
+
+			if (granted ? !(inst->holdMask & LOCKBIT_ON(mode)) : mode == NoLock)
+				continue;
+			memset(nulls, true, sizeof(nulls));
+			values[0] = Int64GetDatum((int64) key);
+			nulls[0] = false;
+			values[1] = CStringGetTextDatum(ModeName(mode));
+			nulls[1] = false;
+			values[2] = BoolGetDatum(granted);
+			nulls[2] = false;
+			values[3] = Int32GetDatum(inst->pid);
+			nulls[3] = false;
+			if (be != NULL)
+			{
+				if (be->st_appname != NULL)
+				{
+					values[4] = CStringGetTextDatum(be->st_appname);
+					nulls[4] = false;
+				}
+				if (be->st_clientaddr.addr.ss_family == AF_INET ||
+					be->st_clientaddr.addr.ss_family == AF_INET6)
+				{
+					char		host[NI_MAXHOST];
+
+					host[0] = '\0';
+					if (pg_getnameinfo_all(&be->st_clientaddr.addr, be->st_clientaddr.salen,
+										   host, sizeof(host), NULL, 0,
+										   NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+					{
+						clean_ipv6_addr(be->st_clientaddr.addr.ss_family, host);
+						values[5] = DirectFunctionCall1(inet_in, CStringGetDatum(host));
+						nulls[5] = false;
+					}
+				}
+				values[6] = TimestampTzGetDatum(be->st_proc_start_timestamp);
+				nulls[6] = false;
+			}
+			if (!granted && inst->waitStart != 0)
+			{
+				values[7] = TimestampTzGetDatum(inst->waitStart);
+				nulls[7] = false;
+			}
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,101 @@
+# Shared by test/run.sh, the demo and the bench: packages, build, and a
+# private throwaway cluster.  Source it; it sets PGHOST, PGPORT, PGUSER.
+#
+# The cluster lives in a temporary directory, listens on a unix socket there
+# only (no TCP), preloads pg_cron, and runs as the `postgres` OS user when we
+# are root (the server refuses to run as root).
+
+set -u
+COORD_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+# Debian's python3: psycopg2 comes from its packages, whatever python3 is first on PATH.
+PYTHON=/usr/bin/python3
+
+log() { printf '%s\n' "$*" >&2; }
+
+# Installs what is missing from Debian's packages (once per machine).
+coord_deps() {
+  local want=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-cron
+              libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc)
+  local missing=() p
+  for p in "${want[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing: ${missing[*]}"
+  local SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  PGBIN=$(pg_config --bindir)
+}
+
+# Builds and installs the extension.
+coord_build() {
+  local SUDO=""
+  [ "$(id -u)" -ne 0 ] && [ ! -w "$(pg_config --pkglibdir)" ] && SUDO=sudo
+  make -C "$COORD_ROOT" -s >/dev/null
+  $SUDO make -C "$COORD_ROOT" -s install >/dev/null
+}
+
+# Runs a command as the cluster's OS user.
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# Starts a private cluster; sets PGHOST/PGPORT/PGUSER/PGDATA for clients.
+coord_cluster_start() {
+  COORD_TMP=$(mktemp -d /tmp/pg_coord.XXXXXX)
+  chmod 755 "$COORD_TMP"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$COORD_TMP"
+  export PGDATA=$COORD_TMP/data PGHOST=$COORD_TMP PGPORT=${COORD_PGPORT:-54329}
+  export PGUSER=postgres PGDATABASE=postgres
+  as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+  cat >>"$PGDATA/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$COORD_TMP'
+port = $PGPORT
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 16
+max_connections = 100
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+max_locks_per_transaction = 128
+deadlock_timeout = 100ms
+log_min_messages = warning
+log_line_prefix = '%m [%p] %a '
+CONF
+  as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 start >/dev/null
+  trap coord_cluster_stop EXIT
+}
+
+# Restarts the server hard (crash tests): immediate stop, then start.
+coord_cluster_crash_restart() {
+  as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m immediate -w stop >/dev/null
+  as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 start >/dev/null
+}
+
+coord_cluster_stop() {
+  if [ -n "${COORD_TMP:-}" ] && [ -d "$COORD_TMP" ]; then
+    as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
+    rm -rf "$COORD_TMP"
+    COORD_TMP=
+  fi
+}
+
+# Creates a database with pg_coord (and pgTAP when asked) installed.
+coord_createdb() {
+  local db=$1; shift
+  psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
+  local ext
+  for ext in pg_coord "$@"; do
+    psql -qX -d "$db" -c "CREATE EXTENSION $ext" >/dev/null
+  done
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The one entry point behind `make test`, `make demo` and `make bench`:
+# installs missing packages, builds and installs pg_coord, starts a private
+# cluster, runs the chosen job, stops the cluster.
+#
+#   test/run.sh test    every suite; ends with "N passed, M failed"
+#   test/run.sh demo    the S1-S5 scenarios with real worker processes
+#   test/run.sh bench   make bench: figures side by side with raw SQL
+set -u
+. "$(dirname "$0")/lib.sh"
+cd "$COORD_ROOT"
+mode=${1:-test}
+
+coord_deps
+coord_build
+coord_cluster_start
+
+passed=0
+failed=0
+failures=()
+
+# count_suite NAME OUTPUTFILE: adds pg_regress-style "... ok" / "... FAILED" lines.
+count_suite() {
+  local name=$1 out=$2 ok bad
+  ok=$(grep -cE '\.\.\. ok' "$out")
+  bad=$(grep -cE '\.\.\. (FAILED|failed)' "$out")
+  passed=$((passed + ok)); failed=$((failed + bad))
+  [ "$bad" -gt 0 ] && failures+=("$name: $(grep -E '\.\.\. (FAILED|failed)' "$out" | awk '{print $2}' | tr '\n' ' ')")
+  log "$name: $ok passed, $bad failed"
+}
+
+run_tests() {
+  mkdir -p test/results
+  rm -f test/results/*.diffs
+
+  log "== pg_regress"
+  make -s installcheck-regress >test/results/regress.out 2>&1
+  [ -f regression.diffs ] && mv regression.diffs test/results/regress.diffs
+  count_suite regress test/results/regress.out
+
+  log "== isolation"
+  make -s installcheck-isolation >test/results/isolation.out 2>&1
+  [ -f regression.diffs ] && mv regression.diffs test/results/isolation.diffs
+  count_suite isolation test/results/isolation.out
+
+  log "== pgTAP"
+  coord_createdb coord_tap pgtap
+  pg_prove -d coord_tap test/pgtap/*.sql >test/results/pgtap.out 2>&1
+  local tap_tests tap_failed
+  tap_tests=$(sed -n 's/.*Tests=\([0-9]*\),.*/\1/p' test/results/pgtap.out | tail -1)
+  tap_failed=$(grep -oE '^Failed [0-9]+/[0-9]+ subtests' test/results/pgtap.out |
+               awk '{split($2,a,"/"); s+=a[1]} END {print s+0}')
+  if ! grep -q '^Result: PASS' test/results/pgtap.out; then
+    # a file that died counts as one failure even when no subtest did
+    [ "${tap_failed:-0}" -eq 0 ] && tap_failed=1
+    failures+=("pgtap: $(grep -E '^t?e?s?t?/?.*\(Wstat|Failed' test/results/pgtap.out | head -5 | tr '\n' ' ')")
+  fi
+  tap_tests=${tap_tests:-0}
+  passed=$((passed + tap_tests - tap_failed)); failed=$((failed + tap_failed))
+  log "pgtap: $((tap_tests - tap_failed)) passed, $tap_failed failed"
+
+  log "== crash and restart scripts"
+  local t
+  for t in test/crash/*.sh; do
+    [ -e "$t" ] || continue
+    if bash "$t" >"test/results/$(basename "$t").out" 2>&1; then
+      passed=$((passed + 1)); log "$(basename "$t"): ok ($(tail -1 "test/results/$(basename "$t").out"))"
+    else
+      failed=$((failed + 1)); failures+=("crash: $(basename "$t")")
+      log "$(basename "$t"): FAILED"; tail -20 "test/results/$(basename "$t").out" >&2
+    fi
+  done
+
+  if [ ${#failures[@]} -gt 0 ]; then
+    log ""
+    log "Failures:"
+    printf '  %s\n' "${failures[@]}" >&2
+    for d in test/results/*.diffs; do
+      [ -f "$d" ] && { log "--- $d (first 60 lines)"; head -60 "$d" >&2; }
+    done
+  fi
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+}
+
+case "$mode" in
+  test)  run_tests ;;
+  demo)  bash examples/demo.sh ;;
+  bench) bash bench/run.sh ;;
+  *)     log "usage: test/run.sh test|demo|bench"; exit 2 ;;
+esac
