@@ -12,8 +12,8 @@ OBJS = \
 
 # The install script is built from one fragment per concern, in this order.
 SQL_FRAGMENTS = \
-	sql/head.sql \
-	sql/locks.sql
+	sql/parts/head.sql \
+	sql/parts/locks.sql
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
@@ -38,6 +38,11 @@ include $(PGXS)
 
 $(DATA_built): $(SQL_FRAGMENTS) $(EXTENSION).control
 	cat $(SQL_FRAGMENTS) > $@
+
+# The version lives in the control file only; META.json is made from it.
+all: META.json
+META.json: META.json.in $(EXTENSION).control
+	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
 
 # One suite at a time, so that the runner can count and report each.
 .PHONY: installcheck-regress installcheck-isolation test demo bench

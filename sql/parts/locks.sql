@@ -6,7 +6,7 @@
 -- The name registry: which path each lock key stands for.
 CREATE TABLE coord.lock_names (
     key           bigint PRIMARY KEY,
-    path          text COLLATE "C" NOT NULL,
+    path          text NOT NULL,
     registered_at timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE coord.lock_names IS
@@ -19,7 +19,7 @@ COMMENT ON SEQUENCE coord.fence_seq IS 'Source of fencing tokens for every path'
 REVOKE ALL ON coord.fence_seq FROM PUBLIC;
 
 CREATE TABLE coord.fences (
-    path      text COLLATE "C" PRIMARY KEY,
+    path      text PRIMARY KEY,
     token     bigint NOT NULL,
     fenced_at timestamptz NOT NULL
 );
@@ -74,7 +74,7 @@ COMMENT ON FUNCTION coord.fence(text) IS
 
 CREATE FUNCTION coord.fence_ok(path text, token bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_fence_ok'
-LANGUAGE C STABLE PARALLEL SAFE;
+LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS 'True iff token is the newest token issued for path';
 
 CREATE FUNCTION coord.path_key(path text)

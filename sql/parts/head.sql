@@ -1,4 +1,4 @@
-/* pg_coord install script: built by the Makefile from sql/head.sql and one
+/* pg_coord install script: built by the Makefile from sql/parts/head.sql and one
  * fragment per concern.  Plain CREATE throughout, everything
  * schema-qualified, built-ins from pg_catalog. */
 
