@@ -12,13 +12,24 @@
  */
 #include "postgres.h"
 
+#include <netdb.h>
+
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
 #include "common/int.h"
+#include "common/ip.h"
+#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/proc.h"
+#include "utils/backend_status.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inet.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "common.h"
@@ -177,15 +188,332 @@ CoordNameKey(const char *name, int len)
 }
 
 /*
- * CoordSetPathTag builds the lock tag of a path key: database, the two
- * halves of the key (as pg_advisory_lock(bigint) lays them out), and our
- * namespace in field4.
+ * CoordSetTag builds the lock tag of a name key: database, the two halves of
+ * the key (as pg_advisory_lock(bigint) lays them out), and the namespace in
+ * field4.
  */
 void
-CoordSetPathTag(LOCKTAG *tag, uint64 key)
+CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key,
-						 COORD_NS_PATH);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (key >> 32), (uint32) key, ns);
+}
+
+/* ---------- acquiring heavyweight locks ---------- */
+
+/*
+ * Session locks survive abort, so the ones a call has taken before it fails
+ * (timeout, cancel, deadlock) are recorded as in flight and released by the
+ * (sub)transaction abort callback.  A call clears the list when it returns.
+ */
+static LOCKTAG inflight_tags[COORD_PATH_MAX_DEPTH];
+static LOCKMODE inflight_modes[COORD_PATH_MAX_DEPTH];
+static int	n_inflight = 0;
+
+static void
+ReleaseInflight(void)
+{
+	while (n_inflight > 0)
+	{
+		n_inflight--;
+		LockRelease(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
+	}
+}
+
+static void
+CommonXactCallback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		ReleaseInflight();
+}
+
+static void
+CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					  SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		ReleaseInflight();
+}
+
+void
+CoordCommonInit(void)
+{
+	RegisterXactCallback(CommonXactCallback, NULL);
+	RegisterSubXactCallback(CommonSubXactCallback, NULL);
+}
+
+static inline void
+NoteInflight(const LOCKTAG *tag, LOCKMODE mode)
+{
+	Assert(n_inflight < COORD_PATH_MAX_DEPTH);
+	inflight_tags[n_inflight] = *tag;
+	inflight_modes[n_inflight] = mode;
+	n_inflight++;
+}
+
+/*
+ * CoordReleaseTags releases tags[0 .. n) in reverse order.
+ */
+void
+CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session)
+{
+	while (n-- > 0)
+		LockRelease(&tags[n], modes[n], session);
+}
+
+/*
+ * AcquireWithTimeout waits at most timeout_us for all tags together.  It runs
+ * the waits in a subtransaction with lock_timeout set to what is left, so a
+ * timeout is an ERROR we can catch and roll back cleanly: the lock manager's
+ * wait state is cleaned up by the subtransaction abort, the transaction locks
+ * taken so far go with it, and the session locks taken so far are released
+ * by CommonSubXactCallback.  A session lock_timeout shorter than what is left
+ * stays in force and raises its usual ERROR, as do cancel,
+ * statement_timeout and deadlocks: those are re-thrown.
+ */
+static bool
+AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
+				   bool session, int64 timeout_us)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
+	bool		acquired = false;
+	volatile bool ours = true;	/* is the limit in force ours? */
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+
+	PG_TRY();
+	{
+		int			i;
+
+		for (i = 0; i < n; i++)
+		{
+			int64		left_ms = (deadline - GetCurrentTimestamp() + 999) / 1000;
+
+			left_ms = Min(Max(left_ms, 1), INT_MAX);
+			ours = (LockTimeout <= 0 || left_ms < LockTimeout);
+			if (ours)
+			{
+				char		buf[32];
+				int			nest = NewGUCNestLevel();
+
+				snprintf(buf, sizeof(buf), "%d", (int) left_ms);
+				(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
+										 GUC_ACTION_SAVE, true, 0, false);
+				(void) LockAcquire(&tags[i], modes[i], session, false);
+				AtEOXact_GUC(true, nest);
+			}
+			else
+				(void) LockAcquire(&tags[i], modes[i], session, false);
+			if (session)
+				NoteInflight(&tags[i], modes[i]);
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		acquired = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE || !ours)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+
+	return acquired;
+}
+
+/*
+ * CoordAcquire takes tags[0 .. n) in order, each in its mode, at session or
+ * transaction level.  timeout_us < 0 waits without a limit of ours (the
+ * session's lock_timeout still applies), 0 never waits, > 0 waits at most that
+ * long for all of them together.  Returns false, holding none of them, when
+ * they cannot all be had in time.
+ *
+ * With keep_inflight, the session locks stay recorded as in flight after
+ * success, so an error in the caller's follow-up work releases them; the
+ * caller then calls CoordInflightDone.
+ */
+bool
+CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
+			 int64 timeout_us, bool keep_inflight)
+{
+	int			i;
+	bool		ok = true;
+
+	if (timeout_us > 0)
+		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
+	else
+	{
+		for (i = 0; i < n; i++)
+		{
+			if (LockAcquire(&tags[i], modes[i], session, timeout_us == 0) == LOCKACQUIRE_NOT_AVAIL)
+			{
+				CoordReleaseTags(tags, modes, i, session);
+				ok = false;
+				break;
+			}
+			if (session)
+				NoteInflight(&tags[i], modes[i]);
+		}
+	}
+	if (!ok || !keep_inflight)
+		n_inflight = 0;
+	return ok;
+}
+
+/* CoordInflightDone: the caller's locks are safely held now. */
+void
+CoordInflightDone(void)
+{
+	n_inflight = 0;
+}
+
+const char *
+CoordModeName(LOCKMODE mode)
+{
+	switch (mode)
+	{
+		case RowShareLock:
+			return "intention_shared";
+		case RowExclusiveLock:
+			return "intention_exclusive";
+		case ShareLock:
+			return "shared";
+		case ExclusiveLock:
+			return "exclusive";
+	}
+	return "unknown";
+}
+
+/* ---------- who holds what ---------- */
+
+static PgBackendStatus *
+FindBackend(int pid)
+{
+	int			nbe = pgstat_fetch_stat_numbackends();
+	int			b;
+
+	for (b = 1; b <= nbe; b++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(b);
+
+		if (local != NULL && local->backendStatus.st_procpid == pid)
+			return &local->backendStatus;
+	}
+	return NULL;
+}
+
+/*
+ * CoordBackendAlive: is the backend that had this pid and start time still
+ * there?  The start time guards against pid reuse.  Reads backend status
+ * directly, so it needs no pg_read_all_stats.
+ */
+bool
+CoordBackendAlive(int pid, TimestampTz started)
+{
+	PgBackendStatus *be;
+
+	pgstat_clear_snapshot();
+	be = FindBackend(pid);
+	return be != NULL && be->st_proc_start_timestamp == started;
+}
+
+/*
+ * CoordLockStatus fills a materialised SRF with one row per lock mode held or
+ * awaited in namespace ns in this database: key, mode, granted, pid,
+ * application_name, client_addr, backend_start, wait_start.  Read from the
+ * lock manager and backend status directly, so a monitoring role sees
+ * holders' details without pg_read_all_stats.  GetLockStatusData takes every
+ * lock partition: for diagnostics, not for hot paths.
+ */
+Datum
+CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	LockData   *ld;
+	int			i;
+	static const LOCKMODE modes[] = {RowShareLock, RowExclusiveLock, ShareLock, ExclusiveLock};
+
+	InitMaterializedSRF(fcinfo, 0);
+	ld = GetLockStatusData();
+
+	for (i = 0; i < ld->nelements; i++)
+	{
+		LockInstanceData *inst = &ld->locks[i];
+		PgBackendStatus *be;
+		uint64		key;
+		int			m;
+
+		if (inst->locktag.locktag_type != LOCKTAG_ADVISORY ||
+			inst->locktag.locktag_field4 != ns ||
+			inst->locktag.locktag_field1 != MyDatabaseId)
+			continue;
+		key = ((uint64) inst->locktag.locktag_field2 << 32) | inst->locktag.locktag_field3;
+		be = FindBackend(inst->pid);
+
+		for (m = 0; m < lengthof(modes) + 1; m++)
+		{
+			Datum		values[8];
+			bool		nulls[8];
+			bool		granted = (m < lengthof(modes));
+			LOCKMODE	mode = granted ? modes[m] : inst->waitLockMode;
+
+			if (granted ? !(inst->holdMask & LOCKBIT_ON(mode)) : mode == NoLock)
+				continue;
+			memset(nulls, true, sizeof(nulls));
+			values[0] = Int64GetDatum((int64) key);
+			nulls[0] = false;
+			values[1] = CStringGetTextDatum(CoordModeName(mode));
+			nulls[1] = false;
+			values[2] = BoolGetDatum(granted);
+			nulls[2] = false;
+			values[3] = Int32GetDatum(inst->pid);
+			nulls[3] = false;
+			if (be != NULL)
+			{
+				if (be->st_appname != NULL)
+				{
+					values[4] = CStringGetTextDatum(be->st_appname);
+					nulls[4] = false;
+				}
+				if (be->st_clientaddr.addr.ss_family == AF_INET ||
+					be->st_clientaddr.addr.ss_family == AF_INET6)
+				{
+					char		host[NI_MAXHOST];
+
+					host[0] = '\0';
+					if (pg_getnameinfo_all(&be->st_clientaddr.addr, be->st_clientaddr.salen,
+										   host, sizeof(host), NULL, 0,
+										   NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+					{
+						clean_ipv6_addr(be->st_clientaddr.addr.ss_family, host);
+						values[5] = DirectFunctionCall1(inet_in, CStringGetDatum(host));
+						nulls[5] = false;
+					}
+				}
+				values[6] = TimestampTzGetDatum(be->st_proc_start_timestamp);
+				nulls[6] = false;
+			}
+			if (!granted && inst->waitStart != 0)
+			{
+				values[7] = TimestampTzGetDatum(inst->waitStart);
+				nulls[7] = false;
+			}
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	return (Datum) 0;
 }
 
 /*

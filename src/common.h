@@ -23,6 +23,7 @@
  */
 #define COORD_NS_PATH		17201	/* coord.lock and friends */
 #define COORD_NS_REGISTRY	17202	/* one registrar at a time per name key */
+#define COORD_NS_REQUEST	17203	/* coord.request: the owner of a key */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024
@@ -52,7 +53,9 @@ typedef struct CoordUserSwitch
 } CoordUserSwitch;
 
 /* Module init hooks, one per concern; called from _PG_init. */
+extern void CoordCommonInit(void);
 extern void CoordLocksInit(void);
+extern void CoordRequestsInit(void);
 
 /* Arguments */
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
@@ -62,7 +65,16 @@ extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argna
 /* Paths */
 extern void CoordParsePath(text *path_text, CoordPath *out);
 extern uint64 CoordNameKey(const char *name, int len);
-extern void CoordSetPathTag(LOCKTAG *tag, uint64 key);
+
+/* Lock-manager helpers shared by locks and requests */
+extern void CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns);
+extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
+						 bool session, int64 timeout_us, bool keep_inflight);
+extern void CoordInflightDone(void);
+extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
+extern const char *CoordModeName(LOCKMODE mode);
+extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);
+extern bool CoordBackendAlive(int pid, TimestampTz started);
 
 /* Running SPI as the owner of schema coord, so tables need no grants to callers */
 extern Oid	CoordOwnerId(void);

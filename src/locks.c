@@ -33,27 +33,20 @@
  * skipped in read-only transactions and on a standby.
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
- * has taken before it fails (timeout, cancel, deadlock) are recorded as
- * in flight and released by the (sub)transaction abort callback.
+ * has taken before it fails (timeout, cancel, deadlock) are released by the
+ * (sub)transaction abort callback of CoordAcquire (common.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <netdb.h>
-
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
-#include "common/ip.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
-#include "utils/backend_status.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/inet.h"
 #include "utils/memutils.h"
 
 #include "common.h"
@@ -98,11 +91,6 @@ static HTAB *held_locks = NULL;
 static HTAB *known_names = NULL;
 static bool names_inserted_in_xact = false;
 
-/* Session locks taken by the call in progress, released if it fails. */
-static LOCKTAG inflight_tags[COORD_PATH_MAX_DEPTH];
-static LOCKMODE inflight_modes[COORD_PATH_MAX_DEPTH];
-static int	n_inflight = 0;
-
 static SPIPlanPtr plan_names_select = NULL;
 static SPIPlanPtr plan_names_insert = NULL;
 static SPIPlanPtr plan_fence = NULL;
@@ -128,34 +116,7 @@ LevelMode(const CoordPath *p, int level, bool shared)
 	return shared ? MODE_IS : MODE_IX;
 }
 
-static const char *
-ModeName(LOCKMODE mode)
-{
-	switch (mode)
-	{
-		case MODE_IS:
-			return "intention_shared";
-		case MODE_IX:
-			return "intention_exclusive";
-		case MODE_S:
-			return "shared";
-		case MODE_X:
-			return "exclusive";
-	}
-	return "unknown";
-}
-
 /* ---------- in-flight session locks and transaction callbacks ---------- */
-
-static void
-ReleaseInflight(void)
-{
-	while (n_inflight > 0)
-	{
-		n_inflight--;
-		LockRelease(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
-	}
-}
 
 static void
 ForgetNames(void)
@@ -174,7 +135,6 @@ LocksXactCallback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			ReleaseInflight();
 			/* names inserted by this transaction are gone again */
 			if (names_inserted_in_xact)
 				ForgetNames();
@@ -193,12 +153,8 @@ static void
 LocksSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
-	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		ReleaseInflight();
-		if (names_inserted_in_xact)
-			ForgetNames();
-	}
+	if (event == SUBXACT_EVENT_ABORT_SUB && names_inserted_in_xact)
+		ForgetNames();
 }
 
 void
@@ -310,11 +266,19 @@ CheckRegistered(PendingName *pending, int n)
 /*
  * RegisterNames makes sure every prefix of the given paths is in the
  * registry, checking for collisions.  Names already checked by this backend
- * cost one hash lookup.
+ * cost one hash lookup.  Returns true when a name was left out because
+ * another transaction was registering it at that moment: the caller tries
+ * again once it holds its lock, by which time that transaction has usually
+ * ended (it may have rolled back, taking its row with it).
+ *
+ * Nothing is inserted in read-only transactions, on a standby, or under
+ * REPEATABLE READ or SERIALIZABLE, whose snapshot may not see a row another
+ * session registered since (the insert would then fail to serialize).
  */
-static void
+static bool
 RegisterNames(CoordPath **paths, int npaths)
 {
+	bool		busy = false;
 	PendingName *pending = NULL;
 	int			npending = 0;
 	int			maxpending = 0;
@@ -353,7 +317,7 @@ RegisterNames(CoordPath **paths, int npaths)
 		}
 	}
 	if (npending == 0)
-		return;
+		return false;
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -361,7 +325,7 @@ RegisterNames(CoordPath **paths, int npaths)
 	npending = CheckRegistered(pending, npending);
 
 	/* The rest are new: insert them where this transaction may write. */
-	if (npending > 0 && !RecoveryInProgress() && !XactReadOnly)
+	if (npending > 0 && !RecoveryInProgress() && !XactReadOnly && !IsolationUsesXactSnapshot())
 	{
 		Oid			argtypes[2] = {INT8OID, TEXTOID};
 
@@ -374,7 +338,10 @@ RegisterNames(CoordPath **paths, int npaths)
 			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (pending[i].key >> 32),
 								 (uint32) pending[i].key, COORD_NS_REGISTRY);
 			if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			{
+				busy = true;
 				continue;
+			}
 
 			args[0] = Int64GetDatum((int64) pending[i].key);
 			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
@@ -399,128 +366,57 @@ RegisterNames(CoordPath **paths, int npaths)
 
 	CoordRestoreUser(&sw);
 	SPI_finish();
+	return busy;
 }
 
 /* ---------- acquiring and releasing a path ---------- */
 
 /*
- * ReleaseLevels releases levels [0, upto) of a path in reverse order.
+ * PathTags lays out the tags and modes of a path in lock order: ancestors
+ * from the root down with intention modes, then the path itself.
  */
 static void
-ReleaseLevels(const CoordPath *p, int upto, bool shared, bool session)
-{
-	int			i;
-
-	for (i = upto - 1; i >= 0; i--)
-	{
-		LOCKTAG		tag;
-
-		CoordSetPathTag(&tag, p->keys[i]);
-		LockRelease(&tag, LevelMode(p, i, shared), session);
-	}
-}
-
-/*
- * AcquireLevels takes every level of the path, waiting or not.  Returns
- * false, holding nothing, when a level is not available without waiting.
- */
-static bool
-AcquireLevels(const CoordPath *p, bool shared, bool session, bool dontWait)
+PathTags(const CoordPath *p, bool shared, LOCKTAG *tags, LOCKMODE *modes)
 {
 	int			i;
 
 	for (i = 0; i < p->depth; i++)
 	{
-		LOCKTAG		tag;
-		LOCKMODE	mode = LevelMode(p, i, shared);
-
-		CoordSetPathTag(&tag, p->keys[i]);
-		if (LockAcquire(&tag, mode, session, dontWait) == LOCKACQUIRE_NOT_AVAIL)
-		{
-			ReleaseLevels(p, i, shared, session);
-			n_inflight = 0;
-			return false;
-		}
-		if (session)
-		{
-			inflight_tags[n_inflight] = tag;
-			inflight_modes[n_inflight] = mode;
-			n_inflight++;
-		}
+		CoordSetTag(&tags[i], p->keys[i], COORD_NS_PATH);
+		modes[i] = LevelMode(p, i, shared);
 	}
-	n_inflight = 0;
-	return true;
+}
+
+static void
+ReleasePath(const CoordPath *p, bool shared)
+{
+	LOCKTAG		tags[COORD_PATH_MAX_DEPTH];
+	LOCKMODE	modes[COORD_PATH_MAX_DEPTH];
+
+	PathTags(p, shared, tags, modes);
+	CoordReleaseTags(tags, modes, p->depth, true);
 }
 
 /*
- * AcquireWithTimeout waits at most timeout_us for all levels together.  It
- * runs the waits in a subtransaction with lock_timeout set to what is left,
- * so a timeout is an ERROR we can catch and roll back cleanly: the lock
- * manager's wait state is cleaned up by the subtransaction abort, the
- * transaction locks taken so far go with it, and the session locks taken so
- * far are released by LocksSubXactCallback.  Any other error (cancel,
- * statement_timeout, deadlock) is re-thrown.
+ * AcquirePath takes the path's locks.  When registering its names was left
+ * to a busy registrar, it tries once more while holding them; the locks stay
+ * in flight meanwhile, so a collision found then releases them.
  */
 static bool
-AcquireWithTimeout(const CoordPath *p, bool shared, bool session, int64 timeout_us)
+AcquirePath(CoordPath *p, bool shared, bool session, int64 timeout_us, bool register_again)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	TimestampTz deadline = GetCurrentTimestamp() + timeout_us;
-	bool		acquired = false;
+	LOCKTAG		tags[COORD_PATH_MAX_DEPTH];
+	LOCKMODE	modes[COORD_PATH_MAX_DEPTH];
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(oldcxt);
-
-	PG_TRY();
+	PathTags(p, shared, tags, modes);
+	if (!CoordAcquire(tags, modes, p->depth, session, timeout_us, register_again))
+		return false;
+	if (register_again)
 	{
-		int			i;
-
-		for (i = 0; i < p->depth; i++)
-		{
-			LOCKTAG		tag;
-			LOCKMODE	mode = LevelMode(p, i, shared);
-			int64		left_ms = (deadline - GetCurrentTimestamp() + 999) / 1000;
-			char		buf[32];
-			int			nest;
-
-			CoordSetPathTag(&tag, p->keys[i]);
-			nest = NewGUCNestLevel();
-			snprintf(buf, sizeof(buf), "%d", (int) Min(Max(left_ms, 1), INT_MAX));
-			(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_SAVE, true, 0, false);
-			(void) LockAcquire(&tag, mode, session, false);
-			AtEOXact_GUC(true, nest);
-			if (session)
-			{
-				inflight_tags[n_inflight] = tag;
-				inflight_modes[n_inflight] = mode;
-				n_inflight++;
-			}
-		}
-		n_inflight = 0;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		acquired = true;
+		(void) RegisterNames(&p, 1);
+		CoordInflightDone();
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-
-	return acquired;
+	return true;
 }
 
 static void
@@ -575,14 +471,11 @@ LockPath(text *path_text, bool shared, bool session, int64 timeout_us)
 	CoordPath	p;
 	CoordPath  *pp = &p;
 	bool		ok;
+	bool		busy;
 
 	CoordParsePath(path_text, &p);
-	RegisterNames(&pp, 1);
-
-	if (timeout_us > 0)
-		ok = AcquireWithTimeout(&p, shared, session, timeout_us);
-	else
-		ok = AcquireLevels(&p, shared, session, timeout_us == 0);
+	busy = RegisterNames(&pp, 1);
+	ok = AcquirePath(&p, shared, session, timeout_us, busy);
 
 	if (ok && session)
 		NoteSessionLock(&p, shared);
@@ -663,7 +556,7 @@ coord_unlock(PG_FUNCTION_ARGS)
 	if (held_locks != NULL)
 		e = hash_search(held_locks, &hk, HASH_FIND, NULL);
 
-	CoordSetPathTag(&leaf, hk.key);
+	CoordSetTag(&leaf, hk.key, COORD_NS_PATH);
 	if (e != NULL && !LockHeldByMe(&leaf, LevelMode(&p, p.depth - 1, shared)))
 	{
 		/* released behind our back: our count is stale */
@@ -679,7 +572,7 @@ coord_unlock(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 
-	ReleaseLevels(&p, p.depth, shared, true);
+	ReleasePath(&p, shared);
 	if (--e->count == 0)
 		ForgetHeld(e);
 	PG_RETURN_BOOL(true);
@@ -705,12 +598,12 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 		CoordPath  *p = e->path;
 		LOCKTAG		leaf;
 
-		CoordSetPathTag(&leaf, p->keys[p->depth - 1]);
+		CoordSetTag(&leaf, p->keys[p->depth - 1], COORD_NS_PATH);
 		for (; e->count > 0; e->count--)
 		{
 			if (!LockHeldByMe(&leaf, LevelMode(p, p->depth - 1, e->hk.shared)))
 				break;
-			ReleaseLevels(p, p->depth, e->hk.shared, true);
+			ReleasePath(p, e->hk.shared);
 			released++;
 		}
 		pfree(p->path);
@@ -737,6 +630,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 	bool		shared;
 	CoordPath  *paths;
 	CoordPath **pp;
+	bool		busy;
 
 	CoordRequireArg(fcinfo, 0, "paths");
 	CoordRequireArg(fcinfo, 1, "shared");
@@ -762,11 +656,11 @@ coord_lock_first(PG_FUNCTION_ARGS)
 		CoordParsePath(DatumGetTextPP(elems[i]), &paths[i]);
 		pp[i] = &paths[i];
 	}
-	RegisterNames(pp, n);
+	busy = RegisterNames(pp, n);
 
 	for (i = 0; i < n; i++)
 	{
-		if (AcquireLevels(&paths[i], shared, true, true))
+		if (AcquirePath(&paths[i], shared, true, 0, busy))
 		{
 			NoteSessionLock(&paths[i], shared);
 			PG_RETURN_TEXT_P(cstring_to_text(paths[i].path));
@@ -795,7 +689,7 @@ coord_fence(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
-	CoordSetPathTag(&leaf, p.keys[p.depth - 1]);
+	CoordSetTag(&leaf, p.keys[p.depth - 1], COORD_NS_PATH);
 	if (!LockHeldByMe(&leaf, MODE_X))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -867,101 +761,9 @@ coord_path_key(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64((int64) p.keys[p.depth - 1]);
 }
 
-/*
- * coord.lock_status(): one row per pg_coord lock mode held or awaited in this
- * database, with the holder's session details.  Read from the lock manager
- * and backend status directly, so a monitoring role sees holders' details
- * without pg_read_all_stats.  GetLockStatusData takes every lock partition:
- * for diagnostics, not for hot paths.
- */
+/* coord.lock_status(): pg_coord path locks held and awaited in this database */
 Datum
 coord_lock_status(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	LockData   *ld;
-	int			nbe;
-	int			i;
-	static const LOCKMODE modes[] = {MODE_IS, MODE_IX, MODE_S, MODE_X};
-
-	InitMaterializedSRF(fcinfo, 0);
-	ld = GetLockStatusData();
-	nbe = pgstat_fetch_stat_numbackends();
-
-	for (i = 0; i < ld->nelements; i++)
-	{
-		LockInstanceData *inst = &ld->locks[i];
-		PgBackendStatus *be = NULL;
-		uint64		key;
-		int			m,
-					b;
-
-		if (inst->locktag.locktag_type != LOCKTAG_ADVISORY ||
-			inst->locktag.locktag_field4 != COORD_NS_PATH ||
-			inst->locktag.locktag_field1 != MyDatabaseId)
-			continue;
-		key = ((uint64) inst->locktag.locktag_field2 << 32) | inst->locktag.locktag_field3;
-
-		for (b = 1; b <= nbe; b++)
-		{
-			LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(b);
-
-			if (local != NULL && local->backendStatus.st_procpid == inst->pid)
-			{
-				be = &local->backendStatus;
-				break;
-			}
-		}
-
-		for (m = 0; m < lengthof(modes) + 1; m++)
-		{
-			Datum		values[8];
-			bool		nulls[8];
-			bool		granted = (m < lengthof(modes));
-			LOCKMODE	mode = granted ? modes[m] : inst->waitLockMode;
-
-			if (granted ? !(inst->holdMask & LOCKBIT_ON(mode)) : mode == NoLock)
-				continue;
-			memset(nulls, true, sizeof(nulls));
-			values[0] = Int64GetDatum((int64) key);
-			nulls[0] = false;
-			values[1] = CStringGetTextDatum(ModeName(mode));
-			nulls[1] = false;
-			values[2] = BoolGetDatum(granted);
-			nulls[2] = false;
-			values[3] = Int32GetDatum(inst->pid);
-			nulls[3] = false;
-			if (be != NULL)
-			{
-				if (be->st_appname != NULL)
-				{
-					values[4] = CStringGetTextDatum(be->st_appname);
-					nulls[4] = false;
-				}
-				if (be->st_clientaddr.addr.ss_family == AF_INET ||
-					be->st_clientaddr.addr.ss_family == AF_INET6)
-				{
-					char		host[NI_MAXHOST];
-
-					host[0] = '\0';
-					if (pg_getnameinfo_all(&be->st_clientaddr.addr, be->st_clientaddr.salen,
-										   host, sizeof(host), NULL, 0,
-										   NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-					{
-						clean_ipv6_addr(be->st_clientaddr.addr.ss_family, host);
-						values[5] = DirectFunctionCall1(inet_in, CStringGetDatum(host));
-						nulls[5] = false;
-					}
-				}
-				values[6] = TimestampTzGetDatum(be->st_proc_start_timestamp);
-				nulls[6] = false;
-			}
-			if (!granted && inst->waitStart != 0)
-			{
-				values[7] = TimestampTzGetDatum(inst->waitStart);
-				nulls[7] = false;
-			}
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-	}
-	return (Datum) 0;
+	return CoordLockStatus(fcinfo, COORD_NS_PATH);
 }

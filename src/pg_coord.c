@@ -22,6 +22,7 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	CoordCommonInit();
 	CoordLocksInit();
 	MarkGUCPrefixReserved("coord");
 }

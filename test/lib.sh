@@ -53,7 +53,7 @@ coord_cluster_start() {
   chmod 755 "$COORD_TMP"
   [ "$(id -u)" -eq 0 ] && chown postgres: "$COORD_TMP"
   export PGDATA=$COORD_TMP/data PGHOST=$COORD_TMP PGPORT=${COORD_PGPORT:-54329}
-  export PGUSER=postgres PGDATABASE=postgres
+  export PGUSER=postgres PGDATABASE=postgres COORD_TMP
   as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   cat >>"$PGDATA/postgresql.conf" <<CONF
 listen_addresses = ''

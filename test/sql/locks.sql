@@ -170,14 +170,3 @@ SELECT coord.path_key('/');
 SELECT coord.try_lock('/' || repeat('x', 1023)), coord.unlock('/' || repeat('x', 1023));
 SELECT coord.try_lock(repeat('/x', 64)), coord.unlock(repeat('/x', 64));
 SELECT coord.try_lock('/ünïcødé/路径'), coord.unlock('/ünïcødé/路径');
-
--- Every object of the extension has a comment; writers are volatile and parallel unsafe.
-SELECT pg_describe_object(classid, objid, objsubid) AS uncommented
-  FROM pg_depend d
- WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
-   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_coord')
-   AND obj_description(objid, (SELECT relname FROM pg_class WHERE oid = classid)) IS NULL
- ORDER BY 1;
-SELECT proname, provolatile, proparallel FROM pg_proc
- WHERE pronamespace = 'coord'::regnamespace AND (provolatile <> 'v' OR proparallel <> 'u')
- ORDER BY proname;

@@ -1,0 +1,23 @@
+-- Catalogue hygiene for every concern: comments, volatility, parallel safety, grants.
+-- Every object of the extension has a comment; writers are volatile and parallel unsafe.
+SELECT pg_describe_object(classid, objid, objsubid) AS uncommented
+  FROM pg_depend d
+ WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_coord')
+   AND obj_description(objid, (SELECT relname FROM pg_class WHERE oid = classid)) IS NULL
+ ORDER BY 1;
+SELECT proname, provolatile, proparallel FROM pg_proc
+ WHERE pronamespace = 'coord'::regnamespace AND (provolatile <> 'v' OR proparallel <> 'u')
+ ORDER BY proname;
+
+-- Tables are the functions' business: no privileges for PUBLIC.
+SELECT c.relname, a.privilege_type
+  FROM pg_class c, aclexplode(c.relacl) a
+ WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind IN ('r', 'S')
+   AND a.grantee = 0
+ ORDER BY 1, 2;
+-- Views are readable by everyone.
+SELECT c.relname, a.privilege_type
+  FROM pg_class c, aclexplode(c.relacl) a
+ WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v' AND a.grantee = 0
+ ORDER BY 1, 2;
