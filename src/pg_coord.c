@@ -24,5 +24,6 @@ _PG_init(void)
 {
 	CoordCommonInit();
 	CoordLocksInit();
+	CoordRequestsInit();
 	MarkGUCPrefixReserved("coord");
 }

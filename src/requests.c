@@ -1,0 +1,640 @@
+/*-------------------------------------------------------------------------
+ * requests.c
+ *		The duplicate-work coordinator (DESIGN.md 3.2): request, mark_queued,
+ *		mark_done, release, with takeover when an owner's session ends.
+ *
+ * State.  One row per key in coord.request_keys: requested, queued or done,
+ * with the owner's pid and backend start time.
+ *
+ * Ownership.  The owner of a requested key holds a session-level advisory
+ * lock on (COORD_NS_REQUEST, name key of the key), one hold per key it owns,
+ * recorded in this backend's owned table.  The lock, not the row, says
+ * whether the owner is still there: a backend that ends for any reason
+ * (disconnect, SIGKILL of the client, pg_terminate_backend, server restart)
+ * loses its locks at once, so no timer or heartbeat is involved.
+ *
+ * Waiting.  request(wait => true) blocks in the lock manager on that lock;
+ * its FIFO queue is the first-come-first-served waiting list.  Whoever is
+ * granted the lock reads the row with a fresh snapshot and answers from the
+ * contract's table: no row -> insert, true; requested (by a session that no
+ * longer holds the lock, so it has ended) -> take over, true; queued -> false;
+ * done -> true and requested again if older than stale_after, else false.
+ * A false answer releases the lock at once, so the next waiter reads next.
+ *
+ * What wakes whom.  The owner's lock is released
+ *	- at COMMIT of the transaction in which it called mark_queued, mark_done or
+ *	  release, from the commit callback, which runs after the commit is
+ *	  visible (and, with synchronous replication, replicated): a waiter never
+ *	  reads state the owner has not committed, and a rollback keeps the owner;
+ *	- at ABORT of the transaction in which request() took it, so a rolled-back
+ *	  request leaves no owner behind;
+ *	- when the owner's session ends, by PostgreSQL.
+ * The pending actions are tagged with the subtransaction that made them, so
+ * an aborted savepoint undoes exactly its own.
+ *
+ * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
+ * snapshot can predate the commit that woke the waiter.
+ *
+ * Name keys are 64-bit hashes.  Two keys that collide share a waiting queue
+ * (one may wait for the other's owner), never an owner: state is keyed by
+ * the text, and each owned key is its own hold of the lock.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+
+/* Keys are primary-key text: stay well inside a btree entry. */
+#define COORD_KEY_MAX_BYTES	2048
+
+/* A key this backend owns, or is about to give up at commit. */
+typedef struct OwnedKey
+{
+	char		key[COORD_KEY_MAX_BYTES + 1];	/* hash key: must be first */
+	uint64		lockkey;
+	SubTransactionId acquired_subid;	/* release on abort of this; or Invalid */
+	SubTransactionId release_subid; /* release on commit, made in this; or Invalid */
+} OwnedKey;
+
+static HTAB *owned = NULL;
+static bool any_pending = false;
+
+static SPIPlanPtr plan_insert = NULL;
+static SPIPlanPtr plan_select = NULL;
+static SPIPlanPtr plan_take = NULL;
+static SPIPlanPtr plan_queue = NULL;
+static SPIPlanPtr plan_done = NULL;
+static SPIPlanPtr plan_release = NULL;
+static SPIPlanPtr plan_state = NULL;
+static SPIPlanPtr plan_purge = NULL;
+
+PG_FUNCTION_INFO_V1(coord_request);
+PG_FUNCTION_INFO_V1(coord_mark_queued);
+PG_FUNCTION_INFO_V1(coord_mark_done);
+PG_FUNCTION_INFO_V1(coord_release);
+PG_FUNCTION_INFO_V1(coord_request_state);
+PG_FUNCTION_INFO_V1(coord_purge_requests);
+PG_FUNCTION_INFO_V1(coord_request_lock_status);
+PG_FUNCTION_INFO_V1(coord_key_hash);
+PG_FUNCTION_INFO_V1(coord_backend_alive);
+
+static void
+ReleaseKeyLock(uint64 lockkey)
+{
+	LOCKTAG		tag;
+
+	CoordSetTag(&tag, lockkey, COORD_NS_REQUEST);
+	LockRelease(&tag, ExclusiveLock, true);
+}
+
+/* ---------- transaction callbacks: when owners let go ---------- */
+
+static void
+RequestsXactCallback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	OwnedKey   *e;
+
+	if (!any_pending)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_PREPARE:
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot PREPARE a transaction that requested or marked coord keys"),
+					 errdetail("Request ownership belongs to the session, which a prepared transaction outlives.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			hash_seq_init(&status, owned);
+			while ((e = hash_seq_search(&status)) != NULL)
+			{
+				if (e->release_subid != InvalidSubTransactionId)
+				{
+					ReleaseKeyLock(e->lockkey);
+					hash_search(owned, e->key, HASH_REMOVE, NULL);
+				}
+				else
+					e->acquired_subid = InvalidSubTransactionId;
+			}
+			any_pending = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			hash_seq_init(&status, owned);
+			while ((e = hash_seq_search(&status)) != NULL)
+			{
+				if (e->acquired_subid != InvalidSubTransactionId)
+				{
+					ReleaseKeyLock(e->lockkey);
+					hash_search(owned, e->key, HASH_REMOVE, NULL);
+				}
+				else
+					e->release_subid = InvalidSubTransactionId;
+			}
+			any_pending = false;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+RequestsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	OwnedKey   *e;
+
+	if (!any_pending)
+		return;
+	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
+		return;
+	hash_seq_init(&status, owned);
+	while ((e = hash_seq_search(&status)) != NULL)
+	{
+		if (event == SUBXACT_EVENT_COMMIT_SUB)
+		{
+			if (e->acquired_subid == mySubid)
+				e->acquired_subid = parentSubid;
+			if (e->release_subid == mySubid)
+				e->release_subid = parentSubid;
+		}
+		else if (e->acquired_subid == mySubid)
+		{
+			ReleaseKeyLock(e->lockkey);
+			hash_search(owned, e->key, HASH_REMOVE, NULL);
+		}
+		else if (e->release_subid == mySubid)
+			e->release_subid = InvalidSubTransactionId;
+	}
+}
+
+void
+CoordRequestsInit(void)
+{
+	RegisterXactCallback(RequestsXactCallback, NULL);
+	RegisterSubXactCallback(RequestsSubXactCallback, NULL);
+}
+
+/* ---------- helpers ---------- */
+
+static char *
+KeyArg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *key;
+	int			len;
+
+	CoordRequireArg(fcinfo, argno, "key");
+	key = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(key);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("request key must not be empty")));
+	if (len > COORD_KEY_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("request key is too long"),
+				 errdetail("A request key has at most %d bytes; this one has %d.",
+						   COORD_KEY_MAX_BYTES, len),
+				 errhint("Use a digest of a long key, such as md5(url).")));
+	return key;
+}
+
+/*
+ * OwnedEntry returns this backend's entry for key if it still holds the
+ * key's lock; an entry whose lock was released behind our back
+ * (pg_advisory_unlock_all, DISCARD ALL) is dropped.
+ */
+static OwnedKey *
+OwnedEntry(const char *key)
+{
+	OwnedKey   *e;
+	LOCKTAG		tag;
+
+	if (owned == NULL)
+		return NULL;
+	e = hash_search(owned, key, HASH_FIND, NULL);
+	if (e == NULL)
+		return NULL;
+	CoordSetTag(&tag, e->lockkey, COORD_NS_REQUEST);
+	if (!LockHeldByMe(&tag, ExclusiveLock))
+	{
+		hash_search(owned, key, HASH_REMOVE, NULL);
+		return NULL;
+	}
+	return e;
+}
+
+static OwnedKey *
+NewOwnedEntry(const char *key, uint64 lockkey)
+{
+	OwnedKey   *e;
+	bool		found;
+
+	if (owned == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = COORD_KEY_MAX_BYTES + 1;
+		ctl.entrysize = sizeof(OwnedKey);
+		ctl.hcxt = TopMemoryContext;
+		owned = hash_create("pg_coord owned request keys", 64, &ctl,
+							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	e = hash_search(owned, key, HASH_ENTER, &found);
+	Assert(!found);
+	e->lockkey = lockkey;
+	e->acquired_subid = GetCurrentSubTransactionId();
+	e->release_subid = InvalidSubTransactionId;
+	any_pending = true;
+	return e;
+}
+
+static void
+ReleaseAtCommit(OwnedKey *e)
+{
+	if (e->release_subid == InvalidSubTransactionId)
+		e->release_subid = GetCurrentSubTransactionId();
+	any_pending = true;
+}
+
+/* What a saved statement takes after $1, the key. */
+typedef enum KeyArgs
+{
+	ARGS_KEY,					/* $1 key */
+	ARGS_OWNER,					/* $1 key, $2 pid, $3 backend start of this session */
+	ARGS_INTERVAL				/* $1 key, $2 interval (may be NULL) */
+} KeyArgs;
+
+/* Runs a saved statement about one key as the extension owner (inside SPI). */
+static void
+RunKeyPlan(SPIPlanPtr *slot, const char *sql, const char *key, KeyArgs kind,
+		   Datum interval, bool interval_null)
+{
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	Oid			argtypes[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	int			nargs = 1;
+	int			rc;
+
+	args[0] = PointerGetDatum(cstring_to_text(key));
+	if (kind == ARGS_OWNER)
+	{
+		args[1] = Int32GetDatum(MyProcPid);
+		args[2] = TimestampTzGetDatum(MyStartTimestamp);
+		nargs = 3;
+	}
+	else if (kind == ARGS_INTERVAL)
+	{
+		args[1] = interval;
+		nulls[1] = interval_null ? 'n' : ' ';
+		argtypes[1] = INTERVALOID;
+		nargs = 2;
+	}
+	rc = SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0);
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+}
+
+static char *
+CurrentState(const char *key)
+{
+	RunKeyPlan(&plan_state,
+			   "SELECT state FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1",
+			   key, ARGS_KEY, (Datum) 0, false);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Decide answers request() for a caller that holds the key's lock, from the
+ * row it reads now, and makes the caller the owner when the answer is true.
+ */
+static bool
+Decide(const char *key, Datum stale_after, bool stale_null)
+{
+	int			attempt;
+
+	for (attempt = 0; attempt < 3; attempt++)
+	{
+		bool		isnull;
+		char	   *state;
+		int32		owner_pid;
+		TimestampTz owner_start;
+		bool		stale;
+		bool		pid_null,
+					start_null;
+
+		RunKeyPlan(&plan_insert,
+				   "INSERT INTO coord.request_keys AS r "
+				   "(key, state, owner_pid, owner_start, requested_at) "
+				   "VALUES ($1, 'requested', $2, $3, pg_catalog.now()) "
+				   "ON CONFLICT (key) DO NOTHING",
+				   key, ARGS_OWNER, (Datum) 0, false);
+		if (SPI_processed == 1)
+			return true;
+
+		RunKeyPlan(&plan_select,
+				   "SELECT state, owner_pid, owner_start, "
+				   "done_at OPERATOR(pg_catalog.<) "
+				   "(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $2) AS stale "
+				   "FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1",
+				   key, ARGS_INTERVAL, stale_after, stale_null);
+		if (SPI_processed == 0)
+			continue;			/* purged since the insert: try again */
+
+		state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		owner_pid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &pid_null));
+		owner_start = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &start_null));
+		stale = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+		if (isnull)
+			stale = false;
+
+		if (strcmp(state, "queued") == 0)
+			return false;
+		if (strcmp(state, "done") == 0 && !stale)
+			return false;
+		if (strcmp(state, "requested") == 0 && !pid_null && !start_null &&
+			owner_pid == MyProcPid && owner_start == MyStartTimestamp)
+			return true;
+
+		/*
+		 * requested by a session that does not hold the lock (it ended), or
+		 * done and stale: the caller takes it.
+		 */
+		RunKeyPlan(&plan_take,
+				   "UPDATE coord.request_keys SET state = 'requested', owner_pid = $2, "
+				   "owner_start = $3, requested_at = pg_catalog.now(), queued_at = NULL, "
+				   "done_at = NULL WHERE key OPERATOR(pg_catalog.=) $1",
+				   key, ARGS_OWNER, (Datum) 0, false);
+		if (SPI_processed == 1)
+			return true;
+	}
+	elog(ERROR, "request for key \"%s\" did not settle", key);
+	return false;				/* keep compiler quiet */
+}
+
+/* ---------- SQL-callable functions ---------- */
+
+/*
+ * coord.request(key text, wait boolean DEFAULT true, stale_after interval
+ * DEFAULT NULL, timeout interval DEFAULT NULL) returns boolean
+ */
+Datum
+coord_request(PG_FUNCTION_ARGS)
+{
+	char	   *key = KeyArg(fcinfo, 0);
+	bool		wait;
+	Datum		stale_after = (Datum) 0;
+	bool		stale_null = PG_ARGISNULL(2);
+	int64		timeout_us = -1;
+	uint64		lockkey;
+	OwnedKey   *e;
+	bool		acquired_now = false;
+	bool		answer;
+	CoordUserSwitch sw;
+
+	CoordRequireArg(fcinfo, 1, "wait");
+	wait = PG_GETARG_BOOL(1);
+	if (!stale_null)
+	{
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "stale_after", true);
+		stale_after = PG_GETARG_DATUM(2);
+	}
+	if (!wait)
+		timeout_us = 0;
+	else if (!PG_ARGISNULL(3))
+		timeout_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", true);
+
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.request requires READ COMMITTED isolation"),
+				 errdetail("A REPEATABLE READ or SERIALIZABLE snapshot can predate the commit of the owner that let the key go, so the answer could be wrong."),
+				 errhint("Call coord.request in its own READ COMMITTED transaction.")));
+
+	lockkey = CoordNameKey(key, strlen(key));
+	e = OwnedEntry(key);
+	if (e == NULL)
+	{
+		LOCKTAG		tag;
+		LOCKMODE	mode = ExclusiveLock;
+
+		CoordSetTag(&tag, lockkey, COORD_NS_REQUEST);
+		if (!CoordAcquire(&tag, &mode, 1, true, timeout_us, false))
+			PG_RETURN_BOOL(false);
+		e = NewOwnedEntry(key, lockkey);
+		acquired_now = true;
+	}
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	answer = Decide(key, stale_after, stale_null);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	if (!answer && acquired_now)
+	{
+		/* not ours: let the next waiter read the state */
+		hash_search(owned, key, HASH_REMOVE, NULL);
+		ReleaseKeyLock(lockkey);
+	}
+	else if (answer && e->release_subid != InvalidSubTransactionId)
+	{
+		/* released or marked earlier in this transaction, owned again now */
+		e->release_subid = InvalidSubTransactionId;
+	}
+	PG_RETURN_BOOL(answer);
+}
+
+static void
+NotOwnerError(const char *key, const char *what)
+{
+	char	   *state = CurrentState(key);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot %s key \"%s\": it is not requested by this session", what, key),
+			 state ? errdetail("The key is %s%s.", state,
+							   strcmp(state, "requested") == 0 ? " by another session" : "")
+			 : errdetail("The key has not been requested."),
+			 errhint("Call coord.request(key) first and use the key while it returns true.")));
+}
+
+/* coord.mark_queued(key text): requested by this session -> queued */
+Datum
+coord_mark_queued(PG_FUNCTION_ARGS)
+{
+	char	   *key = KeyArg(fcinfo, 0);
+	OwnedKey   *e = OwnedEntry(key);
+	CoordUserSwitch sw;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (e == NULL)
+		NotOwnerError(key, "queue");
+	RunKeyPlan(&plan_queue,
+			   "UPDATE coord.request_keys SET state = 'queued', queued_at = pg_catalog.now() "
+			   "WHERE key OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'requested' "
+			   "AND owner_pid OPERATOR(pg_catalog.=) $2 AND owner_start OPERATOR(pg_catalog.=) $3",
+			   key, ARGS_OWNER, (Datum) 0, false);
+	if (SPI_processed != 1)
+		NotOwnerError(key, "queue");
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	ReleaseAtCommit(e);
+	PG_RETURN_VOID();
+}
+
+/* coord.mark_done(key text): done, whatever the state was */
+Datum
+coord_mark_done(PG_FUNCTION_ARGS)
+{
+	char	   *key = KeyArg(fcinfo, 0);
+	OwnedKey   *e = OwnedEntry(key);
+	CoordUserSwitch sw;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	RunKeyPlan(&plan_done,
+			   "INSERT INTO coord.request_keys AS r (key, state, done_at) "
+			   "VALUES ($1, 'done', pg_catalog.now()) "
+			   "ON CONFLICT (key) DO UPDATE SET state = 'done', done_at = pg_catalog.now()",
+			   key, ARGS_KEY, (Datum) 0, false);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	if (e != NULL)
+		ReleaseAtCommit(e);
+	PG_RETURN_VOID();
+}
+
+/*
+ * coord.release(key text): gives up this session's request; at commit the
+ * first waiter gets true.  A key this session does not own gets a WARNING,
+ * as an unlock of a lock not held does.
+ */
+Datum
+coord_release(PG_FUNCTION_ARGS)
+{
+	char	   *key = KeyArg(fcinfo, 0);
+	OwnedKey   *e = OwnedEntry(key);
+	CoordUserSwitch sw;
+
+	if (e == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("key \"%s\" is not requested by this session", key)));
+		PG_RETURN_VOID();
+	}
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	RunKeyPlan(&plan_release,
+			   "DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+			   "AND state OPERATOR(pg_catalog.=) 'requested' "
+			   "AND owner_pid OPERATOR(pg_catalog.=) $2 AND owner_start OPERATOR(pg_catalog.=) $3",
+			   key, ARGS_OWNER, (Datum) 0, false);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	ReleaseAtCommit(e);
+	PG_RETURN_VOID();
+}
+
+/* coord.request_state(key text): requested, queued, done or NULL */
+Datum
+coord_request_state(PG_FUNCTION_ARGS)
+{
+	char	   *key = KeyArg(fcinfo, 0);
+	char	   *state;
+	text	   *result = NULL;
+	CoordUserSwitch sw;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	state = CurrentState(key);
+	if (state != NULL)
+	{
+		/* in the caller's context: SPI_finish frees SPI's */
+		Size		len = strlen(state);
+
+		result = (text *) SPI_palloc(VARHDRSZ + len);
+		SET_VARSIZE(result, VARHDRSZ + len);
+		memcpy(VARDATA(result), state, len);
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(result);
+}
+
+/* coord.purge_requests(older_than interval): deletes done keys older than that */
+Datum
+coord_purge_requests(PG_FUNCTION_ARGS)
+{
+	Datum		args[1];
+	Oid			argtypes[1] = {INTERVALOID};
+	CoordUserSwitch sw;
+	uint64		n;
+
+	CoordRequireArg(fcinfo, 0, "older_than");
+	(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(0), "older_than", true);
+	args[0] = PG_GETARG_DATUM(0);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (SPI_execute_plan(CoordPlan(&plan_purge,
+								   "DELETE FROM coord.request_keys "
+								   "WHERE state OPERATOR(pg_catalog.=) 'done' "
+								   "AND done_at OPERATOR(pg_catalog.<) "
+								   "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+								   1, argtypes),
+						 args, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not purge coord.request_keys");
+	n = SPI_processed;
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT64((int64) n);
+}
+
+/* coord.request_lock_status(): owners and waiters of request keys, by name key */
+Datum
+coord_request_lock_status(PG_FUNCTION_ARGS)
+{
+	return CoordLockStatus(fcinfo, COORD_NS_REQUEST);
+}
+
+/* coord.key_hash(key text): the 64-bit name key of a request key */
+Datum
+coord_key_hash(PG_FUNCTION_ARGS)
+{
+	text	   *t;
+
+	CoordRequireArg(fcinfo, 0, "key");
+	t = PG_GETARG_TEXT_PP(0);
+	PG_RETURN_INT64((int64) CoordNameKey(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)));
+}
+
+/* coord.backend_alive(pid integer, started timestamptz): is that session still there? */
+Datum
+coord_backend_alive(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	PG_RETURN_BOOL(CoordBackendAlive(PG_GETARG_INT32(0), PG_GETARG_TIMESTAMPTZ(1)));
+}
