@@ -446,6 +446,8 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 	static const LOCKMODE modes[] = {RowShareLock, RowExclusiveLock, ShareLock, ExclusiveLock};
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* backend status is cached per transaction: read it afresh */
+	pgstat_clear_snapshot();
 	ld = GetLockStatusData();
 
 	for (i = 0; i < ld->nelements; i++)

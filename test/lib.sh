@@ -9,7 +9,7 @@ set -u
 COORD_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 # Debian's python3: psycopg2 comes from its packages, whatever python3 is first on PATH.
-PYTHON=/usr/bin/python3
+export PYTHON=/usr/bin/python3
 
 log() { printf '%s\n' "$*" >&2; }
 

@@ -1,0 +1,287 @@
+# S3 end to end, with real crawler processes: sourced by examples/demo.sh and
+# test/crash/s3_crawlers.sh.
+#
+#   s3_demo [quick]    needs the cluster in the PG* environment with pg_coord
+#                      installed in the server; (re)creates database $S3_DB
+#                      (default coord_demo_s3) with pg_coord and schema s3.
+#
+# Round 1: 4 Python and 2 bash crawlers crawl the same URL list at once.
+# Every crawler starts at the start page, which is slow; one crawler gets it
+# first, the others queue behind it (in a known order), and the owner is
+# SIGKILLed while they wait: the first waiter must take over, the others
+# answer false once it has marked the page done, and every URL must be
+# fetched exactly once.  PDFs go through the download queue (mark_queued,
+# then a downloader marks them done).  Round 2: done URLs are not fetched
+# again (every request answers false).  Round 3, once every URL has been done
+# for longer than stale_after: each URL is fetched again, exactly once.
+#
+# Prints a report with its checks and a last line starting with "S3:";
+# returns non-zero if a check failed.  `quick` is the smaller run for the
+# test suite.  Worker logs go to a temporary directory, kept when a check
+# fails.  Settings (environment): S3_DB, PYTHON (a python3 with psycopg2).
+
+S3_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+s3_demo() {
+  # a subshell: its own set -e, EXIT trap and globals, whoever sourced us
+  ( s3_demo_run "$@" )
+}
+
+s3_q() { psql -qtAX -v ON_ERROR_STOP=1 -d "$S3_DB" -c "$1"; }
+s3_lit() { printf "'%s'" "${1//\'/\'\'}"; }
+
+s3_check() {   # DESCRIPTION 'SHELL CONDITION': prints ok/FAIL, counts failures
+  S3_CHECKS=$((S3_CHECKS + 1))
+  if eval "$2"; then
+    printf '  ok    %s\n' "$1"
+  else
+    printf '  FAIL  %s\n' "$1"
+    S3_FAILED=$((S3_FAILED + 1))
+  fi
+}
+
+# Waits until an SQL condition is true, polled inside the server every ms.
+s3_wait_for() {   # SQL_CONDITION TIMEOUT_S
+  [ "$(s3_q "SELECT s3.wait_until($(s3_lit "$1"), interval '$2 seconds')")" = t ] && return 0
+  echo "  timed out after $2 s waiting for: $1"
+  return 1
+}
+
+# Starts a crawler (or the downloader) in its own process group, so that a
+# SIGKILL reaches all of it (a bash crawler is bash plus its psql).
+s3_start() {   # NAME python|bash|downloader ROUND [crawler options]
+  local name=$1 lang=$2 round=$3 cmd
+  shift 3
+  case $lang in
+    bash)       cmd=(bash "$S3_DIR/crawler.sh" -n "$name" -f "$S3_URLS" -r "$round" "$@") ;;
+    python)     cmd=("$PYTHON" "$S3_DIR/crawler.py" -n "$name" -f "$S3_URLS" -r "$round" "$@") ;;
+    downloader) cmd=("$PYTHON" "$S3_DIR/downloader.py" -n "$name") ;;
+  esac
+  PGDATABASE=$S3_DB setsid "${cmd[@]}" >"$S3_LOGDIR/$name.r$round.log" 2>&1 &
+  S3_PID[$name]=$! S3_LANG[$name]=$lang
+}
+
+# Waits for the named processes; false if one is still running at the
+# deadline.  Exit codes land in S3_RC[name].
+s3_wait() {   # DEADLINE_S NAME...
+  local limit=$1 name deadline=$((SECONDS + $1)) rc
+  shift
+  for name; do
+    while kill -0 "${S3_PID[$name]}" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+    if kill -0 "${S3_PID[$name]}" 2>/dev/null; then
+      echo "  $name still running after $limit s"
+      return 1
+    fi
+    rc=0; { wait "${S3_PID[$name]}"; } 2>/dev/null || rc=$?   # no "Killed" notice
+    S3_RC[$name]=$rc
+    unset 'S3_PID[$name]'
+  done
+}
+
+# Waits for the crawlers, then lets the downloader finish the queue and stop.
+s3_finish_round() {   # DEADLINE_S CRAWLER...
+  local ok=0
+  s3_wait "$@" && ok=1
+  kill -TERM "${S3_PID[dl1]}" 2>/dev/null || true
+  s3_wait "$1" dl1 && [ $ok = 1 ]
+}
+
+s3_cleanup() {   # EXIT_STATUS: kills what is still running; keeps the logs after a failure
+  local name
+  for name in "${!S3_PID[@]}"; do
+    kill -KILL -- "-${S3_PID[$name]}" 2>/dev/null || true
+  done
+  if [ "$1" = 0 ]; then
+    rm -rf "$S3_LOGDIR"
+  elif [ -z "${S3_REPORTED:-}" ]; then   # stopped by an error before the report's end
+    echo "  worker logs kept in $S3_LOGDIR"
+    echo "  worker logs kept in $S3_LOGDIR"
+    S3_REPORTED=1
+    echo "S3: FAILED, stopped by an error after $S3_CHECKS checks"
+  fi
+}
+
+# Sums a field of the crawlers' "finished:" log lines of one round.
+s3_sum() {   # ROUND fetched|queued|false|requests
+  cat "$S3_LOGDIR"/*.r"$1".log | sed -n "s/.* finished: .*\\b\\([0-9][0-9]*\\) $2\\b.*/\\1/p" |
+    awk '{ s += $1 } END { print s + 0 }'
+}
+
+s3_show_request() {   # URL: the start page's row of coord.requests, as psql shows it
+  psql -qX -P footer=off -d "$S3_DB" -c "
+    SELECT r.key, r.state, r.owner_pid,
+           regexp_replace(a.application_name, '^s3:crawler:', '') AS owner, r.owner_alive, r.waiters
+      FROM coord.requests AS r LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = r.owner_pid
+     WHERE r.key = $(s3_lit "$1")" | sed 's/^/      /'
+}
+
+# Fetches of one round: "distinct total duplicates via_queue".
+s3_round_counts() {   # ROUND
+  s3_q "SELECT count(DISTINCT url) || ' ' || count(*) || ' ' || (count(*) - count(DISTINCT url))
+               || ' ' || count(*) FILTER (WHERE via = 'download queue')
+          FROM s3.fetches WHERE round = $1"
+}
+
+s3_demo_run() {
+  set -euo pipefail
+  local quick=0
+  [ "${1:-}" = quick ] && quick=1
+  S3_DB=${S3_DB:-coord_demo_s3}
+  PYTHON=${PYTHON:-/usr/bin/python3}
+  S3_LOGDIR=$(mktemp -d /tmp/s3_demo.XXXXXX)
+  S3_URLS=$S3_LOGDIR/urls.txt
+  S3_CHECKS=0 S3_FAILED=0
+  declare -gA S3_PID=() S3_LANG=() S3_RC=()
+  trap 's3_cleanup $?' EXIT
+
+  local n_pages start_ms=3000 stale_s=3 deadline=40
+  if [ $quick = 1 ]; then n_pages=19; else n_pages=39; fi
+  local start=https://example.org/
+  local victim=c-py1
+  local waiters=(c-sh1 c-py2 c-py3 c-sh2 c-py4)   # they queue for the start page in this order
+  local -A lang=([c-py1]=python [c-py2]=python [c-py3]=python [c-py4]=python [c-sh1]=bash [c-sh2]=bash)
+  local crawlers=("$victim" "${waiters[@]}")
+
+  psql -qX -v ON_ERROR_STOP=1 -d postgres -c 'SET client_min_messages = warning' \
+       -c "DROP DATABASE IF EXISTS $S3_DB WITH (FORCE)" -c "CREATE DATABASE $S3_DB" >/dev/null
+  s3_q 'CREATE EXTENSION pg_coord' >/dev/null
+  psql -qX -v ON_ERROR_STOP=1 -d "$S3_DB" -f "$S3_DIR/schema.sql" >/dev/null
+
+  # The crawl list: the start page, news pages, and every 8th a PDF report.
+  local i
+  { echo "$start"
+    for ((i = 1; i <= n_pages; i++)); do
+      if ((i % 8 == 0)); then echo "https://example.org/reports/annual-$((2000 + i)).pdf"
+      else echo "https://example.org/news/story-$i.html"; fi
+    done
+  } >"$S3_URLS"
+  local n_urls n_pdf
+  n_urls=$(wc -l <"$S3_URLS")
+  n_pdf=$(grep -c '\.pdf$' "$S3_URLS")
+  echo "  $n_urls URLs ($n_pdf PDFs go through the download queue), the same list for every crawler;"
+  echo "  crawlers c-py1..c-py4 (python), c-sh1, c-sh2 (bash + one psql session), downloader dl1"
+
+  # ------------------------------------------------------------ round 1
+  echo "  round 1: every crawler starts at $start, which takes $((start_ms / 1000)) s to fetch"
+  local vpid
+  s3_start "$victim" python 1 -S "$start_ms"
+  s3_wait_for "EXISTS (SELECT FROM coord.requests AS r JOIN pg_catalog.pg_stat_activity AS a ON a.pid = r.owner_pid
+                        WHERE r.key = $(s3_lit "$start") AND r.state = 'requested'
+                          AND a.application_name = 's3:crawler:$victim')" 15
+  vpid=$(s3_q "SELECT owner_pid FROM coord.requests WHERE key = $(s3_lit "$start")")
+  s3_start dl1 downloader 1
+  # one at a time, so that the order of the waiting list is known
+  local w
+  for w in "${waiters[@]}"; do
+    s3_start "$w" "${lang[$w]}" 1 -S "$start_ms"
+    s3_wait_for "EXISTS (SELECT FROM coord.request_lock_status() AS s
+                          WHERE s.key = coord.key_hash($(s3_lit "$start")) AND NOT s.granted
+                            AND s.application_name = 's3:crawler:$w')" 15
+  done
+  local order
+  order=$(s3_q "SELECT string_agg(regexp_replace(s.application_name, '^s3:crawler:', ''), ' ' ORDER BY s.wait_start)
+                  FROM coord.request_lock_status() AS s
+                 WHERE s.key = coord.key_hash($(s3_lit "$start")) AND NOT s.granted")
+  echo "    $victim got it first; the others wait for it, in this order: $order"
+  s3_show_request "$start"
+  # still the victim's, still unfetched: the kill lands while it owns the page
+  local held
+  held=$(s3_q "SELECT r.owner_pid = $vpid AND r.state = 'requested' AND r.waiters = ${#waiters[@]}
+                      AND NOT EXISTS (SELECT FROM s3.fetches WHERE url = r.key)
+                 FROM coord.requests AS r WHERE r.key = $(s3_lit "$start")")
+  local t_kill=$EPOCHREALTIME
+  kill -KILL -- "-${S3_PID[$victim]}"
+  echo "    SIGKILL $victim (pid ${S3_PID[$victim]}, backend $vpid) while it owns the start page"
+  s3_wait_for "EXISTS (SELECT FROM coord.requests WHERE key = $(s3_lit "$start") AND state = 'requested'
+                        AND owner_pid <> $vpid AND owner_alive)" 10 || true
+  echo "    a moment later:"
+  s3_show_request "$start"
+
+  local waited_ok=0
+  s3_finish_round "$deadline" "${crawlers[@]}" && waited_ok=1
+  local taker taken_ms
+  IFS='|' read -r taker taken_ms < <(s3_q "
+      SELECT crawler, round((extract(epoch FROM owned_at) - $t_kill) * 1000, 1)
+        FROM s3.fetches WHERE url = $(s3_lit "$start") AND round = 1 ORDER BY id LIMIT 1") || true
+  echo "    $taker took the start page over ${taken_ms} ms after the kill; what the logs say about it:"
+  { grep -h -F "request $start " "$S3_LOGDIR/$victim.r1.log" | sed 's/$/   <- SIGKILL/'
+    for w in "${waiters[@]}"; do grep -h -F "request $start " "$S3_LOGDIR/$w.r1.log"; done
+  } | sed 's/^/      | /' || true
+  local others_false=0
+  for w in "${waiters[@]:1}"; do
+    grep -q -F "request $start -> false" "$S3_LOGDIR/$w.r1.log" && others_false=$((others_false + 1))
+  done
+  local r1 r1_distinct r1_total r1_dups r1_queue
+  r1=$(s3_round_counts 1)
+  read -r r1_distinct r1_total r1_dups r1_queue <<<"$r1"
+  echo "    fetches: $r1_total of $n_urls URLs ($r1_queue by the downloader), duplicates: $r1_dups"
+
+  s3_check "the kill hit $victim while it owned the start page and ${#waiters[@]} crawlers waited" '[ "$held" = t ]'
+  s3_check "the first waiter (${waiters[0]}) took over, within 1 s of the kill" \
+    '[ "$taker" = "${waiters[0]}" ] && awk -v ms="${taken_ms:-99999}" "BEGIN { exit !(ms >= 0 && ms < 1000) }"'
+  s3_check "the other $((${#waiters[@]} - 1)) waiters answered false (the page was done by then)" \
+    '[ "$others_false" = $((${#waiters[@]} - 1)) ]'
+  s3_check "every crawler ended within ${deadline}s; $victim died of SIGKILL, the rest exited 0" \
+    '[ $waited_ok = 1 ] && [ "${S3_RC[$victim]}" = 137 ] && s3_all_rc0 "${waiters[@]}" dl1'
+  s3_check "round 1: every URL fetched exactly once ($n_urls fetches, 0 duplicates, $n_pdf via the queue)" \
+    '[ "$r1" = "$n_urls $n_urls 0 $n_pdf" ]'
+  local states
+  states=$(s3_q "SELECT count(*) FILTER (WHERE state = 'done') || ' ' || count(*) || ' ' || sum(waiters)
+                      || ' ' || (SELECT count(*) FROM s3.downloads) FROM coord.requests")
+  s3_check "every URL is done, nobody waits, the download queue is empty" '[ "$states" = "$n_urls $n_urls 0 0" ]'
+
+  # ------------------------------------------------------------ round 2
+  echo "  round 2: the same 6 crawlers again, with stale_after => '1 hour'"
+  local c
+  s3_start dl1 downloader 2
+  for c in "${crawlers[@]}"; do s3_start "$c" "${lang[$c]}" 2 -s '1 hour'; done
+  waited_ok=0
+  s3_finish_round "$deadline" "${crawlers[@]}" && waited_ok=1
+  local r2_false r2_work r2
+  r2_false=$(s3_sum 2 false)
+  r2_work=$(( $(s3_sum 2 fetched) + $(s3_sum 2 queued) ))
+  r2=$(s3_q "SELECT count(*) FROM s3.fetches WHERE round = 2")
+  echo "    $r2_false of $((${#crawlers[@]} * n_urls)) requests answered false; fetches: $r2"
+  s3_check "round 2: done URLs are not redone (every request false, 0 fetches)" \
+    '[ $waited_ok = 1 ] && s3_all_rc0 "${crawlers[@]}" dl1 && [ "$r2_false" = $((${#crawlers[@]} * n_urls)) ] && [ "$r2_work" = 0 ] && [ "$r2" = 0 ]'
+
+  # ------------------------------------------------------------ round 3
+  local t_wait=$EPOCHREALTIME
+  s3_wait_for "(SELECT max(done_at) FROM coord.requests) < clock_timestamp() - interval '$stale_s seconds'" 30
+  echo "  round 3: waited $(awk -v a="$t_wait" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s until every URL was done more than $stale_s s ago; the 6 crawlers again, with stale_after => '$stale_s seconds'"
+  s3_start dl1 downloader 3
+  for c in "${crawlers[@]}"; do s3_start "$c" "${lang[$c]}" 3 -s "$stale_s seconds"; done
+  waited_ok=0
+  s3_finish_round "$deadline" "${crawlers[@]}" && waited_ok=1
+  local r3 r3_distinct r3_total r3_dups r3_queue r3_false
+  r3=$(s3_round_counts 3)
+  read -r r3_distinct r3_total r3_dups r3_queue <<<"$r3"
+  r3_false=$(s3_sum 3 false)
+  echo "    fetches: $r3_total of $n_urls URLs ($r3_queue by the downloader), duplicates: $r3_dups;" \
+       "$r3_false of $((${#crawlers[@]} * n_urls)) requests answered false"
+  echo "    fetches per crawler:" \
+       "$(s3_q "SELECT string_agg(crawler || ' ' || n, ', ' ORDER BY crawler)
+                  FROM (SELECT crawler, count(*) AS n FROM s3.fetches WHERE round = 3 GROUP BY crawler) AS f")"
+  s3_check "round 3: stale URLs are fetched again, each exactly once" \
+    '[ $waited_ok = 1 ] && s3_all_rc0 "${crawlers[@]}" dl1 && [ "$r3" = "$n_urls $n_urls 0 $n_pdf" ] && [ "$r3_false" = $(((${#crawlers[@]} - 1) * n_urls)) ]'
+  states=$(s3_q "SELECT count(*) FILTER (WHERE state = 'done') || ' ' || count(*) || ' ' || sum(waiters)
+                      || ' ' || (SELECT count(*) FROM s3.downloads) FROM coord.requests")
+  s3_check "every URL is done again, nobody waits, the download queue is empty" '[ "$states" = "$n_urls $n_urls 0 0" ]'
+
+  local dups
+  dups=$(s3_q "SELECT count(*) FROM (SELECT FROM s3.fetches GROUP BY url, round HAVING count(*) > 1) AS d")
+  if [ "$S3_FAILED" = 0 ]; then
+    echo "S3: ok, $S3_CHECKS checks: $n_urls URLs, $(( ${#crawlers[@]} )) crawlers (4 python, 2 bash), $dups duplicate fetches;" \
+         "SIGKILLed owner's URL taken over by $taker after $taken_ms ms; not redone while fresh, refetched once when stale"
+  else
+    echo "  worker logs kept in $S3_LOGDIR"
+    S3_REPORTED=1
+    echo "S3: FAILED, $S3_FAILED of $S3_CHECKS checks failed"
+    return 1
+  fi
+}
+
+s3_all_rc0() {   # NAME...: true if every one of them exited with 0
+  local n
+  for n; do [ "${S3_RC[$n]:-x}" = 0 ] || return 1; done
+}

@@ -1,0 +1,67 @@
+-- S3: crawlers that must not fetch the same URL twice, on pg_coord.
+--
+-- The original "coordinator" answered request (ok/no), queue and done; a
+-- second requester waited and got "ok" if the first one crashed.  Here that
+-- is coord.request / coord.mark_queued / coord.mark_done, keyed by the URL.
+-- The tables below are only the crawlers' own bookkeeping: what was fetched
+-- (so duplicates would show) and the download queue for big documents.
+--
+-- Apply with:  psql -d <db> -f examples/s3/schema.sql   (needs CREATE EXTENSION pg_coord)
+
+\set ON_ERROR_STOP on
+SET client_min_messages = warning;
+
+CREATE SCHEMA s3;
+COMMENT ON SCHEMA s3 IS 'S3 example: what the crawlers fetched, and their download queue';
+
+-- One row per actual fetch.  Deliberately no unique constraint: a URL fetched
+-- twice shows up as two rows instead of an error, so the checks can count it.
+CREATE TABLE s3.fetches (
+    id         bigserial PRIMARY KEY,
+    url        text NOT NULL,
+    round      integer NOT NULL,
+    crawler    text NOT NULL,
+    via        text NOT NULL CHECK (via IN ('crawler', 'download queue')),
+    pid        integer NOT NULL DEFAULT pg_catalog.pg_backend_pid(),
+    owned_at   timestamptz NOT NULL,     -- when coord.request answered true (or the download was claimed)
+    waited_ms  numeric NOT NULL,         -- how long coord.request blocked before that
+    fetch_ms   integer NOT NULL,
+    fetched_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+CREATE INDEX ON s3.fetches (url);
+COMMENT ON TABLE s3.fetches IS
+  'One row per URL fetch actually done, by a crawler or a downloader; no unique constraint, so duplicates stay visible';
+
+-- Big documents (.pdf) are not fetched inline: the crawler that owns the URL
+-- queues it here, in the same transaction as coord.mark_queued, and a
+-- downloader fetches it and marks it done.  No unique constraint either.
+CREATE TABLE s3.downloads (
+    id        bigserial PRIMARY KEY,
+    url       text NOT NULL,
+    round     integer NOT NULL,
+    queued_by text NOT NULL,
+    queued_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE s3.downloads IS
+  'Download queue: URLs a crawler marked queued, waiting for a downloader (claimed with FOR UPDATE SKIP LOCKED)';
+
+-- For the demo and the tests: waits until a boolean SQL expression is true,
+-- re-evaluating it every millisecond; false after `timeout`.
+CREATE FUNCTION s3.wait_until(condition text, timeout interval)
+RETURNS boolean LANGUAGE plpgsql VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + timeout;
+    ok boolean;
+BEGIN
+    LOOP
+        EXECUTE 'SELECT (' || condition || ')::boolean' INTO ok;
+        IF ok THEN RETURN true; END IF;
+        IF clock_timestamp() > deadline THEN RETURN false; END IF;
+        PERFORM pg_sleep(0.001);
+        PERFORM pg_stat_clear_snapshot();   -- pg_stat_activity is cached per transaction
+    END LOOP;
+END $$;
+COMMENT ON FUNCTION s3.wait_until(text, interval) IS
+  'For the demo: polls a boolean SQL expression every millisecond until it is true (or false after timeout)';
