@@ -9,13 +9,15 @@ OBJS = \
 	src/pg_coord.o \
 	src/common.o \
 	src/locks.o \
-	src/requests.o
+	src/requests.o \
+	src/jobs.o
 
 # The install script is built from one fragment per concern, in this order.
 SQL_FRAGMENTS = \
 	sql/parts/head.sql \
 	sql/parts/locks.sql \
-	sql/parts/requests.sql
+	sql/parts/requests.sql \
+	sql/parts/jobs.sql
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))

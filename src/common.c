@@ -219,19 +219,120 @@ ReleaseInflight(void)
 	}
 }
 
+/*
+ * Session locks whose fate follows the transaction: taken by it (released if
+ * it aborts, kept if it commits), or to be let go when it commits (kept if it
+ * aborts).  Each entry carries the subtransaction that made it, so a rolled
+ * back savepoint undoes exactly its own.
+ */
+typedef struct XactLock
+{
+	LOCKTAG		tag;
+	LOCKMODE	mode;
+	bool		at_commit;		/* release at commit (else: at abort) */
+	SubTransactionId subid;
+} XactLock;
+
+static XactLock *xact_locks = NULL;
+static int	n_xact_locks = 0;
+static int	max_xact_locks = 0;
+
+static void
+AddXactLock(const LOCKTAG *tag, LOCKMODE mode, bool at_commit)
+{
+	if (n_xact_locks == max_xact_locks)
+	{
+		max_xact_locks = Max(16, max_xact_locks * 2);
+		xact_locks = xact_locks ?
+			repalloc(xact_locks, sizeof(XactLock) * max_xact_locks) :
+			MemoryContextAlloc(TopMemoryContext, sizeof(XactLock) * max_xact_locks);
+	}
+	xact_locks[n_xact_locks].tag = *tag;
+	xact_locks[n_xact_locks].mode = mode;
+	xact_locks[n_xact_locks].at_commit = at_commit;
+	xact_locks[n_xact_locks].subid = GetCurrentSubTransactionId();
+	n_xact_locks++;
+}
+
+/* CoordLockAtAbort: a session lock this transaction took; released if it aborts. */
+void
+CoordLockAtAbort(const LOCKTAG *tag, LOCKMODE mode)
+{
+	AddXactLock(tag, mode, false);
+}
+
+/* CoordUnlockAtCommit: a session lock to let go of when this transaction commits. */
+void
+CoordUnlockAtCommit(const LOCKTAG *tag, LOCKMODE mode)
+{
+	AddXactLock(tag, mode, true);
+}
+
+/* Settles the entries of subtransaction subid (all when Invalid) for an end that committed or not. */
+static void
+SettleXactLocks(bool committed, SubTransactionId subid)
+{
+	int			i,
+				kept = 0;
+
+	for (i = 0; i < n_xact_locks; i++)
+	{
+		XactLock   *e = &xact_locks[i];
+
+		if (subid != InvalidSubTransactionId && e->subid != subid)
+		{
+			xact_locks[kept++] = *e;
+			continue;
+		}
+		if (e->at_commit == committed)
+			LockRelease(&e->tag, e->mode, true);
+	}
+	n_xact_locks = kept;
+}
+
 static void
 CommonXactCallback(XactEvent event, void *arg)
 {
-	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-		ReleaseInflight();
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			ReleaseInflight();
+			SettleXactLocks(false, InvalidSubTransactionId);
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			SettleXactLocks(true, InvalidSubTransactionId);
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (n_xact_locks > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that claimed or finished session-bound jobs"),
+						 errdetail("Session-bound claims belong to the session, which a prepared transaction outlives.")));
+			break;
+		default:
+			break;
+	}
 }
 
 static void
 CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
+	int			i;
+
 	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		ReleaseInflight();
+		SettleXactLocks(false, mySubid);
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (i = 0; i < n_xact_locks; i++)
+			if (xact_locks[i].subid == mySubid)
+				xact_locks[i].subid = parentSubid;
+	}
 }
 
 void

@@ -24,6 +24,8 @@
 #define COORD_NS_PATH		17201	/* coord.lock and friends */
 #define COORD_NS_REGISTRY	17202	/* one registrar at a time per name key */
 #define COORD_NS_REQUEST	17203	/* coord.request: the owner of a key */
+#define COORD_NS_JOB		17204	/* coord.claim: the claimer of a job id */
+#define COORD_NS_IDLE		17205	/* claimers idle on a queue or host channel */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024
@@ -56,6 +58,10 @@ typedef struct CoordUserSwitch
 extern void CoordCommonInit(void);
 extern void CoordLocksInit(void);
 extern void CoordRequestsInit(void);
+extern void CoordJobsInit(void);
+
+/* Shared between concerns */
+extern void CoordRequestMarkQueued(const char *key);
 
 /* Arguments */
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
@@ -71,6 +77,8 @@ extern void CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns);
 extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 						 bool session, int64 timeout_us, bool keep_inflight);
 extern void CoordInflightDone(void);
+extern void CoordLockAtAbort(const LOCKTAG *tag, LOCKMODE mode);
+extern void CoordUnlockAtCommit(const LOCKTAG *tag, LOCKMODE mode);
 extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
 extern const char *CoordModeName(LOCKMODE mode);
 extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);

@@ -473,11 +473,14 @@ NotOwnerError(const char *key, const char *what)
 			 errhint("Call coord.request(key) first and use the key while it returns true.")));
 }
 
-/* coord.mark_queued(key text): requested by this session -> queued */
-Datum
-coord_mark_queued(PG_FUNCTION_ARGS)
+/*
+ * CoordRequestMarkQueued: requested by this session -> queued, letting the
+ * waiters go at commit; ERROR 55000 otherwise.  Also used by the job queue's
+ * mark_queued(key, queue, ...).
+ */
+void
+CoordRequestMarkQueued(const char *key)
 {
-	char	   *key = KeyArg(fcinfo, 0);
 	OwnedKey   *e = OwnedEntry(key);
 	CoordUserSwitch sw;
 
@@ -496,6 +499,13 @@ coord_mark_queued(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	ReleaseAtCommit(e);
+}
+
+/* coord.mark_queued(key text): requested by this session -> queued */
+Datum
+coord_mark_queued(PG_FUNCTION_ARGS)
+{
+	CoordRequestMarkQueued(KeyArg(fcinfo, 0));
 	PG_RETURN_VOID();
 }
 

@@ -1,0 +1,226 @@
+
+-------------------------------------------------------------------------------
+-- Jobs: the queue (src/jobs.c)
+-------------------------------------------------------------------------------
+
+CREATE SEQUENCE coord.job_id_seq AS bigint;
+COMMENT ON SEQUENCE coord.job_id_seq IS 'Job ids';
+REVOKE ALL ON coord.job_id_seq FROM PUBLIC;
+CREATE SEQUENCE coord.job_token_seq AS bigint;
+COMMENT ON SEQUENCE coord.job_token_seq IS 'Claim tokens: every claim of every job takes a new one';
+REVOKE ALL ON coord.job_token_seq FROM PUBLIC;
+
+CREATE FUNCTION coord.job_part(key text, id bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_job_part'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.job_part(text, bigint) IS
+  'Hash-space position (0 .. 2^31-1) of a job: of its key, or of its id when it has none';
+
+-- Live work only: scheduled, ready and running jobs.  A session-bound claim
+-- keeps state = 'ready' and holds an advisory lock on the id (namespace
+-- 17204) instead, so a dead worker's job is claimable again at once.
+CREATE TABLE coord.job (
+    id           bigint PRIMARY KEY DEFAULT pg_catalog.nextval('coord.job_id_seq'::pg_catalog.regclass),
+    queue        text NOT NULL,
+    state        text NOT NULL DEFAULT 'ready'
+                 CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'running'])),
+    payload      jsonb NOT NULL,
+    run_at       timestamptz NOT NULL,
+    priority     integer NOT NULL,
+    key          text,
+    group_key    text,
+    host         text,
+    attempt      integer NOT NULL DEFAULT 0,
+    max_attempts integer NOT NULL,
+    token        bigint NOT NULL DEFAULT 0,
+    lease        interval,
+    lease_until  timestamptz,
+    enqueued_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    claimed_at   timestamptz,
+    last_error   text,
+    request_key  text,
+    part         integer GENERATED ALWAYS AS (coord.job_part(key, id)) STORED
+) WITH (fillfactor = 70);
+COMMENT ON TABLE coord.job IS
+  'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
+REVOKE ALL ON coord.job FROM PUBLIC;
+CREATE INDEX job_ready ON coord.job (queue, priority DESC, run_at, id)
+  WHERE state OPERATOR(pg_catalog.=) 'ready';
+COMMENT ON INDEX coord.job_ready IS 'The claim order: highest priority, then oldest run_at';
+CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL;
+COMMENT ON INDEX coord.job_key IS 'At most one live job per (queue, key): enqueue dedupe';
+CREATE INDEX job_group ON coord.job (queue, group_key, id) WHERE group_key IS NOT NULL;
+COMMENT ON INDEX coord.job_group IS 'One job of a group at a time, in enqueue order';
+CREATE INDEX job_lease ON coord.job (queue, lease_until) WHERE state OPERATOR(pg_catalog.=) 'running';
+COMMENT ON INDEX coord.job_lease IS 'Finds expired leases';
+
+CREATE TABLE coord.job_history (
+    id           bigint PRIMARY KEY,
+    queue        text NOT NULL,
+    state        text NOT NULL
+                 CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['done', 'dead', 'cancelled'])),
+    payload      jsonb NOT NULL,
+    run_at       timestamptz NOT NULL,
+    priority     integer NOT NULL,
+    key          text,
+    group_key    text,
+    host         text,
+    attempt      integer NOT NULL,
+    max_attempts integer NOT NULL,
+    token        bigint NOT NULL,
+    enqueued_at  timestamptz NOT NULL,
+    claimed_at   timestamptz,
+    finished_at  timestamptz NOT NULL,
+    last_error   text,
+    result       jsonb,
+    request_key  text
+);
+COMMENT ON TABLE coord.job_history IS
+  'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
+REVOKE ALL ON coord.job_history FROM PUBLIC;
+CREATE INDEX job_history_finished ON coord.job_history (finished_at);
+COMMENT ON INDEX coord.job_history_finished IS 'Retention and recent-history queries';
+CREATE INDEX job_history_queue ON coord.job_history (queue, state, finished_at);
+COMMENT ON INDEX coord.job_history_queue IS 'Per-queue statistics';
+
+CREATE TYPE coord.claimed_job AS (
+    id          bigint,
+    queue       text,
+    payload     jsonb,
+    attempt     integer,
+    token       bigint,
+    lease_until timestamptz,
+    key         text,
+    group_key   text,
+    host        text,
+    run_at      timestamptz
+);
+COMMENT ON TYPE coord.claimed_job IS 'A claimed job, as coord.claim returns it';
+
+CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT NULL,
+                              priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
+                              max_attempts integer DEFAULT 25, group_key text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one';
+
+CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
+                                   priority integer DEFAULT 0, host text DEFAULT NULL,
+                                   max_attempts integer DEFAULT 25)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer) IS
+  'Adds one job per payload; returns their ids in array order';
+
+CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                            host text DEFAULT NULL, session_bound boolean DEFAULT false,
+                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL)
+RETURNS SETOF coord.claimed_job AS 'MODULE_PATHNAME', 'coord_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer) IS
+  'Claims up to n due jobs, highest priority first, then oldest run_at; never one another claimer holds';
+
+CREATE FUNCTION coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_complete'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.complete(bigint, bigint, jsonb) IS
+  'Marks a claimed job done; false, and no change, when the claim is no longer the caller''s';
+
+CREATE FUNCTION coord.complete(ids bigint[], tokens bigint[])
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_complete_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.complete(bigint[], bigint[]) IS
+  'Marks claimed jobs done; returns how many were still the caller''s';
+
+CREATE FUNCTION coord.fail(id bigint, token bigint, error text DEFAULT NULL, retry_after interval DEFAULT NULL)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_fail'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval) IS
+  'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay and uses up no attempt. NULL when the claim is not the caller''s';
+
+CREATE FUNCTION coord.heartbeat(id bigint, token bigint, lease interval DEFAULT NULL)
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_heartbeat'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.heartbeat(bigint, bigint, interval) IS
+  'Extends a lease; returns the new lease end (infinity for a session-bound claim), NULL if the claim is not the caller''s';
+
+CREATE FUNCTION coord.cancel(id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_cancel'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.cancel(bigint) IS 'Cancels a job that has not finished; its claimer can no longer complete it';
+
+CREATE FUNCTION coord.retry(id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_retry'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.retry(bigint) IS 'Puts a dead job back to ready, with its attempts reset';
+
+CREATE FUNCTION coord.job_state(id bigint)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_job_state'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.job_state(bigint) IS
+  'scheduled, ready, running, done, dead, cancelled, or NULL once purged';
+
+CREATE FUNCTION coord.job_claimed(id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_claimed'
+LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.job_claimed(bigint) IS
+  'Whether a session holds the job''s claim lock (session-bound claims)';
+
+CREATE FUNCTION coord.purge_jobs(older_than interval DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_purge_jobs'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.purge_jobs(interval) IS
+  'Deletes finished jobs older than older_than (default: the coord.job_history_retention setting)';
+
+CREATE FUNCTION coord.mark_queued(key text, queue text, payload jsonb DEFAULT '{}',
+                                  run_at timestamptz DEFAULT NULL, priority integer DEFAULT 0,
+                                  host text DEFAULT NULL, max_attempts integer DEFAULT 25)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_mark_queued_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.mark_queued(text, text, jsonb, timestamptz, integer, text, integer) IS
+  'mark_queued(key), and enqueues a job linked to the key in the same transaction: completing it marks the key done, its death removes the key';
+
+CREATE VIEW coord.jobs AS
+SELECT j.id, j.queue,
+       CASE WHEN j.state OPERATOR(pg_catalog.=) 'running' OR coord.job_claimed(j.id) THEN 'running'
+            WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
+            ELSE 'ready' END AS state,
+       j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
+       j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
+       NULL::timestamptz AS finished_at, NULL::jsonb AS result
+  FROM coord.job AS j
+UNION ALL
+SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
+       h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
+       h.claimed_at, h.finished_at, h.result
+  FROM coord.job_history AS h;
+COMMENT ON VIEW coord.jobs IS 'Every live job and every finished job still in the history';
+GRANT SELECT ON coord.jobs TO PUBLIC;
+
+CREATE VIEW coord.queue_stats AS
+WITH live AS (
+  SELECT j.queue,
+         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
+             AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS ready,
+         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
+             AND j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS scheduled,
+         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'running' OR coord.job_claimed(j.id)) AS running,
+         pg_catalog.min(j.run_at) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
+             AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS oldest_ready
+    FROM coord.job AS j GROUP BY j.queue),
+hist AS (
+  SELECT h.queue,
+         pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'dead') AS dead,
+         pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'done'
+             AND h.finished_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval)) AS done_last_hour
+    FROM coord.job_history AS h GROUP BY h.queue)
+SELECT COALESCE(l.queue, h.queue) AS queue,
+       COALESCE(l.ready, 0) AS ready, COALESCE(l.scheduled, 0) AS scheduled,
+       COALESCE(l.running, 0) AS running, COALESCE(h.dead, 0) AS dead,
+       COALESCE(h.done_last_hour, 0) AS done_last_hour,
+       pg_catalog.now() OPERATOR(pg_catalog.-) l.oldest_ready AS oldest_ready_age
+  FROM live AS l FULL JOIN hist AS h ON h.queue OPERATOR(pg_catalog.=) l.queue;
+COMMENT ON VIEW coord.queue_stats IS
+  'Per queue: ready, scheduled, running, dead, done in the last hour, age of the oldest ready job';
+GRANT SELECT ON coord.queue_stats TO PUBLIC;

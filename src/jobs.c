@@ -1,0 +1,1383 @@
+/*-------------------------------------------------------------------------
+ * jobs.c
+ *		The job queue (DESIGN.md 3.3): enqueue, claims that are leases or are
+ *		bound to the claiming session, fencing tokens, retries, history.
+ *
+ * Tables.  coord.job holds live work only (scheduled, ready, running);
+ * complete, fail-to-dead and cancel move a job to coord.job_history in the
+ * same statement, so the hot table and its indexes stay the size of the
+ * live work.  "Scheduled" is a ready row whose run_at is in the future: a
+ * claim sees due work without any tick.
+ *
+ * Claims.  A claim walks the ready index in claim order (priority DESC,
+ * run_at, id) through an SPI cursor with FOR UPDATE SKIP LOCKED, and takes a
+ * try-lock on (COORD_NS_JOB, id) for each candidate before it counts it:
+ *	- session_bound: the lock is taken at session level and kept; the row
+ *	  stays 'ready' and only unindexed columns change (token, attempt,
+ *	  claimed_at), so the update can be HOT.  When the claiming session ends
+ *	  for any reason its lock goes, and the next claim takes the job at once:
+ *	  no reaper, no lease wait, and pid reuse cannot fool it.
+ *	- lease: the lock is taken at transaction level, only to skip jobs a
+ *	  session holds, and the row becomes 'running' with lease_until.  An
+ *	  expired lease is put back by the reaper (claims run it at most once a
+ *	  second per backend and queue; coord.tick will too).
+ * Locks are taken through the cursor, never as a try-lock in a WHERE clause
+ * with LIMIT, which could lock rows the query then discards.
+ *
+ * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
+ * fail and heartbeat act only when the token is still the job's, so a worker
+ * that lost its claim can never touch the newer one.
+ *
+ * Session claims and transactions.  A session-bound claim lock taken in a
+ * transaction that aborts is released at abort; complete, fail and cancel
+ * release it when their transaction commits (CoordLockAtAbort /
+ * CoordUnlockAtCommit in common.c).
+ *
+ * Wake-ups.  A claim that finds nothing takes a shared session lock on
+ * (COORD_NS_IDLE, queue) and (with a host) on the host, and drops it when a
+ * claim finds work.  At PRE_COMMIT, a transaction that enqueued sends NOTIFY
+ * on "coord:<queue>" (and "coord:host:<host>") only if such an idle lock is
+ * held: busy workers cost nothing, and a commit that wakes nobody never
+ * takes NOTIFY's cluster-wide commit lock.  NOTIFY is a hint: workers LISTEN
+ * first, then claim, and poll as a fallback.
+ *
+ * Dead rows.  Each job leaves a dead entry in the ready index when it is
+ * claimed (lease) or finished; while an old snapshot keeps VACUUM from
+ * removing them, claims walk them.  The fix (rotating the hot table through
+ * partitions and truncating drained ones) is the next step; see the issue.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "common/pg_prng.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+
+#define QUEUE_NAME_MAX		48
+#define JOB_KEY_MAX			1024
+#define PAYLOAD_MAX_BYTES	(1024 * 1024)
+#define CLAIM_MAX_N			10000
+#define BACKOFF_BASE_US		(1000 * 1000)			/* 1 s */
+#define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
+
+static bool coord_notify = true;
+static int	coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
+
+/* Jobs this backend holds by session-bound claims. */
+static HTAB *session_claims = NULL;
+
+/* Idle marks this backend holds, by idle key. */
+static HTAB *idle_marks = NULL;
+
+/* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
+static List *wake_channels = NIL;
+
+static TimestampTz last_reap = 0;
+
+static SPIPlanPtr plan_enqueue = NULL;
+static SPIPlanPtr plan_key_id = NULL;
+static SPIPlanPtr plan_enqueue_many = NULL;
+static SPIPlanPtr plan_candidates = NULL;
+static SPIPlanPtr plan_claim_lease = NULL;
+static SPIPlanPtr plan_claim_session = NULL;
+static SPIPlanPtr plan_reap = NULL;
+static SPIPlanPtr plan_complete = NULL;
+static SPIPlanPtr plan_complete_many = NULL;
+static SPIPlanPtr plan_fail_get = NULL;
+static SPIPlanPtr plan_fail_retry = NULL;
+static SPIPlanPtr plan_finish = NULL;
+static SPIPlanPtr plan_heartbeat = NULL;
+static SPIPlanPtr plan_is_claim = NULL;
+static SPIPlanPtr plan_retry = NULL;
+static SPIPlanPtr plan_state_live = NULL;
+static SPIPlanPtr plan_state_hist = NULL;
+static SPIPlanPtr plan_purge = NULL;
+static SPIPlanPtr plan_request_done = NULL;
+static SPIPlanPtr plan_request_gone = NULL;
+
+PG_FUNCTION_INFO_V1(coord_enqueue);
+PG_FUNCTION_INFO_V1(coord_enqueue_many);
+PG_FUNCTION_INFO_V1(coord_claim);
+PG_FUNCTION_INFO_V1(coord_complete);
+PG_FUNCTION_INFO_V1(coord_complete_many);
+PG_FUNCTION_INFO_V1(coord_fail);
+PG_FUNCTION_INFO_V1(coord_heartbeat);
+PG_FUNCTION_INFO_V1(coord_cancel);
+PG_FUNCTION_INFO_V1(coord_retry);
+PG_FUNCTION_INFO_V1(coord_job_state);
+PG_FUNCTION_INFO_V1(coord_job_claimed);
+PG_FUNCTION_INFO_V1(coord_purge_jobs);
+PG_FUNCTION_INFO_V1(coord_job_part);
+PG_FUNCTION_INFO_V1(coord_mark_queued_job);
+
+/* Columns every statement that returns a claimed job returns, in type order. */
+#define CLAIMED_COLUMNS "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
+
+/* The history row of a job being moved out of coord.job by statement d. */
+#define HISTORY_INSERT \
+	"INSERT INTO coord.job_history (id, queue, state, payload, run_at, priority, key, group_key, " \
+	"host, attempt, max_attempts, token, enqueued_at, claimed_at, finished_at, last_error, result, " \
+	"request_key) SELECT d.id, d.queue, $%d, d.payload, d.run_at, d.priority, d.key, d.group_key, " \
+	"d.host, d.attempt, d.max_attempts, d.token, d.enqueued_at, d.claimed_at, " \
+	"pg_catalog.clock_timestamp(), COALESCE($%d, d.last_error), $%d, d.request_key FROM d " \
+	"RETURNING request_key"
+
+/* ---------- transaction callbacks ---------- */
+
+static void
+JobsXactCallback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* wake idle workers of the queues and hosts this transaction fed */
+			foreach(lc, wake_channels)
+			{
+				char	   *channel = (char *) lfirst(lc);
+				LOCKTAG		tag;
+
+				CoordSetTag(&tag, CoordNameKey(channel, strlen(channel)), COORD_NS_IDLE);
+				if (LockWaiterCount(&tag) > 0)
+					Async_Notify(channel, NULL);
+			}
+			wake_channels = NIL;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			/* the list lived in TopTransactionContext */
+			wake_channels = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+CoordJobsInit(void)
+{
+	DefineCustomBoolVariable("coord.notify",
+							 "Sends NOTIFY to idle workers when a job is enqueued.",
+							 "Only workers that found no work and are waiting are woken.",
+							 &coord_notify, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.job_history_retention",
+							"How long finished jobs stay in coord.job_history.",
+							"coord.purge_jobs() without an argument deletes older ones.",
+							&coord_job_history_retention, 7 * 24 * 3600, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	RegisterXactCallback(JobsXactCallback, NULL);
+}
+
+/* ---------- arguments ---------- */
+
+/* Queue and host names become NOTIFY channels: a short, plain alphabet. */
+static char *
+NameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable)
+{
+	char	   *name;
+	int			len;
+	int			i;
+
+	if (nullable && PG_ARGISNULL(argno))
+		return NULL;
+	CoordRequireArg(fcinfo, argno, what);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(name);
+	if (len == 0 || len > QUEUE_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name must have 1 to %d bytes", what, QUEUE_NAME_MAX)));
+	for (i = 0; i < len; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == ':' || c == '/'))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid %s name \"%s\"", what, name),
+					 errdetail("A %s name has only letters, digits and the characters _ - . : /.", what)));
+	}
+	return name;
+}
+
+static text *
+KeyArg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 0 || len > JOB_KEY_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must have 1 to %d bytes", what, JOB_KEY_MAX)));
+	return t;
+}
+
+static Jsonb *
+CheckPayload(Jsonb *payload)
+{
+	if (VARSIZE(payload) > PAYLOAD_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("job payload is too large"),
+				 errdetail("A payload has at most %d bytes; this one has %d.",
+						   PAYLOAD_MAX_BYTES, (int) VARSIZE(payload)),
+				 errhint("Store large data in a table and put its key in the payload.")));
+	return payload;
+}
+
+static int32
+MaxAttemptsArg(FunctionCallInfo fcinfo, int argno)
+{
+	int32		v;
+
+	CoordRequireArg(fcinfo, argno, "max_attempts");
+	v = PG_GETARG_INT32(argno);
+	if (v < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_attempts must be at least 1")));
+	return v;
+}
+
+static void
+JobTag(LOCKTAG *tag, int64 id)
+{
+	CoordSetTag(tag, (uint64) id, COORD_NS_JOB);
+}
+
+static void
+SpiCheck(int rc, int expected, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/* ---------- wake-ups ---------- */
+
+static void
+AddWakeChannel(char *channel)
+{
+	ListCell   *lc;
+
+	foreach(lc, wake_channels)
+		if (strcmp((char *) lfirst(lc), channel) == 0)
+			return;
+	wake_channels = lappend(wake_channels, channel);
+}
+
+/* Remembers, for PRE_COMMIT, the channels of a queue (and host) fed by this transaction. */
+static void
+WakeAtCommit(const char *queue, const char *host)
+{
+	MemoryContext old;
+
+	if (!coord_notify)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	AddWakeChannel(psprintf("coord:%s", queue));
+	if (host != NULL)
+		AddWakeChannel(psprintf("coord:host:%s", host));
+	MemoryContextSwitchTo(old);
+}
+
+/* Marks this session idle on a channel (shared session lock), or not. */
+static void
+SetIdle(const char *channel, bool idle)
+{
+	uint64		key = CoordNameKey(channel, strlen(channel));
+	bool		found;
+	LOCKTAG		tag;
+
+	if (idle_marks == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!idle)
+			return;
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(uint64);
+		ctl.hcxt = TopMemoryContext;
+		idle_marks = hash_create("pg_coord idle marks", 16, &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	CoordSetTag(&tag, key, COORD_NS_IDLE);
+	if (idle)
+	{
+		hash_search(idle_marks, &key, HASH_ENTER, &found);
+		if (!found || !LockHeldByMe(&tag, ShareLock))
+			(void) LockAcquire(&tag, ShareLock, true, true);
+	}
+	else
+	{
+		hash_search(idle_marks, &key, HASH_FIND, &found);
+		if (found)
+		{
+			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
+			if (LockHeldByMe(&tag, ShareLock))
+				LockRelease(&tag, ShareLock, true);
+		}
+	}
+}
+
+/* ---------- session claims ---------- */
+
+static bool
+HoldsSessionClaim(int64 id)
+{
+	return session_claims != NULL &&
+		hash_search(session_claims, &id, HASH_FIND, NULL) != NULL;
+}
+
+static void
+NoteSessionClaim(int64 id)
+{
+	if (session_claims == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(int64);
+		ctl.hcxt = TopMemoryContext;
+		session_claims = hash_create("pg_coord session claims", 64, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	hash_search(session_claims, &id, HASH_ENTER, NULL);
+}
+
+/*
+ * DropSessionClaim lets go of this session's claim lock on a job when the
+ * current transaction commits (the job's row change commits with it).
+ */
+static void
+DropSessionClaim(int64 id)
+{
+	LOCKTAG		tag;
+
+	if (!HoldsSessionClaim(id))
+		return;
+	hash_search(session_claims, &id, HASH_REMOVE, NULL);
+	JobTag(&tag, id);
+	CoordUnlockAtCommit(&tag, ExclusiveLock);
+}
+
+/* ---------- requests linked to jobs ---------- */
+
+static void
+FinishRequestKey(const char *request_key, bool done)
+{
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+
+	args[0] = CStringGetTextDatum(request_key);
+	if (done)
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
+											"UPDATE coord.request_keys SET state = 'done', "
+											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_UPDATE, "marking a request done");
+	else
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
+											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+											"AND state OPERATOR(pg_catalog.=) 'queued'",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_DELETE, "removing a request");
+}
+
+/* After a statement that moved jobs to the history: settle their request keys. */
+static void
+SettleRequestKeys(bool done)
+{
+	uint64		i;
+	SPITupleTable *tt = SPI_tuptable;
+	uint64		n = SPI_processed;
+
+	for (i = 0; i < n; i++)
+	{
+		char	   *rk = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+
+		if (rk != NULL)
+			FinishRequestKey(rk, done);
+	}
+}
+
+/* ---------- enqueue ---------- */
+
+/*
+ * EnqueueOne inserts a job (inside SPI, as the owner) and returns its id; with
+ * a key, the id of the live job with that key when there is one.  The unique
+ * index on (queue, key) makes concurrent enqueues of one key wait for each
+ * other, so exactly one job is added.
+ */
+static int64
+EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
+		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key)
+{
+	Oid			argtypes[9] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID,
+	INT4OID, TEXTOID, TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			attempt;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = JsonbPGetDatum(payload);
+	args[2] = run_at;
+	nulls[2] = run_at_null ? 'n' : ' ';
+	args[3] = Int32GetDatum(priority);
+	args[4] = PointerGetDatum(key);
+	nulls[4] = key ? ' ' : 'n';
+	args[5] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	nulls[5] = host ? ' ' : 'n';
+	args[6] = Int32GetDatum(max_attempts);
+	args[7] = PointerGetDatum(group_key);
+	nulls[7] = group_key ? ' ' : 'n';
+	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
+	nulls[8] = request_key ? ' ' : 'n';
+
+	for (attempt = 0; attempt < 5; attempt++)
+	{
+		bool		isnull;
+
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
+											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+											"max_attempts, group_key, request_key) "
+											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+											"ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
+											9, argtypes), args, nulls, false, 0),
+				 SPI_OK_INSERT_RETURNING, "enqueue");
+		if (SPI_processed == 1)
+			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+		/* a live job has this key: answer its id (unless it just finished) */
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
+											"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+											"AND key OPERATOR(pg_catalog.=) $5",
+											9, argtypes), args, nulls, false, 1),
+				 SPI_OK_SELECT, "enqueue key lookup");
+		if (SPI_processed == 1)
+			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	elog(ERROR, "enqueue with key did not settle");
+	return 0;
+}
+
+/*
+ * coord.enqueue(queue, payload, run_at, priority, key, host, max_attempts,
+ * group_key) returns bigint
+ */
+Datum
+coord_enqueue(PG_FUNCTION_ARGS)
+{
+	char	   *queue = NameArg(fcinfo, 0, "queue", false);
+	Jsonb	   *payload;
+	char	   *host = NameArg(fcinfo, 5, "host", true);
+	text	   *key = KeyArg(fcinfo, 4, "key");
+	text	   *group_key = KeyArg(fcinfo, 7, "group_key");
+	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
+	CoordUserSwitch sw;
+	int64		id;
+
+	CoordRequireArg(fcinfo, 1, "payload");
+	CoordRequireArg(fcinfo, 3, "priority");
+	payload = CheckPayload(PG_GETARG_JSONB_P(1));
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
+					key, host, max_attempts, group_key, NULL);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	WakeAtCommit(queue, host);
+	PG_RETURN_INT64(id);
+}
+
+/* coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host, max_attempts) */
+Datum
+coord_enqueue_many(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *queue = NameArg(fcinfo, 0, "queue", false);
+	char	   *host = NameArg(fcinfo, 4, "host", true);
+	int32		max_attempts = MaxAttemptsArg(fcinfo, 5);
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n;
+	int			i;
+	Oid			argtypes[6] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	CoordUserSwitch sw;
+	int64	   *ids;
+
+	CoordRequireArg(fcinfo, 1, "payloads");
+	CoordRequireArg(fcinfo, 3, "priority");
+	arr = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("payloads must be a one-dimensional array")));
+	deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
+	for (i = 0; i < n; i++)
+	{
+		if (enulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("payloads must not contain null elements"),
+					 errdetail("Element %d is null.", i + 1)));
+		(void) CheckPayload(DatumGetJsonbP(elems[i]));
+	}
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (n == 0)
+		return (Datum) 0;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PointerGetDatum(arr);
+	args[2] = PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[3] = Int32GetDatum(PG_GETARG_INT32(3));
+	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	nulls[4] = host ? ' ' : 'n';
+	args[5] = Int32GetDatum(max_attempts);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	/* ids are drawn in insertion order, which follows the array */
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
+										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
+										"SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6 "
+										"FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
+										"RETURNING id",
+										6, argtypes), args, nulls, false, 0),
+			 SPI_OK_INSERT_RETURNING, "enqueue_many");
+	ids = palloc(sizeof(int64) * SPI_processed);
+	for (i = 0; i < (int) SPI_processed; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	n = SPI_processed;
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	/* RETURNING order is not promised; ids are */
+	for (i = 1; i < n; i++)
+	{
+		int64		v = ids[i];
+		int			j = i - 1;
+
+		while (j >= 0 && ids[j] > v)
+		{
+			ids[j + 1] = ids[j];
+			j--;
+		}
+		ids[j + 1] = v;
+	}
+	for (i = 0; i < n; i++)
+	{
+		Datum		v = Int64GetDatum(ids[i]);
+		bool		isnull = false;
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
+	}
+	WakeAtCommit(queue, host);
+	return (Datum) 0;
+}
+
+static bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
+
+/* ---------- claim ---------- */
+
+/* Puts expired leases of a queue back, at most once a second per backend. */
+static void
+ReapExpired(const char *queue)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+
+	if (now - last_reap < USECS_PER_SEC)
+		return;
+	last_reap = now;
+	args[0] = CStringGetTextDatum(queue);
+	/* back to ready; a job whose last attempt expired is put back too, and dies at its next claim */
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_reap,
+										"UPDATE coord.job SET state = 'ready', lease_until = NULL, "
+										"last_error = 'lease expired' "
+										"WHERE queue OPERATOR(pg_catalog.=) $1 "
+										"AND state OPERATOR(pg_catalog.=) 'running' "
+										"AND lease_until OPERATOR(pg_catalog.<) pg_catalog.clock_timestamp()",
+										1, argtypes), args, NULL, false, 0),
+			 SPI_OK_UPDATE, "reaping expired leases");
+}
+
+/*
+ * coord.claim(queue, n, lease, host, session_bound, partition, partitions)
+ * returns setof coord.claimed_job, in claim order.
+ */
+Datum
+coord_claim(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *queue = NameArg(fcinfo, 0, "queue", false);
+	char	   *host = NameArg(fcinfo, 3, "host", true);
+	int32		n;
+	bool		session_bound;
+	Datum		lease = (Datum) 0;
+	int32		partition = 0,
+				partitions = 0;
+	bool		partitioned;
+	CoordUserSwitch sw;
+	Portal		portal;
+	int64	   *ids;
+	int			got = 0;
+	List	   *exhausted = NIL;
+	Oid			cand_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID};
+	Datum		cand_args[5];
+	char		cand_nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	MemoryContext callcxt = CurrentMemoryContext;
+
+	CoordRequireArg(fcinfo, 1, "n");
+	CoordRequireArg(fcinfo, 4, "session_bound");
+	n = PG_GETARG_INT32(1);
+	session_bound = PG_GETARG_BOOL(4);
+	if (n < 0 || n > CLAIM_MAX_N)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must be between 0 and %d", CLAIM_MAX_N)));
+	if (!session_bound)
+	{
+		CoordRequireArg(fcinfo, 2, "lease");
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "lease", false);
+		lease = PG_GETARG_DATUM(2);
+	}
+	partitioned = !PG_ARGISNULL(5) || !PG_ARGISNULL(6);
+	if (partitioned)
+	{
+		if (PG_ARGISNULL(5) || PG_ARGISNULL(6))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("partition and partitions must be given together")));
+		partition = PG_GETARG_INT32(5);
+		partitions = PG_GETARG_INT32(6);
+		if (partitions < 1 || partition < 0 || partition >= partitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition must be between 0 and partitions - 1, and partitions at least 1"),
+					 errdetail("partition is %d, partitions is %d.", partition, partitions)));
+	}
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.claim requires READ COMMITTED isolation"),
+				 errdetail("SKIP LOCKED claims under a transaction snapshot fail to serialize against other claimers."),
+				 errhint("Claim in its own READ COMMITTED transaction.")));
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (n == 0)
+		return (Datum) 0;
+
+	ids = palloc(sizeof(int64) * n);
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (!session_bound)
+		ReapExpired(queue);
+
+	cand_args[0] = CStringGetTextDatum(queue);
+	cand_args[1] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	cand_nulls[1] = host ? ' ' : 'n';
+	cand_args[2] = Int32GetDatum(partition);
+	cand_args[3] = Int32GetDatum(partitions);
+	cand_args[4] = Int32GetDatum(partitioned ? 1 : 0);
+	if (plan_candidates == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare_cursor(
+										   "SELECT j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts FROM coord.job AS j "
+										   "WHERE j.queue OPERATOR(pg_catalog.=) $1 "
+										   "AND j.state OPERATOR(pg_catalog.=) 'ready' "
+										   "AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp() "
+										   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) "
+										   "AND ($5 OPERATOR(pg_catalog.=) 0 OR "
+										   "     j.part OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3) "
+										   "AND (j.group_key IS NULL OR NOT EXISTS ("
+										   "     SELECT 1 FROM coord.job AS g WHERE g.queue OPERATOR(pg_catalog.=) j.queue "
+										   "     AND g.group_key OPERATOR(pg_catalog.=) j.group_key "
+										   "     AND g.id OPERATOR(pg_catalog.<) j.id)) "
+										   "ORDER BY j.priority DESC, j.run_at, j.id "
+										   "FOR UPDATE OF j SKIP LOCKED",
+										   5, cand_types, CURSOR_OPT_FAST_PLAN);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the claim cursor");
+		plan_candidates = p;
+	}
+	portal = SPI_cursor_open(NULL, plan_candidates, cand_args, cand_nulls, false);
+	while (got < n)
+	{
+		uint64		i;
+
+		SPI_cursor_fetch(portal, true, Max(n - got, 8));
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed && got < n; i++)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+			LOCKTAG		tag;
+			LockAcquireResult r;
+
+			/* a job this session already holds is not claimable again */
+			if (HoldsSessionClaim(id))
+				continue;
+			JobTag(&tag, id);
+			r = LockAcquire(&tag, ExclusiveLock, session_bound, true);
+			if (r == LOCKACQUIRE_NOT_AVAIL)
+				continue;		/* a session holds it: running */
+			if (r != LOCKACQUIRE_OK)
+			{
+				/* held by this transaction already: not a new claim */
+				LockRelease(&tag, ExclusiveLock, session_bound);
+				continue;
+			}
+			if (session_bound)
+			{
+				/* released if this transaction aborts, kept at commit */
+				CoordLockAtAbort(&tag, ExclusiveLock);
+				NoteSessionClaim(id);
+			}
+			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
+			{
+				/* every attempt was lost to crashed or stalled claimers: it dies */
+				int64	   *p = palloc(sizeof(int64));
+
+				*p = id;
+				exhausted = lappend(exhausted, p);
+				continue;
+			}
+			ids[got++] = id;
+		}
+	}
+	SPI_cursor_close(portal);
+
+	{
+		ListCell   *lc;
+
+		foreach(lc, exhausted)
+		{
+			int64		id = *(int64 *) lfirst(lc);
+
+			(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
+			if (session_bound)
+				DropSessionClaim(id);
+		}
+	}
+
+	if (got > 0)
+	{
+		Datum	   *idd = palloc(sizeof(Datum) * got);
+		Datum		args[2];
+		Oid			argtypes[2] = {INT8ARRAYOID, INTERVALOID};
+		int			i;
+		uint64		r;
+		HeapTuple  *rows = palloc0(sizeof(HeapTuple) * got);
+		TupleDesc	desc;
+
+		for (i = 0; i < got; i++)
+			idd[i] = Int64GetDatum(ids[i]);
+		args[0] = PointerGetDatum(construct_array(idd, got, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[1] = lease;
+		if (session_bound)
+			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_session,
+												"UPDATE coord.job SET attempt = attempt OPERATOR(pg_catalog.+) 1, "
+												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
+												"lease = NULL, lease_until = NULL, claimed_at = pg_catalog.now() "
+												"WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING " CLAIMED_COLUMNS,
+												1, argtypes), args, NULL, false, 0),
+					 SPI_OK_UPDATE_RETURNING, "claim");
+		else
+			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_lease,
+												"UPDATE coord.job SET state = 'running', "
+												"attempt = attempt OPERATOR(pg_catalog.+) 1, "
+												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
+												"lease = $2, lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
+												"claimed_at = pg_catalog.now() "
+												"WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING " CLAIMED_COLUMNS,
+												2, argtypes), args, NULL, false, 0),
+					 SPI_OK_UPDATE_RETURNING, "claim");
+
+		/* emit in claim order */
+		desc = SPI_tuptable->tupdesc;
+		for (r = 0; r < SPI_processed; r++)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], desc, 1, &isnull));
+
+			for (i = 0; i < got; i++)
+				if (ids[i] == id)
+				{
+					MemoryContext old = MemoryContextSwitchTo(callcxt);
+
+					rows[i] = heap_copytuple(SPI_tuptable->vals[r]);
+					MemoryContextSwitchTo(old);
+					break;
+				}
+		}
+		for (i = 0; i < got; i++)
+		{
+			Datum		values[10];
+			bool		nulls[10];
+
+			if (rows[i] == NULL)
+				continue;
+			heap_deform_tuple(rows[i], desc, values, nulls);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	/* idle workers announce themselves so that enqueue wakes them */
+	if (coord_notify)
+	{
+		char	   *qc = psprintf("coord:%s", queue);
+
+		SetIdle(qc, got == 0);
+		if (host != NULL)
+			SetIdle(psprintf("coord:host:%s", host), got == 0);
+	}
+	return (Datum) 0;
+}
+
+/* ---------- complete, fail, heartbeat ---------- */
+
+/* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
+Datum
+coord_complete(PG_FUNCTION_ARGS)
+{
+	int64		id;
+	Oid			argtypes[5] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', 'n', ' '};
+	CoordUserSwitch sw;
+	bool		ok;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	id = PG_GETARG_INT64(0);
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
+	args[2] = CStringGetTextDatum("done");
+	args[3] = (Datum) 0;
+	args[4] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[4] = PG_ARGISNULL(2) ? 'n' : ' ';
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (plan_complete == NULL)
+		(void) CoordPlan(&plan_complete,
+						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+								  "AND token OPERATOR(pg_catalog.=) $2 RETURNING *) " HISTORY_INSERT, 3, 4, 5),
+						 5, argtypes);
+	SpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
+			 SPI_OK_INSERT_RETURNING, "complete");
+	ok = (SPI_processed == 1);
+	if (ok)
+		SettleRequestKeys(true);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	/* done, or no longer ours: either way our claim lock has no use */
+	DropSessionClaim(id);
+	PG_RETURN_BOOL(ok);
+}
+
+/* coord.complete(ids bigint[], tokens bigint[]) returns how many were completed */
+Datum
+coord_complete_many(PG_FUNCTION_ARGS)
+{
+	ArrayType  *ids,
+			   *tokens;
+	Oid			argtypes[5] = {INT8ARRAYOID, INT8ARRAYOID, TEXTOID, TEXTOID, JSONBOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', 'n', 'n'};
+	CoordUserSwitch sw;
+	uint64		done;
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n,
+				i;
+
+	CoordRequireArg(fcinfo, 0, "ids");
+	CoordRequireArg(fcinfo, 1, "tokens");
+	ids = PG_GETARG_ARRAYTYPE_P(0);
+	tokens = PG_GETARG_ARRAYTYPE_P(1);
+	if (ARR_NDIM(ids) > 1 || ARR_NDIM(tokens) > 1 ||
+		ArrayGetNItems(ARR_NDIM(ids), ARR_DIMS(ids)) != ArrayGetNItems(ARR_NDIM(tokens), ARR_DIMS(tokens)))
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("ids and tokens must be one-dimensional arrays of the same length")));
+	if (array_contains_nulls(ids) || array_contains_nulls(tokens))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("ids and tokens must not contain null elements")));
+	args[0] = PointerGetDatum(ids);
+	args[1] = PointerGetDatum(tokens);
+	args[2] = CStringGetTextDatum("done");
+	args[3] = (Datum) 0;
+	args[4] = (Datum) 0;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (plan_complete_many == NULL)
+		(void) CoordPlan(&plan_complete_many,
+						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING pg_catalog.unnest($1, $2) AS t(id, token) "
+								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
+								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
+						 5, argtypes);
+	SpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
+			 SPI_OK_INSERT_RETURNING, "complete");
+	done = SPI_processed;
+	SettleRequestKeys(true);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &enulls, &n);
+	for (i = 0; i < n; i++)
+		DropSessionClaim(DatumGetInt64(elems[i]));
+	PG_RETURN_INT32((int32) done);
+}
+
+/*
+ * MoveToHistory moves a job (matching token, when given) to the history in
+ * state st; inside SPI.  Returns whether it moved.
+ */
+static bool
+MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
+{
+	Oid			argtypes[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', 'n', ' '};
+	bool		moved;
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = CStringGetTextDatum(st);
+	args[3] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	nulls[3] = error ? ' ' : 'n';
+	args[4] = (Datum) 0;
+	args[5] = BoolGetDatum(with_token);
+	if (plan_finish == NULL)
+		(void) CoordPlan(&plan_finish,
+						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+								  "AND (NOT $6 OR token OPERATOR(pg_catalog.=) $2) RETURNING *) "
+								  HISTORY_INSERT, 3, 4, 5),
+						 6, argtypes);
+	SpiCheck(SPI_execute_plan(plan_finish, args, nulls, false, 0),
+			 SPI_OK_INSERT_RETURNING, "moving a job to the history");
+	moved = (SPI_processed == 1);
+	if (moved)
+		SettleRequestKeys(strcmp(st, "done") == 0);
+	return moved;
+}
+
+/*
+ * coord.fail(id, token, error, retry_after) returns text: 'scheduled' (again,
+ * after retry_after or an exponential backoff with jitter) or 'dead'; NULL
+ * when the claim is not the caller's.
+ */
+Datum
+coord_fail(PG_FUNCTION_ARGS)
+{
+	int64		id,
+				token;
+	char	   *error = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	int64		delay_us = -1;
+	Oid			argtypes[5] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	CoordUserSwitch sw;
+	const char *result = NULL;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	id = PG_GETARG_INT64(0);
+	token = PG_GETARG_INT64(1);
+	if (!PG_ARGISNULL(3))
+		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = (Datum) 0;
+	args[3] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	nulls[3] = error ? ' ' : 'n';
+	args[4] = BoolGetDatum(false);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
+										"SELECT attempt, max_attempts FROM coord.job "
+										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+										"FOR UPDATE", 2, argtypes), args, nulls, false, 1),
+			 SPI_OK_SELECT, "fail");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		int32		attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		int32		max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		bool		uses_attempt = (delay_us < 0);
+
+		if (uses_attempt && attempt >= max_attempts)
+		{
+			(void) MoveToHistory(id, true, token, "dead", error);
+			result = "dead";
+		}
+		else
+		{
+			Interval   *delay = palloc0(sizeof(Interval));
+
+			if (uses_attempt)
+			{
+				/* 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5) */
+				double		d = (double) BACKOFF_BASE_US * pow(2.0, Min(attempt - 1, 40));
+
+				d = Min(d, (double) BACKOFF_CAP_US);
+				d *= 0.5 + pg_prng_double(&pg_global_prng_state);
+				delay_us = (int64) d;
+			}
+			delay->time = delay_us;
+			args[2] = IntervalPGetDatum(delay);
+			/* $5: the attempt this claim used is given back (retry_after) */
+			args[4] = BoolGetDatum(!uses_attempt);
+			SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
+												"UPDATE coord.job SET state = 'ready', lease_until = NULL, "
+												"run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
+												"last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
+												"(CASE WHEN $5 THEN 1 ELSE 0 END) "
+												"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+												5, argtypes), args, nulls, false, 0),
+					 SPI_OK_UPDATE, "fail");
+			result = "scheduled";
+		}
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	DropSessionClaim(id);
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(result));
+}
+
+/*
+ * coord.heartbeat(id, token, lease) returns the new lease end; infinity for
+ * a session-bound claim this session holds; NULL when the claim is not the
+ * caller's.
+ */
+Datum
+coord_heartbeat(PG_FUNCTION_ARGS)
+{
+	int64		id;
+	Oid			argtypes[3] = {INT8OID, INT8OID, INTERVALOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	CoordUserSwitch sw;
+	bool		found = false;
+	Datum		until = (Datum) 0;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	id = PG_GETARG_INT64(0);
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
+	if (PG_ARGISNULL(2))
+		nulls[2] = 'n';
+	else
+	{
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "lease", false);
+		args[2] = PG_GETARG_DATUM(2);
+	}
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	if (HoldsSessionClaim(id))
+	{
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
+											"SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+											"AND token OPERATOR(pg_catalog.=) $2",
+											3, argtypes), args, nulls, false, 1),
+				 SPI_OK_SELECT, "heartbeat");
+		if (SPI_processed == 1)
+		{
+			found = true;
+			until = TimestampTzGetDatum(DT_NOEND);
+		}
+	}
+	else
+	{
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
+											"UPDATE coord.job SET lease = COALESCE($3, lease), "
+											"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
+											"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+											"AND state OPERATOR(pg_catalog.=) 'running' RETURNING lease_until",
+											3, argtypes), args, nulls, false, 0),
+				 SPI_OK_UPDATE_RETURNING, "heartbeat");
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			found = true;
+			until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		}
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	if (!found)
+	{
+		DropSessionClaim(id);
+		PG_RETURN_NULL();
+	}
+	PG_RETURN_DATUM(until);
+}
+
+/* ---------- cancel, retry, state, purge ---------- */
+
+/* coord.cancel(id): cancels a job that has not finished */
+Datum
+coord_cancel(PG_FUNCTION_ARGS)
+{
+	CoordUserSwitch sw;
+	bool		moved;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	moved = MoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	DropSessionClaim(PG_GETARG_INT64(0));
+	PG_RETURN_BOOL(moved);
+}
+
+/* coord.retry(id): a dead job back to ready, attempts reset */
+Datum
+coord_retry(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	bool		moved;
+	char	   *queue = NULL;
+	char	   *host = NULL;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
+										"WITH h AS (DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
+										"AND state OPERATOR(pg_catalog.=) 'dead' RETURNING *) "
+										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
+										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key) "
+										"SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
+										"0, max_attempts, token, enqueued_at, last_error, request_key FROM h "
+										"RETURNING queue, host",
+										1, argtypes), args, NULL, false, 0),
+			 SPI_OK_INSERT_RETURNING, "retry");
+	moved = (SPI_processed == 1);
+	if (moved)
+	{
+		queue = pstrdup(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		if (host)
+			host = pstrdup(host);
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	if (moved)
+		WakeAtCommit(queue, host);
+	PG_RETURN_BOOL(moved);
+}
+
+/* coord.job_claimed(id): does a session hold the job's claim lock? */
+Datum
+coord_job_claimed(PG_FUNCTION_ARGS)
+{
+	LOCKTAG		tag;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	JobTag(&tag, PG_GETARG_INT64(0));
+	PG_RETURN_BOOL(LockWaiterCount(&tag) > 0);
+}
+
+/* coord.job_state(id) */
+Datum
+coord_job_state(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	char	   *state = NULL;
+	text	   *result = NULL;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
+										"SELECT state, run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
+										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+										1, argtypes), args, NULL, true, 1),
+			 SPI_OK_SELECT, "job_state");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		char	   *st = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		bool		future = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		LOCKTAG		tag;
+
+		JobTag(&tag, PG_GETARG_INT64(0));
+		if (strcmp(st, "running") == 0 || LockWaiterCount(&tag) > 0)
+			state = "running";
+		else
+			state = future ? "scheduled" : "ready";
+	}
+	else
+	{
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
+											"SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+											1, argtypes), args, NULL, true, 1),
+				 SPI_OK_SELECT, "job_state");
+		if (SPI_processed == 1)
+			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	}
+	if (state != NULL)
+	{
+		Size		len = strlen(state);
+
+		result = (text *) SPI_palloc(VARHDRSZ + len);
+		SET_VARSIZE(result, VARHDRSZ + len);
+		memcpy(VARDATA(result), state, len);
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(result);
+}
+
+/* coord.purge_jobs(older_than DEFAULT NULL): deletes finished jobs older than that */
+Datum
+coord_purge_jobs(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[1] = {INTERVALOID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	uint64		n;
+
+	if (PG_ARGISNULL(0))
+	{
+		Interval   *iv = palloc0(sizeof(Interval));
+
+		iv->time = (int64) coord_job_history_retention * USECS_PER_SEC;
+		args[0] = IntervalPGetDatum(iv);
+	}
+	else
+	{
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(0), "older_than", true);
+		args[0] = PG_GETARG_DATUM(0);
+	}
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+										"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+										"(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+										1, argtypes), args, NULL, false, 0),
+			 SPI_OK_DELETE, "purge_jobs");
+	n = SPI_processed;
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT64((int64) n);
+}
+
+/* coord.job_part(key, id): hash-space position of a job */
+Datum
+coord_job_part(PG_FUNCTION_ARGS)
+{
+	uint64		h;
+
+	if (!PG_ARGISNULL(0))
+	{
+		text	   *k = PG_GETARG_TEXT_PP(0);
+
+		h = CoordNameKey(VARDATA_ANY(k), VARSIZE_ANY_EXHDR(k));
+	}
+	else if (!PG_ARGISNULL(1))
+	{
+		int64		id = PG_GETARG_INT64(1);
+
+		h = CoordNameKey((const char *) &id, sizeof(id));
+	}
+	else
+		PG_RETURN_NULL();
+	PG_RETURN_INT32((int32) (h & 0x7fffffff));
+}
+
+/*
+ * coord.mark_queued(key, queue, payload, run_at, priority, host, max_attempts)
+ * returns bigint: mark_queued(key), and a job linked to the key, in one
+ * transaction.
+ */
+Datum
+coord_mark_queued_job(PG_FUNCTION_ARGS)
+{
+	char	   *rkey;
+	char	   *queue = NameArg(fcinfo, 1, "queue", false);
+	char	   *host = NameArg(fcinfo, 5, "host", true);
+	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
+	Jsonb	   *payload;
+	CoordUserSwitch sw;
+	int64		id;
+
+	CoordRequireArg(fcinfo, 0, "key");
+	CoordRequireArg(fcinfo, 2, "payload");
+	CoordRequireArg(fcinfo, 4, "priority");
+	rkey = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	payload = CheckPayload(PG_GETARG_JSONB_P(2));
+
+	/* the request side first: it raises 55000 unless this session owns the key */
+	CoordRequestMarkQueued(rkey);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
+					NULL, host, max_attempts, NULL, rkey);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	WakeAtCommit(queue, host);
+	PG_RETURN_INT64(id);
+}
