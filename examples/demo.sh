@@ -20,6 +20,7 @@ export PYTHON=${PYTHON:-/usr/bin/python3}
 # id|title|function
 SCENARIOS=(
   "S1|autonomous components: index and batch locks (was ZooKeeper/Curator)|demo_s1"
+  "S3|crawlers: the duplicate-work coordinator (was RabbitMQ + coordinator)|demo_s3"
 )
 
 # ---------------------------------------------------------------- scenarios
@@ -27,6 +28,11 @@ SCENARIOS=(
 demo_s1() {
   . "$EXAMPLES/s1/scenario.sh"
   S1_SHOW_LOCKS=1 s1_scenario "$DEMO_DB"
+}
+
+demo_s3() {
+  . "$EXAMPLES/s3/demo_section.sh"
+  s3_demo
 }
 
 # ---------------------------------------------------------------- driver

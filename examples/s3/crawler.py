@@ -67,10 +67,11 @@ class Crawler:
         self.cur.execute("SELECT coord.mark_done(%s)", (url,))
         self.cur.execute("COMMIT")   # waiters for url answer false from here on
 
-    def queue(self, url):
+    def queue(self, url, owned_at, waited_ms):
         self.cur.execute("BEGIN")
-        self.cur.execute("INSERT INTO s3.downloads (url, round, queued_by) VALUES (%s, %s, %s)",
-                         (url, self.round, self.name))
+        self.cur.execute("INSERT INTO s3.downloads (url, round, queued_by, owned_at, waited_ms)"
+                         " VALUES (%s, %s, %s, %s, %s)",
+                         (url, self.round, self.name, owned_at, round(waited_ms, 1)))
         self.cur.execute("SELECT coord.mark_queued(%s)", (url,))
         self.cur.execute("COMMIT")
 
@@ -80,7 +81,7 @@ class Crawler:
         if not ok:
             self.counts["false"] += 1
         elif url.endswith(".pdf"):
-            self.queue(url)
+            self.queue(url, at, waited)
             self.counts["queued"] += 1
             self.log(f"queued {url} for download")
         else:

@@ -20,6 +20,7 @@
 # (same process group) and the first crawler waiting for the URL gets true.
 # Connects with the usual PG* environment variables.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=../s1/psql_session.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../s1/psql_session.sh"   # sql_open / sql / sql_close
 
 name='' urlfile='' round=1 stale='' start_ms=''
@@ -42,38 +43,48 @@ log() {
 }
 die() { log "ERROR: $*"; exit 1; }
 
-# An SQL string literal (URLs come from a file: never paste them in raw).
-q() { printf "'%s'" "${1//\'/\'\'}"; }
-us() { local t=$EPOCHREALTIME; echo $(( 10#${t%.*} * 1000000 + 10#${t#*.} )); }   # microseconds now
+# No command substitutions below: on a busy machine every fork costs
+# milliseconds per URL.
+lit() { printf -v "$1" "'%s'" "${2//\'/\'\'}"; }   # VAR TEXT: an SQL string literal (never paste raw)
+now_us() { local t=$EPOCHREALTIME; NOW_US=$(( 10#${t%.*} * 1000000 + 10#${t#*.} )); }
 
-if [ -n "$stale" ]; then stale_sql="$(q "$stale")::interval"; else stale_sql=NULL; fi
+stale_sql='' name_sql=''
+if [ -n "$stale" ]; then lit stale_sql "$stale"; stale_sql+='::interval'; else stale_sql=NULL; fi
+lit name_sql "$name"
 
 fetched=0 queued=0 answered_false=0
 
 crawl() {   # URL FETCH_MS
-  local url=$1 ms=$2 t0 ok at waited
-  t0=$(us)
-  sql "SELECT coord.request($(q "$url"), stale_after => $stale_sql), clock_timestamp();" ||
+  local url=$1 ms=$2 t0 ok at waited url_sql at_sql secs
+  lit url_sql "$url"
+  now_us; t0=$NOW_US
+  sql "SELECT coord.request($url_sql, stale_after => $stale_sql), clock_timestamp();" ||
     die "session lost while requesting $url"
   IFS='|' read -r ok at <<<"$ROW"
-  waited=$(( ($(us) - t0) / 1000 ))
-  if [ "$ok" = t ]; then log "request $url -> true after $waited ms"; else log "request $url -> false after $waited ms"; fi
+  now_us; waited=$(( (NOW_US - t0) / 1000 ))
+  lit at_sql "$at"
   if [ "$ok" != t ]; then
+    log "request $url -> false after $waited ms"
     answered_false=$((answered_false + 1))
-  elif [[ $url == *.pdf ]]; then
+    return 0
+  fi
+  log "request $url -> true after $waited ms"
+  if [[ $url == *.pdf ]]; then
     sql "BEGIN;
-         INSERT INTO s3.downloads (url, round, queued_by) VALUES ($(q "$url"), $round, $(q "$name"));
-         SELECT coord.mark_queued($(q "$url"));
+         INSERT INTO s3.downloads (url, round, queued_by, owned_at, waited_ms)
+         VALUES ($url_sql, $round, $name_sql, $at_sql, $waited);
+         SELECT coord.mark_queued($url_sql);
          COMMIT;" || die "session lost while queueing $url"
     queued=$((queued + 1))
     log "queued $url for download"
   else
-    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"   # the "download"
+    printf -v secs '%d.%03d' $((ms / 1000)) $((ms % 1000))
+    sleep "$secs"   # the "download"
     # the record and mark_done commit together: waiters answer false from here on
     sql "BEGIN;
          INSERT INTO s3.fetches (url, round, crawler, via, owned_at, waited_ms, fetch_ms)
-         VALUES ($(q "$url"), $round, $(q "$name"), 'crawler', $(q "$at"), $waited, $ms);
-         SELECT coord.mark_done($(q "$url"));
+         VALUES ($url_sql, $round, $name_sql, 'crawler', $at_sql, $waited, $ms);
+         SELECT coord.mark_done($url_sql);
          COMMIT;" || die "session lost while recording $url"
     fetched=$((fetched + 1))
     log "fetched $url in $ms ms"
@@ -86,6 +97,7 @@ rest=()
 if [ ${#urls[@]} -gt 1 ]; then mapfile -t rest < <(printf '%s\n' "${urls[@]:1}" | shuf); fi
 
 export PGAPPNAME="s3:crawler:$name"   # shows in pg_stat_activity; the downloader looks for it
+# shellcheck disable=SC2119  # no psql options: the PG* environment says where
 sql_open
 log "round $round, ${#urls[@]} URLs, stale_after ${stale:-never}"
 crawl "${urls[0]}" "${start_ms:-$((50 + RANDOM % 151))}"

@@ -49,7 +49,7 @@ def main():
         # read before the claim, so an entry queued before the signal is seen
         stopping = bool(stop)
         cur.execute("BEGIN")
-        cur.execute("SELECT id, url, round, clock_timestamp() FROM s3.downloads"
+        cur.execute("SELECT id, url, round, owned_at, waited_ms FROM s3.downloads"
                     " ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED")
         row = cur.fetchone()
         if row is None:
@@ -58,12 +58,12 @@ def main():
                 break
             time.sleep(args.idle_ms / 1000)
             continue
-        qid, url, rnd, claimed_at = row
+        qid, url, rnd, owned_at, waited_ms = row
         ms = random.randint(100, 300)
         time.sleep(ms / 1000)   # the download
         cur.execute("INSERT INTO s3.fetches (url, round, crawler, via, owned_at, waited_ms, fetch_ms)"
-                    " VALUES (%s, %s, %s, 'download queue', %s, 0, %s)",
-                    (url, rnd, args.name, claimed_at, ms))
+                    " VALUES (%s, %s, %s, 'download queue', %s, %s, %s)",
+                    (url, rnd, args.name, owned_at, waited_ms, ms))
         cur.execute("DELETE FROM s3.downloads WHERE id = %s", (qid,))
         cur.execute("SELECT coord.mark_done(%s)", (url,))   # any session may mark done
         cur.execute("COMMIT")

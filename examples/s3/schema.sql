@@ -23,10 +23,13 @@ CREATE TABLE s3.fetches (
     crawler    text NOT NULL,
     via        text NOT NULL CHECK (via IN ('crawler', 'download queue')),
     pid        integer NOT NULL DEFAULT pg_catalog.pg_backend_pid(),
-    owned_at   timestamptz NOT NULL,     -- when coord.request answered true (or the download was claimed)
+    owned_at   timestamptz NOT NULL,     -- when coord.request answered true (for a download: to the crawler that queued it)
     waited_ms  numeric NOT NULL,         -- how long coord.request blocked before that
     fetch_ms   integer NOT NULL,
-    fetched_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+    fetched_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+    -- the row is inserted in the transaction that calls coord.mark_done, so
+    -- this is the done_at that coord.mark_done records (both are now())
+    done_at    timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 CREATE INDEX ON s3.fetches (url);
 COMMENT ON TABLE s3.fetches IS
@@ -40,6 +43,8 @@ CREATE TABLE s3.downloads (
     url       text NOT NULL,
     round     integer NOT NULL,
     queued_by text NOT NULL,
+    owned_at  timestamptz NOT NULL,      -- when coord.request answered true to queued_by
+    waited_ms numeric NOT NULL,
     queued_at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 COMMENT ON TABLE s3.downloads IS
