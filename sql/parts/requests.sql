@@ -79,7 +79,8 @@ COMMENT ON FUNCTION coord.request_lock_status() IS
 
 CREATE VIEW coord.requests AS
 SELECT r.key, r.state, r.owner_pid,
-       coord.backend_alive(r.owner_pid, r.owner_start) AS owner_alive,
+       CASE WHEN r.state OPERATOR(pg_catalog.=) 'requested'
+            THEN coord.backend_alive(r.owner_pid, r.owner_start) END AS owner_alive,
        COALESCE(w.waiters, 0) AS waiters,
        r.requested_at, r.queued_at, r.done_at
   FROM coord.request_keys AS r
@@ -89,5 +90,5 @@ SELECT r.key, r.state, r.owner_pid,
               GROUP BY s.key) AS w
     ON w.key OPERATOR(pg_catalog.=) coord.key_hash(r.key);
 COMMENT ON VIEW coord.requests IS
-  'Request keys: state, owner and whether it is alive, how many wait, and when it was requested, queued, done';
+  'Request keys: state, the session that requested it last, whether that owner is alive (requested keys only), how many wait, and when it was requested, queued, done';
 GRANT SELECT ON coord.requests TO PUBLIC;
