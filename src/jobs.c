@@ -955,7 +955,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 	CoordBecomeOwner(&sw);
 	if (plan_complete_many == NULL)
 		(void) CoordPlan(&plan_complete_many,
-						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING pg_catalog.unnest($1, $2) AS t(id, token) "
+						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
 								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
 						 5, argtypes);
