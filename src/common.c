@@ -28,6 +28,7 @@
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/inet.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -220,74 +221,171 @@ ReleaseInflight(void)
 }
 
 /*
- * Session locks whose fate follows the transaction: taken by it (released if
- * it aborts, kept if it commits), or to be let go when it commits (kept if it
- * aborts).  Each entry carries the subtransaction that made it, so a rolled
- * back savepoint undoes exactly its own.
+ * Holds: session-level locks that an operation keeps across transactions (a
+ * request's owner, a session-bound claim), by a string key of the caller's.
+ * Taking one and letting it go both follow the transaction that did it: a
+ * hold taken by a transaction that aborts is released; a hold let go by a
+ * transaction that commits is released after the commit (so others never
+ * act on state that was not committed), and kept if it aborts.  Each
+ * pending action carries the subtransaction that made it, so a rolled-back
+ * savepoint undoes exactly its own.  One entry is one hold of its lock, so
+ * two keys that share a lock tag hold it twice.
  */
-typedef struct XactLock
+#define HOLD_KEY_MAX	2100
+typedef struct Hold
 {
+	char		key[HOLD_KEY_MAX];	/* hash key: must be first */
 	LOCKTAG		tag;
-	LOCKMODE	mode;
-	bool		at_commit;		/* release at commit (else: at abort) */
-	SubTransactionId subid;
-} XactLock;
+	SubTransactionId taken_subid;	/* release if this aborts; or Invalid */
+	SubTransactionId release_subid; /* release when this commits; or Invalid */
+} Hold;
 
-static XactLock *xact_locks = NULL;
-static int	n_xact_locks = 0;
-static int	max_xact_locks = 0;
+static HTAB *holds = NULL;
+static bool holds_pending = false;
 
-static void
-AddXactLock(const LOCKTAG *tag, LOCKMODE mode, bool at_commit)
+static Hold *
+FindHold(const char *key)
 {
-	if (n_xact_locks == max_xact_locks)
+	Hold	   *h;
+
+	if (holds == NULL)
+		return NULL;
+	h = hash_search(holds, key, HASH_FIND, NULL);
+	if (h != NULL && !LockHeldByMe(&h->tag, ExclusiveLock))
 	{
-		max_xact_locks = Max(16, max_xact_locks * 2);
-		xact_locks = xact_locks ?
-			repalloc(xact_locks, sizeof(XactLock) * max_xact_locks) :
-			MemoryContextAlloc(TopMemoryContext, sizeof(XactLock) * max_xact_locks);
+		/* released behind our back (pg_advisory_unlock_all, DISCARD ALL) */
+		hash_search(holds, key, HASH_REMOVE, NULL);
+		return NULL;
 	}
-	xact_locks[n_xact_locks].tag = *tag;
-	xact_locks[n_xact_locks].mode = mode;
-	xact_locks[n_xact_locks].at_commit = at_commit;
-	xact_locks[n_xact_locks].subid = GetCurrentSubTransactionId();
-	n_xact_locks++;
+	return h;
 }
 
-/* CoordLockAtAbort: a session lock this transaction took; released if it aborts. */
+/* CoordHoldTaken records a session lock the caller has just taken for key. */
 void
-CoordLockAtAbort(const LOCKTAG *tag, LOCKMODE mode)
+CoordHoldTaken(const char *key, const LOCKTAG *tag)
 {
-	AddXactLock(tag, mode, false);
-}
+	Hold	   *h;
+	bool		found;
 
-/* CoordUnlockAtCommit: a session lock to let go of when this transaction commits. */
-void
-CoordUnlockAtCommit(const LOCKTAG *tag, LOCKMODE mode)
-{
-	AddXactLock(tag, mode, true);
-}
-
-/* Settles the entries of subtransaction subid (all when Invalid) for an end that committed or not. */
-static void
-SettleXactLocks(bool committed, SubTransactionId subid)
-{
-	int			i,
-				kept = 0;
-
-	for (i = 0; i < n_xact_locks; i++)
+	if (holds == NULL)
 	{
-		XactLock   *e = &xact_locks[i];
+		HASHCTL		ctl;
 
-		if (subid != InvalidSubTransactionId && e->subid != subid)
+		ctl.keysize = HOLD_KEY_MAX;
+		ctl.entrysize = sizeof(Hold);
+		ctl.hcxt = TopMemoryContext;
+		holds = hash_create("pg_coord holds", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	if (strlen(key) >= HOLD_KEY_MAX)
+		elog(ERROR, "hold key too long");
+	h = hash_search(holds, key, HASH_ENTER, &found);
+	Assert(!found);
+	h->tag = *tag;
+	h->taken_subid = GetCurrentSubTransactionId();
+	h->release_subid = InvalidSubTransactionId;
+	holds_pending = true;
+}
+
+/* CoordHoldRelease lets go of key's hold when this transaction commits. */
+void
+CoordHoldRelease(const char *key)
+{
+	Hold	   *h = FindHold(key);
+
+	if (h != NULL && h->release_subid == InvalidSubTransactionId)
+	{
+		h->release_subid = GetCurrentSubTransactionId();
+		holds_pending = true;
+	}
+}
+
+/* CoordHoldKeep cancels a pending release of key's hold (it is needed again). */
+void
+CoordHoldKeep(const char *key)
+{
+	Hold	   *h = FindHold(key);
+
+	if (h != NULL)
+		h->release_subid = InvalidSubTransactionId;
+}
+
+/*
+ * CoordHoldState: HOLD_NONE, HOLD_ACTIVE, or HOLD_RELEASING (held, let go at
+ * commit).
+ */
+CoordHoldStatus
+CoordHoldState(const char *key)
+{
+	Hold	   *h = FindHold(key);
+
+	if (h == NULL)
+		return HOLD_NONE;
+	return h->release_subid == InvalidSubTransactionId ? HOLD_ACTIVE : HOLD_RELEASING;
+}
+
+/* CoordHoldDrop releases key's hold now (the caller took it in vain). */
+void
+CoordHoldDrop(const char *key)
+{
+	Hold	   *h = FindHold(key);
+
+	if (h != NULL)
+	{
+		LOCKTAG		tag = h->tag;
+
+		hash_search(holds, key, HASH_REMOVE, NULL);
+		LockRelease(&tag, ExclusiveLock, true);
+	}
+}
+
+/* Settles the holds at the end of a (sub)transaction; subid Invalid: top level. */
+static void
+SettleHolds(bool committed, SubTransactionId subid, SubTransactionId parent)
+{
+	HASH_SEQ_STATUS status;
+	Hold	   *h;
+
+	if (holds == NULL || !holds_pending)
+		return;
+	hash_seq_init(&status, holds);
+	while ((h = hash_seq_search(&status)) != NULL)
+	{
+		bool		release = false;
+
+		if (subid == InvalidSubTransactionId)
 		{
-			xact_locks[kept++] = *e;
-			continue;
+			if (committed)
+			{
+				release = (h->release_subid != InvalidSubTransactionId);
+				h->taken_subid = InvalidSubTransactionId;
+			}
+			else
+			{
+				release = (h->taken_subid != InvalidSubTransactionId);
+				h->release_subid = InvalidSubTransactionId;
+			}
 		}
-		if (e->at_commit == committed)
-			LockRelease(&e->tag, e->mode, true);
+		else if (committed)
+		{
+			if (h->taken_subid == subid)
+				h->taken_subid = parent;
+			if (h->release_subid == subid)
+				h->release_subid = parent;
+		}
+		else
+		{
+			release = (h->taken_subid == subid);
+			if (h->release_subid == subid)
+				h->release_subid = InvalidSubTransactionId;
+		}
+		if (release)
+		{
+			LockRelease(&h->tag, ExclusiveLock, true);
+			hash_search(holds, h->key, HASH_REMOVE, NULL);
+		}
 	}
-	n_xact_locks = kept;
+	if (subid == InvalidSubTransactionId)
+		holds_pending = false;
 }
 
 static void
@@ -298,18 +396,18 @@ CommonXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			ReleaseInflight();
-			SettleXactLocks(false, InvalidSubTransactionId);
+			SettleHolds(false, InvalidSubTransactionId, InvalidSubTransactionId);
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			SettleXactLocks(true, InvalidSubTransactionId);
+			SettleHolds(true, InvalidSubTransactionId, InvalidSubTransactionId);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (n_xact_locks > 0)
+			if (holds_pending)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that claimed or finished session-bound jobs"),
-						 errdetail("Session-bound claims belong to the session, which a prepared transaction outlives.")));
+						 errmsg("cannot PREPARE a transaction that took or let go of pg_coord requests or session-bound claims"),
+						 errdetail("They belong to the session, which a prepared transaction outlives.")));
 			break;
 		default:
 			break;
@@ -320,19 +418,13 @@ static void
 CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					  SubTransactionId parentSubid, void *arg)
 {
-	int			i;
-
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 	{
 		ReleaseInflight();
-		SettleXactLocks(false, mySubid);
+		SettleHolds(false, mySubid, parentSubid);
 	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		for (i = 0; i < n_xact_locks; i++)
-			if (xact_locks[i].subid == mySubid)
-				xact_locks[i].subid = parentSubid;
-	}
+		SettleHolds(true, mySubid, parentSubid);
 }
 
 void

@@ -57,7 +57,6 @@ typedef struct CoordUserSwitch
 /* Module init hooks, one per concern; called from _PG_init. */
 extern void CoordCommonInit(void);
 extern void CoordLocksInit(void);
-extern void CoordRequestsInit(void);
 extern void CoordJobsInit(void);
 
 /* Shared between concerns */
@@ -77,8 +76,19 @@ extern void CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns);
 extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 						 bool session, int64 timeout_us, bool keep_inflight);
 extern void CoordInflightDone(void);
-extern void CoordLockAtAbort(const LOCKTAG *tag, LOCKMODE mode);
-extern void CoordUnlockAtCommit(const LOCKTAG *tag, LOCKMODE mode);
+
+/* Session locks kept across transactions, taken and let go transactionally */
+typedef enum CoordHoldStatus
+{
+	HOLD_NONE,
+	HOLD_ACTIVE,
+	HOLD_RELEASING
+} CoordHoldStatus;
+extern void CoordHoldTaken(const char *key, const LOCKTAG *tag);
+extern void CoordHoldRelease(const char *key);
+extern void CoordHoldKeep(const char *key);
+extern void CoordHoldDrop(const char *key);
+extern CoordHoldStatus CoordHoldState(const char *key);
 extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
 extern const char *CoordModeName(LOCKMODE mode);
 extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);

@@ -28,10 +28,12 @@
  * fail and heartbeat act only when the token is still the job's, so a worker
  * that lost its claim can never touch the newer one.
  *
- * Session claims and transactions.  A session-bound claim lock taken in a
- * transaction that aborts is released at abort; complete, fail and cancel
- * release it when their transaction commits (CoordLockAtAbort /
- * CoordUnlockAtCommit in common.c).
+ * Session claims and transactions.  A session-bound claim is a hold
+ * (common.c): taken by a transaction that aborts, it is released; complete,
+ * fail and cancel let it go when their transaction commits, and keep it if
+ * that transaction aborts.  A session-bound job (its row stays 'ready') can
+ * be completed or failed only by the session that holds it: its claim ended
+ * with the session that made it, whatever token a reconnected worker has.
  *
  * Wake-ups.  A claim that finds nothing takes a shared session lock on
  * (COORD_NS_IDLE, queue) and (with a host) on the host, and drops it when a
@@ -76,9 +78,28 @@
 
 static bool coord_notify = true;
 static int	coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
+static int	coord_claim_rescan_interval = 1000;	/* ms; 0: always scan from the head */
 
-/* Jobs this backend holds by session-bound claims. */
-static HTAB *session_claims = NULL;
+/*
+ * Where a backend last found work for a claim filter (queue, host,
+ * partition): the claim-order key of the last job it claimed, and the jobs
+ * it had to skip because another session held them.
+ */
+#define FRONTIER_HELD	64
+typedef struct Frontier
+{
+	char		filter[2 * QUEUE_NAME_MAX + 32];	/* hash key: must be first */
+	bool		valid;
+	int32		priority;
+	TimestampTz run_at;
+	int64		id;
+	TimestampTz last_full;
+	TimestampTz last_reap;
+	int			nheld;
+	int64		held[FRONTIER_HELD];
+} Frontier;
+
+static HTAB *frontiers = NULL;
 
 /* Idle marks this backend holds, by idle key. */
 static HTAB *idle_marks = NULL;
@@ -86,12 +107,13 @@ static HTAB *idle_marks = NULL;
 /* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
 static List *wake_channels = NIL;
 
-static TimestampTz last_reap = 0;
 
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_key_id = NULL;
 static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_candidates = NULL;
+static SPIPlanPtr plan_candidates_from = NULL;
+static SPIPlanPtr plan_candidates_held = NULL;
 static SPIPlanPtr plan_claim_lease = NULL;
 static SPIPlanPtr plan_claim_session = NULL;
 static SPIPlanPtr plan_reap = NULL;
@@ -183,6 +205,12 @@ CoordJobsInit(void)
 							"coord.purge_jobs() without an argument deletes older ones.",
 							&coord_job_history_retention, 7 * 24 * 3600, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.claim_rescan_interval",
+							"How often a claim scans the ready jobs from the head rather than from where it last found work.",
+							"Between rescans, claims skip the finished jobs behind them, which an old snapshot keeps VACUUM from removing. "
+							"0 scans from the head every time.",
+							&coord_claim_rescan_interval, 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
 }
 
@@ -345,27 +373,25 @@ SetIdle(const char *channel, bool idle)
 
 /* ---------- session claims ---------- */
 
+/* The hold key of a session-bound claim. */
+static char *
+ClaimKey(int64 id)
+{
+	return psprintf("j:" INT64_FORMAT, id);
+}
+
+/* Does this session hold a session-bound claim on the job (even one being let go)? */
 static bool
 HoldsSessionClaim(int64 id)
 {
-	return session_claims != NULL &&
-		hash_search(session_claims, &id, HASH_FIND, NULL) != NULL;
+	return CoordHoldState(ClaimKey(id)) != HOLD_NONE;
 }
 
-static void
-NoteSessionClaim(int64 id)
+/* Is this session's session-bound claim on the job live (not being let go)? */
+static bool
+SessionClaimLive(int64 id)
 {
-	if (session_claims == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(int64);
-		ctl.entrysize = sizeof(int64);
-		ctl.hcxt = TopMemoryContext;
-		session_claims = hash_create("pg_coord session claims", 64, &ctl,
-									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
-	hash_search(session_claims, &id, HASH_ENTER, NULL);
+	return CoordHoldState(ClaimKey(id)) == HOLD_ACTIVE;
 }
 
 /*
@@ -375,13 +401,26 @@ NoteSessionClaim(int64 id)
 static void
 DropSessionClaim(int64 id)
 {
-	LOCKTAG		tag;
+	CoordHoldRelease(ClaimKey(id));
+}
+
+/*
+ * After a complete, fail or heartbeat that did not match: keep a session
+ * claim the caller still has (a wrong token is the caller's mistake), but let
+ * go of one whose job was cancelled or finished by someone else.  Inside SPI.
+ */
+static void
+ForgetClaimIfGone(int64 id)
+{
+	char		sql[128];
 
 	if (!HoldsSessionClaim(id))
 		return;
-	hash_search(session_claims, &id, HASH_REMOVE, NULL);
-	JobTag(&tag, id);
-	CoordUnlockAtCommit(&tag, ExclusiveLock);
+	snprintf(sql, sizeof(sql),
+			 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) " INT64_FORMAT, id);
+	SpiCheck(SPI_execute(sql, false, 1), SPI_OK_SELECT, "checking a claim");
+	if (SPI_processed == 0)
+		DropSessionClaim(id);
 }
 
 /* ---------- requests linked to jobs ---------- */
@@ -574,7 +613,8 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 										"RETURNING id",
 										6, argtypes), args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "enqueue_many");
-	ids = palloc(sizeof(int64) * SPI_processed);
+	/* in the caller's memory: SPI_finish frees SPI's */
+	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
 	{
 		bool		isnull;
@@ -613,17 +653,17 @@ static bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st
 
 /* ---------- claim ---------- */
 
-/* Puts expired leases of a queue back, at most once a second per backend. */
+/* Puts expired leases of a queue back, at most once a second per backend and claim filter. */
 static void
-ReapExpired(const char *queue)
+ReapExpired(const char *queue, TimestampTz *last_reap)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
 
-	if (now - last_reap < USECS_PER_SEC)
+	if (now - *last_reap < USECS_PER_SEC)
 		return;
-	last_reap = now;
+	*last_reap = now;
 	args[0] = CStringGetTextDatum(queue);
 	/* back to ready; a job whose last attempt expired is put back too, and dies at its next claim */
 	SpiCheck(SPI_execute_plan(CoordPlan(&plan_reap,
@@ -634,6 +674,165 @@ ReapExpired(const char *queue)
 										"AND lease_until OPERATOR(pg_catalog.<) pg_catalog.clock_timestamp()",
 										1, argtypes), args, NULL, false, 0),
 			 SPI_OK_UPDATE, "reaping expired leases");
+}
+
+/* The state of one claim call while it walks candidates. */
+typedef struct ClaimScan
+{
+	bool		session_bound;
+	int			n;
+	int			got;
+	int64	   *ids;
+	List	   *exhausted;		/* jobs whose every attempt is used up */
+	int			nheld;
+	int64		held[FRONTIER_HELD];	/* skipped: a session holds them */
+	bool		last_valid;
+	int32		last_priority;
+	TimestampTz last_run_at;
+	int64		last_id;
+} ClaimScan;
+
+static Frontier *
+GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions)
+{
+	char		filter[2 * QUEUE_NAME_MAX + 32];
+	Frontier   *f;
+	bool		found;
+
+	if (frontiers == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(filter);
+		ctl.entrysize = sizeof(Frontier);
+		ctl.hcxt = TopMemoryContext;
+		frontiers = hash_create("pg_coord claim frontiers", 16, &ctl,
+								HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
+	f = hash_search(frontiers, filter, HASH_ENTER, &found);
+	if (!found)
+	{
+		f->valid = false;
+		f->last_full = 0;
+		f->last_reap = 0;
+		f->nheld = 0;
+	}
+	return f;
+}
+
+/*
+ * CandidatePlan prepares (once) a claim cursor: the common filter of every
+ * claim, then the scan's own clause and order.  $1 queue, $2 host, $3
+ * partition, $4 partitions, $5 whether partitioned; extra types for $6..$8.
+ */
+static SPIPlanPtr
+CandidatePlan(SPIPlanPtr *slot, const char *tail, int nargs, Oid t6, Oid t7, Oid t8)
+{
+	if (*slot == NULL)
+	{
+		Oid			types[8] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, t6, t7, t8};
+		char	   *sql = psprintf("SELECT j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts, "
+								   "j.priority, j.run_at FROM coord.job AS j "
+								   "WHERE j.queue OPERATOR(pg_catalog.=) $1 "
+								   "AND j.state OPERATOR(pg_catalog.=) 'ready' "
+								   "AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp() "
+								   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) "
+								   "AND ($5 OPERATOR(pg_catalog.=) 0 OR "
+								   "     j.part OPERATOR(pg_catalog.%%) $4 OPERATOR(pg_catalog.=) $3) "
+								   "AND (j.group_key IS NULL OR NOT EXISTS ("
+								   "     SELECT 1 FROM coord.job AS g WHERE g.queue OPERATOR(pg_catalog.=) j.queue "
+								   "     AND g.group_key OPERATOR(pg_catalog.=) j.group_key "
+								   "     AND g.id OPERATOR(pg_catalog.<>) j.id "
+								   "     AND (g.id OPERATOR(pg_catalog.<) j.id "
+								   "          OR g.state OPERATOR(pg_catalog.=) 'running' "
+								   "          OR coord.job_claimed(g.id)))) "
+								   "%s FOR UPDATE OF j SKIP LOCKED", tail);
+		SPIPlanPtr	p = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_FAST_PLAN);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare a claim cursor: %s", SPI_result_code_string(SPI_result));
+		*slot = p;
+	}
+	return *slot;
+}
+
+/*
+ * ScanCandidates walks a claim cursor, taking the claim lock of each
+ * candidate until the scan has n jobs; a job a session holds is skipped (and
+ * remembered), one whose attempts are used up is set aside to die.
+ */
+static void
+ScanCandidates(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier)
+{
+	Portal		portal;
+
+	if (scan->got >= scan->n)
+		return;
+	portal = SPI_cursor_open(NULL, plan, args, nulls, false);
+	while (scan->got < scan->n)
+	{
+		uint64		i;
+
+		/* fetch only what is still needed: every fetched row stays locked */
+		SPI_cursor_fetch(portal, true, scan->n - scan->got);
+		if (SPI_processed == 0)
+			break;
+		for (i = 0; i < SPI_processed && scan->got < scan->n; i++)
+		{
+			HeapTuple	row = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull));
+			LOCKTAG		tag;
+			LockAcquireResult r;
+			int			k;
+			bool		seen = false;
+
+			/* a job this session already holds, or already took in this call */
+			if (HoldsSessionClaim(id))
+				continue;
+			for (k = 0; k < scan->got; k++)
+				seen |= (scan->ids[k] == id);
+			if (seen)
+				continue;
+			JobTag(&tag, id);
+			r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
+			if (r == LOCKACQUIRE_NOT_AVAIL)
+			{
+				/* a session holds it: look again first next time */
+				if (scan->nheld < FRONTIER_HELD)
+					scan->held[scan->nheld++] = id;
+				continue;
+			}
+			if (r != LOCKACQUIRE_OK)
+			{
+				/* held by this transaction already: not a new claim */
+				LockRelease(&tag, ExclusiveLock, scan->session_bound);
+				continue;
+			}
+			if (scan->session_bound)
+				CoordHoldTaken(ClaimKey(id), &tag);	/* released if this transaction aborts */
+			if (DatumGetBool(SPI_getbinval(row, desc, 2, &isnull)))
+			{
+				/* every attempt was lost to crashed or stalled claimers: it dies */
+				int64	   *p = palloc(sizeof(int64));
+
+				*p = id;
+				scan->exhausted = lappend(scan->exhausted, p);
+				continue;
+			}
+			scan->ids[scan->got++] = id;
+			if (moves_frontier)
+			{
+				scan->last_valid = true;
+				scan->last_id = id;
+				scan->last_priority = DatumGetInt32(SPI_getbinval(row, desc, 3, &isnull));
+				scan->last_run_at = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
+			}
+		}
+	}
+	SPI_cursor_close(portal);
 }
 
 /*
@@ -653,11 +852,13 @@ coord_claim(PG_FUNCTION_ARGS)
 				partitions = 0;
 	bool		partitioned;
 	CoordUserSwitch sw;
-	Portal		portal;
 	int64	   *ids;
 	int			got = 0;
 	List	   *exhausted = NIL;
-	Oid			cand_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID};
+	ClaimScan	scan;
+	Frontier   *f;
+	TimestampTz now;
+	bool		use_frontier;
 	Datum		cand_args[5];
 	char		cand_nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	MemoryContext callcxt = CurrentMemoryContext;
@@ -705,8 +906,6 @@ coord_claim(PG_FUNCTION_ARGS)
 	ids = palloc(sizeof(int64) * n);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	if (!session_bound)
-		ReapExpired(queue);
 
 	cand_args[0] = CStringGetTextDatum(queue);
 	cand_args[1] = host ? CStringGetTextDatum(host) : (Datum) 0;
@@ -714,76 +913,92 @@ coord_claim(PG_FUNCTION_ARGS)
 	cand_args[2] = Int32GetDatum(partition);
 	cand_args[3] = Int32GetDatum(partitions);
 	cand_args[4] = Int32GetDatum(partitioned ? 1 : 0);
-	if (plan_candidates == NULL)
-	{
-		SPIPlanPtr	p = SPI_prepare_cursor(
-										   "SELECT j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts FROM coord.job AS j "
-										   "WHERE j.queue OPERATOR(pg_catalog.=) $1 "
-										   "AND j.state OPERATOR(pg_catalog.=) 'ready' "
-										   "AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp() "
-										   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) "
-										   "AND ($5 OPERATOR(pg_catalog.=) 0 OR "
-										   "     j.part OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3) "
-										   "AND (j.group_key IS NULL OR NOT EXISTS ("
-										   "     SELECT 1 FROM coord.job AS g WHERE g.queue OPERATOR(pg_catalog.=) j.queue "
-										   "     AND g.group_key OPERATOR(pg_catalog.=) j.group_key "
-										   "     AND g.id OPERATOR(pg_catalog.<) j.id)) "
-										   "ORDER BY j.priority DESC, j.run_at, j.id "
-										   "FOR UPDATE OF j SKIP LOCKED",
-										   5, cand_types, CURSOR_OPT_FAST_PLAN);
 
-		if (p == NULL || SPI_keepplan(p) != 0)
-			elog(ERROR, "could not prepare the claim cursor");
-		plan_candidates = p;
-	}
-	portal = SPI_cursor_open(NULL, plan_candidates, cand_args, cand_nulls, false);
-	while (got < n)
-	{
-		uint64		i;
+	scan.session_bound = session_bound;
+	scan.n = n;
+	scan.got = 0;
+	scan.ids = ids;
+	scan.exhausted = NIL;
+	scan.nheld = 0;
+	scan.last_valid = false;
 
-		SPI_cursor_fetch(portal, true, Max(n - got, 8));
-		if (SPI_processed == 0)
-			break;
-		for (i = 0; i < SPI_processed && got < n; i++)
+	f = GetFrontier(queue, host, partition, partitions);
+	ReapExpired(queue, &f->last_reap);
+	now = GetCurrentTimestamp();
+	use_frontier = coord_claim_rescan_interval > 0 && f->valid &&
+		now - f->last_full < (int64) coord_claim_rescan_interval * 1000;
+
+	if (use_frontier)
+	{
+		Datum		args[8];
+		char		nulls[8];
+
+		/* first the jobs skipped last time because a session held them */
+		if (f->nheld > 0)
 		{
-			bool		isnull;
-			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-														 SPI_tuptable->tupdesc, 1, &isnull));
-			LOCKTAG		tag;
-			LockAcquireResult r;
+			Datum	   *held = palloc(sizeof(Datum) * f->nheld);
+			int			i;
 
-			/* a job this session already holds is not claimable again */
-			if (HoldsSessionClaim(id))
-				continue;
-			JobTag(&tag, id);
-			r = LockAcquire(&tag, ExclusiveLock, session_bound, true);
-			if (r == LOCKACQUIRE_NOT_AVAIL)
-				continue;		/* a session holds it: running */
-			if (r != LOCKACQUIRE_OK)
-			{
-				/* held by this transaction already: not a new claim */
-				LockRelease(&tag, ExclusiveLock, session_bound);
-				continue;
-			}
-			if (session_bound)
-			{
-				/* released if this transaction aborts, kept at commit */
-				CoordLockAtAbort(&tag, ExclusiveLock);
-				NoteSessionClaim(id);
-			}
-			if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
-			{
-				/* every attempt was lost to crashed or stalled claimers: it dies */
-				int64	   *p = palloc(sizeof(int64));
+			for (i = 0; i < f->nheld; i++)
+				held[i] = Int64GetDatum(f->held[i]);
+			memcpy(args, cand_args, sizeof(Datum) * 5);
+			memcpy(nulls, cand_nulls, 5);
+			args[5] = PointerGetDatum(construct_array(held, f->nheld, INT8OID, 8,
+													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			nulls[5] = ' ';
+			ScanCandidates(CandidatePlan(&plan_candidates_held,
+										 "AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
+										 "ORDER BY j.priority DESC, j.run_at, j.id ",
+										 6, INT8ARRAYOID, InvalidOid, InvalidOid),
+						   args, nulls, &scan, false);
+		}
+		/* then onward from where work was found last time */
+		memcpy(args, cand_args, sizeof(Datum) * 5);
+		memcpy(nulls, cand_nulls, 5);
+		args[5] = Int32GetDatum(f->priority);
+		args[6] = TimestampTzGetDatum(f->run_at);
+		args[7] = Int64GetDatum(f->id);
+		nulls[5] = nulls[6] = nulls[7] = ' ';
+		ScanCandidates(CandidatePlan(&plan_candidates_from,
+									 "AND j.priority OPERATOR(pg_catalog.=) $6 "
+									 "AND ROW(j.run_at, j.id) OPERATOR(pg_catalog.>=) ROW($7, $8) "
+									 "ORDER BY j.run_at, j.id ",
+									 8, INT4OID, TIMESTAMPTZOID, INT8OID),
+					   args, nulls, &scan, true);
+	}
+	if (scan.got < n)
+	{
+		/* from the head: walks whatever dead entries an old snapshot keeps */
+		f->last_full = now;
+		f->nheld = 0;
+		ScanCandidates(CandidatePlan(&plan_candidates,
+									 "ORDER BY j.priority DESC, j.run_at, j.id ",
+									 5, InvalidOid, InvalidOid, InvalidOid),
+					   cand_args, cand_nulls, &scan, true);
+	}
+	got = scan.got;
+	exhausted = scan.exhausted;
+	if (scan.last_valid)
+	{
+		f->valid = true;
+		f->priority = scan.last_priority;
+		f->run_at = scan.last_run_at;
+		f->id = scan.last_id;
+	}
+	{
+		int			i;
 
-				*p = id;
-				exhausted = lappend(exhausted, p);
-				continue;
-			}
-			ids[got++] = id;
+		for (i = 0; i < scan.nheld && f->nheld < FRONTIER_HELD; i++)
+		{
+			int			j;
+			bool		dup = false;
+
+			for (j = 0; j < f->nheld; j++)
+				dup |= (f->held[j] == scan.held[i]);
+			if (!dup)
+				f->held[f->nheld++] = scan.held[i];
 		}
 	}
-	SPI_cursor_close(portal);
 
 	{
 		ListCell   *lc;
@@ -881,15 +1096,16 @@ Datum
 coord_complete(PG_FUNCTION_ARGS)
 {
 	int64		id;
-	Oid			argtypes[5] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', 'n', ' '};
+	Oid			argtypes[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', 'n', ' ', ' '};
 	CoordUserSwitch sw;
 	bool		ok;
 
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
 	id = PG_GETARG_INT64(0);
+	args[5] = BoolGetDatum(SessionClaimLive(id));
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
 	args[2] = CStringGetTextDatum("done");
@@ -902,17 +1118,22 @@ coord_complete(PG_FUNCTION_ARGS)
 	if (plan_complete == NULL)
 		(void) CoordPlan(&plan_complete,
 						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-								  "AND token OPERATOR(pg_catalog.=) $2 RETURNING *) " HISTORY_INSERT, 3, 4, 5),
-						 5, argtypes);
+								  "AND token OPERATOR(pg_catalog.=) $2 "
+								  "AND (state OPERATOR(pg_catalog.=) 'running' OR $6) RETURNING *) "
+								  HISTORY_INSERT, 3, 4, 5),
+						 6, argtypes);
 	SpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "complete");
 	ok = (SPI_processed == 1);
 	if (ok)
+	{
 		SettleRequestKeys(true);
+		DropSessionClaim(id);
+	}
+	else
+		ForgetClaimIfGone(id);
 	CoordRestoreUser(&sw);
 	SPI_finish();
-	/* done, or no longer ours: either way our claim lock has no use */
-	DropSessionClaim(id);
 	PG_RETURN_BOOL(ok);
 }
 
@@ -922,14 +1143,17 @@ coord_complete_many(PG_FUNCTION_ARGS)
 {
 	ArrayType  *ids,
 			   *tokens;
-	Oid			argtypes[5] = {INT8ARRAYOID, INT8ARRAYOID, TEXTOID, TEXTOID, JSONBOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', 'n', 'n'};
+	Oid			argtypes[6] = {INT8ARRAYOID, INT8ARRAYOID, TEXTOID, TEXTOID, JSONBOID, INT8ARRAYOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', ' '};
 	CoordUserSwitch sw;
 	uint64		done;
+	uint64		r;
 	Datum	   *elems;
+	Datum	   *held;
 	bool	   *enulls;
 	int			n,
+				nheld = 0,
 				i;
 
 	CoordRequireArg(fcinfo, 0, "ids");
@@ -945,11 +1169,17 @@ coord_complete_many(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("ids and tokens must not contain null elements")));
+	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &enulls, &n);
+	held = palloc(sizeof(Datum) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		if (SessionClaimLive(DatumGetInt64(elems[i])))
+			held[nheld++] = elems[i];
 	args[0] = PointerGetDatum(ids);
 	args[1] = PointerGetDatum(tokens);
 	args[2] = CStringGetTextDatum("done");
 	args[3] = (Datum) 0;
 	args[4] = (Datum) 0;
+	args[5] = PointerGetDatum(construct_array(held, nheld, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -957,18 +1187,39 @@ coord_complete_many(PG_FUNCTION_ARGS)
 		(void) CoordPlan(&plan_complete_many,
 						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
-								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
-						 5, argtypes);
+								  "AND (j.state OPERATOR(pg_catalog.=) 'running' OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
+								  "RETURNING j.*) " HISTORY_INSERT ", id", 3, 4, 5),
+						 6, argtypes);
 	SpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "complete");
 	done = SPI_processed;
-	SettleRequestKeys(true);
+	{
+		/* the completed ones: let their claims go; the others: only if gone */
+		SPITupleTable *tt = SPI_tuptable;
+		int64	   *completed = palloc(sizeof(int64) * Max(done, 1));
+
+		for (r = 0; r < done; r++)
+		{
+			bool		isnull;
+
+			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+		}
+		SettleRequestKeys(true);
+		for (i = 0; i < n; i++)
+		{
+			int64		id = DatumGetInt64(elems[i]);
+			bool		was_done = false;
+
+			for (r = 0; r < done; r++)
+				was_done |= (completed[r] == id);
+			if (was_done)
+				DropSessionClaim(id);
+			else
+				ForgetClaimIfGone(id);
+		}
+	}
 	CoordRestoreUser(&sw);
 	SPI_finish();
-
-	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &enulls, &n);
-	for (i = 0; i < n; i++)
-		DropSessionClaim(DatumGetInt64(elems[i]));
 	PG_RETURN_INT32((int32) done);
 }
 
@@ -1039,10 +1290,12 @@ coord_fail(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
+	args[4] = BoolGetDatum(SessionClaimLive(id));
 	SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
 										"SELECT attempt, max_attempts FROM coord.job "
 										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-										"FOR UPDATE", 2, argtypes), args, nulls, false, 1),
+										"AND (state OPERATOR(pg_catalog.=) 'running' OR $5) "
+										"FOR UPDATE", 5, argtypes), args, nulls, false, 1),
 			 SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
 	{
@@ -1083,10 +1336,12 @@ coord_fail(PG_FUNCTION_ARGS)
 					 SPI_OK_UPDATE, "fail");
 			result = "scheduled";
 		}
+		DropSessionClaim(id);
 	}
+	else
+		ForgetClaimIfGone(id);
 	CoordRestoreUser(&sw);
 	SPI_finish();
-	DropSessionClaim(id);
 	if (result == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(result));
@@ -1123,7 +1378,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	if (HoldsSessionClaim(id))
+	if (SessionClaimLive(id))
 	{
 		SpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
 											"SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
@@ -1153,13 +1408,12 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 			until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 		}
 	}
+	if (!found)
+		ForgetClaimIfGone(id);
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	if (!found)
-	{
-		DropSessionClaim(id);
 		PG_RETURN_NULL();
-	}
 	PG_RETURN_DATUM(until);
 }
 
@@ -1251,7 +1505,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 	SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
 										"SELECT state, run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
 										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-										1, argtypes), args, NULL, true, 1),
+										1, argtypes), args, NULL, false, 1),
 			 SPI_OK_SELECT, "job_state");
 	if (SPI_processed == 1)
 	{
@@ -1270,7 +1524,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 	{
 		SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
 											"SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
-											1, argtypes), args, NULL, true, 1),
+											1, argtypes), args, NULL, false, 1),
 				 SPI_OK_SELECT, "job_state");
 		if (SPI_processed == 1)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);

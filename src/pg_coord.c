@@ -24,7 +24,6 @@ _PG_init(void)
 {
 	CoordCommonInit();
 	CoordLocksInit();
-	CoordRequestsInit();
 	CoordJobsInit();
 	MarkGUCPrefixReserved("coord");
 }

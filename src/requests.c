@@ -7,8 +7,7 @@
  * with the owner's pid and backend start time.
  *
  * Ownership.  The owner of a requested key holds a session-level advisory
- * lock on (COORD_NS_REQUEST, name key of the key), one hold per key it owns,
- * recorded in this backend's owned table.  The lock, not the row, says
+ * lock on (COORD_NS_REQUEST, name key of the key), one hold per key it owns.  The lock, not the row, says
  * whether the owner is still there: a backend that ends for any reason
  * (disconnect, SIGKILL of the client, pg_terminate_backend, server restart)
  * loses its locks at once, so no timer or heartbeat is involved.
@@ -29,8 +28,8 @@
  *	- at ABORT of the transaction in which request() took it, so a rolled-back
  *	  request leaves no owner behind;
  *	- when the owner's session ends, by PostgreSQL.
- * The pending actions are tagged with the subtransaction that made them, so
- * an aborted savepoint undoes exactly its own.
+ * The owner's lock is a hold (common.c), whose taking and letting go follow
+ * the transaction and its savepoints.
  *
  * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
  * snapshot can predate the commit that woke the waiter.
@@ -55,18 +54,6 @@
 /* Keys are primary-key text: stay well inside a btree entry. */
 #define COORD_KEY_MAX_BYTES	2048
 
-/* A key this backend owns, or is about to give up at commit. */
-typedef struct OwnedKey
-{
-	char		key[COORD_KEY_MAX_BYTES + 1];	/* hash key: must be first */
-	uint64		lockkey;
-	SubTransactionId acquired_subid;	/* release on abort of this; or Invalid */
-	SubTransactionId release_subid; /* release on commit, made in this; or Invalid */
-} OwnedKey;
-
-static HTAB *owned = NULL;
-static bool any_pending = false;
-
 static SPIPlanPtr plan_insert = NULL;
 static SPIPlanPtr plan_select = NULL;
 static SPIPlanPtr plan_take = NULL;
@@ -85,106 +72,6 @@ PG_FUNCTION_INFO_V1(coord_purge_requests);
 PG_FUNCTION_INFO_V1(coord_request_lock_status);
 PG_FUNCTION_INFO_V1(coord_key_hash);
 PG_FUNCTION_INFO_V1(coord_backend_alive);
-
-static void
-ReleaseKeyLock(uint64 lockkey)
-{
-	LOCKTAG		tag;
-
-	CoordSetTag(&tag, lockkey, COORD_NS_REQUEST);
-	LockRelease(&tag, ExclusiveLock, true);
-}
-
-/* ---------- transaction callbacks: when owners let go ---------- */
-
-static void
-RequestsXactCallback(XactEvent event, void *arg)
-{
-	HASH_SEQ_STATUS status;
-	OwnedKey   *e;
-
-	if (!any_pending)
-		return;
-	switch (event)
-	{
-		case XACT_EVENT_PRE_PREPARE:
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that requested or marked coord keys"),
-					 errdetail("Request ownership belongs to the session, which a prepared transaction outlives.")));
-			break;
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-			hash_seq_init(&status, owned);
-			while ((e = hash_seq_search(&status)) != NULL)
-			{
-				if (e->release_subid != InvalidSubTransactionId)
-				{
-					ReleaseKeyLock(e->lockkey);
-					hash_search(owned, e->key, HASH_REMOVE, NULL);
-				}
-				else
-					e->acquired_subid = InvalidSubTransactionId;
-			}
-			any_pending = false;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-			hash_seq_init(&status, owned);
-			while ((e = hash_seq_search(&status)) != NULL)
-			{
-				if (e->acquired_subid != InvalidSubTransactionId)
-				{
-					ReleaseKeyLock(e->lockkey);
-					hash_search(owned, e->key, HASH_REMOVE, NULL);
-				}
-				else
-					e->release_subid = InvalidSubTransactionId;
-			}
-			any_pending = false;
-			break;
-		default:
-			break;
-	}
-}
-
-static void
-RequestsSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
-						SubTransactionId parentSubid, void *arg)
-{
-	HASH_SEQ_STATUS status;
-	OwnedKey   *e;
-
-	if (!any_pending)
-		return;
-	if (event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB)
-		return;
-	hash_seq_init(&status, owned);
-	while ((e = hash_seq_search(&status)) != NULL)
-	{
-		if (event == SUBXACT_EVENT_COMMIT_SUB)
-		{
-			if (e->acquired_subid == mySubid)
-				e->acquired_subid = parentSubid;
-			if (e->release_subid == mySubid)
-				e->release_subid = parentSubid;
-		}
-		else if (e->acquired_subid == mySubid)
-		{
-			ReleaseKeyLock(e->lockkey);
-			hash_search(owned, e->key, HASH_REMOVE, NULL);
-		}
-		else if (e->release_subid == mySubid)
-			e->release_subid = InvalidSubTransactionId;
-	}
-}
-
-void
-CoordRequestsInit(void)
-{
-	RegisterXactCallback(RequestsXactCallback, NULL);
-	RegisterSubXactCallback(RequestsSubXactCallback, NULL);
-}
 
 /* ---------- helpers ---------- */
 
@@ -211,62 +98,18 @@ KeyArg(FunctionCallInfo fcinfo, int argno)
 	return key;
 }
 
-/*
- * OwnedEntry returns this backend's entry for key if it still holds the
- * key's lock; an entry whose lock was released behind our back
- * (pg_advisory_unlock_all, DISCARD ALL) is dropped.
- */
-static OwnedKey *
-OwnedEntry(const char *key)
+/* The hold key of a request key. */
+static char *
+HoldKey(const char *key)
 {
-	OwnedKey   *e;
-	LOCKTAG		tag;
-
-	if (owned == NULL)
-		return NULL;
-	e = hash_search(owned, key, HASH_FIND, NULL);
-	if (e == NULL)
-		return NULL;
-	CoordSetTag(&tag, e->lockkey, COORD_NS_REQUEST);
-	if (!LockHeldByMe(&tag, ExclusiveLock))
-	{
-		hash_search(owned, key, HASH_REMOVE, NULL);
-		return NULL;
-	}
-	return e;
+	return psprintf("r:%s", key);
 }
 
-static OwnedKey *
-NewOwnedEntry(const char *key, uint64 lockkey)
+/* Does this session own key (hold its lock, not being let go)? */
+static bool
+Owns(const char *key)
 {
-	OwnedKey   *e;
-	bool		found;
-
-	if (owned == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = COORD_KEY_MAX_BYTES + 1;
-		ctl.entrysize = sizeof(OwnedKey);
-		ctl.hcxt = TopMemoryContext;
-		owned = hash_create("pg_coord owned request keys", 64, &ctl,
-							HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
-	e = hash_search(owned, key, HASH_ENTER, &found);
-	Assert(!found);
-	e->lockkey = lockkey;
-	e->acquired_subid = GetCurrentSubTransactionId();
-	e->release_subid = InvalidSubTransactionId;
-	any_pending = true;
-	return e;
-}
-
-static void
-ReleaseAtCommit(OwnedKey *e)
-{
-	if (e->release_subid == InvalidSubTransactionId)
-		e->release_subid = GetCurrentSubTransactionId();
-	any_pending = true;
+	return CoordHoldState(HoldKey(key)) == HOLD_ACTIVE;
 }
 
 /* What a saved statement takes after $1, the key. */
@@ -401,7 +244,8 @@ coord_request(PG_FUNCTION_ARGS)
 	bool		stale_null = PG_ARGISNULL(2);
 	int64		timeout_us = -1;
 	uint64		lockkey;
-	OwnedKey   *e;
+	char	   *hk = HoldKey(key);
+	CoordHoldStatus held;
 	bool		acquired_now = false;
 	bool		answer;
 	CoordUserSwitch sw;
@@ -426,8 +270,8 @@ coord_request(PG_FUNCTION_ARGS)
 				 errhint("Call coord.request in its own READ COMMITTED transaction.")));
 
 	lockkey = CoordNameKey(key, strlen(key));
-	e = OwnedEntry(key);
-	if (e == NULL)
+	held = CoordHoldState(hk);
+	if (held == HOLD_NONE)
 	{
 		LOCKTAG		tag;
 		LOCKMODE	mode = ExclusiveLock;
@@ -435,7 +279,7 @@ coord_request(PG_FUNCTION_ARGS)
 		CoordSetTag(&tag, lockkey, COORD_NS_REQUEST);
 		if (!CoordAcquire(&tag, &mode, 1, true, timeout_us, false))
 			PG_RETURN_BOOL(false);
-		e = NewOwnedEntry(key, lockkey);
+		CoordHoldTaken(hk, &tag);
 		acquired_now = true;
 	}
 
@@ -446,16 +290,9 @@ coord_request(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	if (!answer && acquired_now)
-	{
-		/* not ours: let the next waiter read the state */
-		hash_search(owned, key, HASH_REMOVE, NULL);
-		ReleaseKeyLock(lockkey);
-	}
-	else if (answer && e->release_subid != InvalidSubTransactionId)
-	{
-		/* released or marked earlier in this transaction, owned again now */
-		e->release_subid = InvalidSubTransactionId;
-	}
+		CoordHoldDrop(hk);		/* not ours: let the next waiter read the state */
+	else if (answer && held == HOLD_RELEASING)
+		CoordHoldKeep(hk);		/* let go earlier in this transaction, owned again */
 	PG_RETURN_BOOL(answer);
 }
 
@@ -481,12 +318,12 @@ NotOwnerError(const char *key, const char *what)
 void
 CoordRequestMarkQueued(const char *key)
 {
-	OwnedKey   *e = OwnedEntry(key);
+	bool		owns = Owns(key);
 	CoordUserSwitch sw;
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	if (e == NULL)
+	if (!owns)
 		NotOwnerError(key, "queue");
 	RunKeyPlan(&plan_queue,
 			   "UPDATE coord.request_keys SET state = 'queued', queued_at = pg_catalog.now() "
@@ -498,7 +335,7 @@ CoordRequestMarkQueued(const char *key)
 	CoordRestoreUser(&sw);
 	SPI_finish();
 
-	ReleaseAtCommit(e);
+	CoordHoldRelease(HoldKey(key));
 }
 
 /* coord.mark_queued(key text): requested by this session -> queued */
@@ -514,7 +351,6 @@ Datum
 coord_mark_done(PG_FUNCTION_ARGS)
 {
 	char	   *key = KeyArg(fcinfo, 0);
-	OwnedKey   *e = OwnedEntry(key);
 	CoordUserSwitch sw;
 
 	SPI_connect();
@@ -527,8 +363,7 @@ coord_mark_done(PG_FUNCTION_ARGS)
 	CoordRestoreUser(&sw);
 	SPI_finish();
 
-	if (e != NULL)
-		ReleaseAtCommit(e);
+	CoordHoldRelease(HoldKey(key));
 	PG_RETURN_VOID();
 }
 
@@ -541,10 +376,9 @@ Datum
 coord_release(PG_FUNCTION_ARGS)
 {
 	char	   *key = KeyArg(fcinfo, 0);
-	OwnedKey   *e = OwnedEntry(key);
 	CoordUserSwitch sw;
 
-	if (e == NULL)
+	if (!Owns(key))
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
@@ -561,7 +395,7 @@ coord_release(PG_FUNCTION_ARGS)
 	CoordRestoreUser(&sw);
 	SPI_finish();
 
-	ReleaseAtCommit(e);
+	CoordHoldRelease(HoldKey(key));
 	PG_RETURN_VOID();
 }
 

@@ -157,7 +157,7 @@ COMMENT ON FUNCTION coord.retry(bigint) IS 'Puts a dead job back to ready, with 
 
 CREATE FUNCTION coord.job_state(id bigint)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_job_state'
-LANGUAGE C STABLE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.job_state(bigint) IS
   'scheduled, ready, running, done, dead, cancelled, or NULL once purged';
 

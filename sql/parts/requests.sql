@@ -47,7 +47,7 @@ COMMENT ON FUNCTION coord.release(text) IS
 
 CREATE FUNCTION coord.request_state(key text)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_request_state'
-LANGUAGE C STABLE PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.request_state(text) IS 'requested, queued, done, or NULL';
 
 CREATE FUNCTION coord.purge_requests(older_than interval)

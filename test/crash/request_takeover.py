@@ -119,7 +119,7 @@ def main():
     cur = mon.cursor()
     cur.execute("SELECT key, state, owner_alive FROM coord.requests ORDER BY key")
     states = {k: (s, alive) for k, s, alive in cur.fetchall()}
-    want = {"https://example.org/a": ("queued", False),
+    want = {"https://example.org/a": ("queued", None),
             "https://example.org/done": ("done", None),
             "https://example.org/requested": ("requested", False)}
     if states != want:

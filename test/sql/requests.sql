@@ -2,6 +2,8 @@
 -- isolation levels, purge and errors (races are in test/specs/iso_requests).
 \set VERBOSITY terse
 SET client_min_messages = warning;
+-- start from no keys, whatever tests ran before in this database
+DELETE FROM coord.request_keys;
 CREATE FUNCTION pg_temp.st(k text) RETURNS TABLE (state text, mine boolean, owner_alive boolean)
 LANGUAGE sql AS $$
   SELECT state, owner_pid = pg_backend_pid(), owner_alive FROM coord.requests WHERE key = k
