@@ -58,6 +58,7 @@
 #include "commands/async.h"
 #include "common/pg_prng.h"
 #include "funcapi.h"
+#include "jit/jit.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -767,8 +768,23 @@ ScanCandidates(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan, bool 
 {
 	Portal		portal;
 
+	int			nest = 0;
+
 	if (scan->got >= scan->n)
 		return;
+
+	/*
+	 * A claim cursor has no LIMIT (rows skipped for their claim lock must not
+	 * count), so its plan is costed for the whole backlog, and past
+	 * jit_above_cost every claim would JIT-compile the plan: hundreds of
+	 * milliseconds for a scan that reads a handful of rows.
+	 */
+	if (jit_enabled)
+	{
+		nest = NewGUCNestLevel();
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	portal = SPI_cursor_open(NULL, plan, args, nulls, false);
 	while (scan->got < scan->n)
 	{
@@ -833,6 +849,8 @@ ScanCandidates(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan, bool 
 		}
 	}
 	SPI_cursor_close(portal);
+	if (nest > 0)
+		AtEOXact_GUC(true, nest);
 }
 
 /*
