@@ -1,0 +1,448 @@
+#!/usr/bin/env bash
+# make bench: pg_coord figures side by side with a hand-written SQL baseline
+# on the same cluster (DESIGN.md section 4).
+#
+# Run by test/run.sh bench after it has built and installed pg_coord and
+# started a private cluster (PGHOST, PGPORT, PGUSER set).  Each section is a
+# function bench_<name>; BENCH_SECTIONS chooses which run, in order:
+#
+#   lock      coord.lock/unlock (1- and 3-level), coord.try_lock/unlock against
+#             pg_advisory_lock/unlock, distinct keys and one contended key
+#   lockstmt  (diagnostic, not in the default) the same pairs as one
+#             statement per pair, to isolate server-side cost
+#
+# Knobs (environment):
+#   BENCH_SECTIONS  sections to run              (default: lock)
+#   BENCH_DURATION  seconds per pgbench run      (default: 7)
+#   BENCH_RUNS      runs per configuration       (default: 3)
+#   BENCH_CLIENTS   pgbench -c                   (default: 4)
+#   BENCH_THREADS   pgbench -j                   (default: 2)
+#   BENCH_RESULTS   summary file                 (default: bench/RESULTS.md)
+#
+# Raw per-run figures go to bench/out/ (gitignored); each section's summary
+# table replaces that section's block in bench/RESULTS.md (other sections'
+# blocks, and text outside the blocks, are kept) and is printed to stdout.
+#
+# Adding a section (requests, queue, ...): write bench_<name>() after the
+# pattern of bench_lock: its own setup, run_section with "config:script"
+# pairs, summarize with a spec (baselines and targets), section_block and
+# write_block.  Put its pgbench scripts in bench/<name>-*.sql.
+set -u
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+. "$BENCH_DIR/../test/lib.sh"
+
+BENCH_SECTIONS=${BENCH_SECTIONS:-lock}
+BENCH_DURATION=${BENCH_DURATION:-7}
+BENCH_RUNS=${BENCH_RUNS:-3}
+BENCH_CLIENTS=${BENCH_CLIENTS:-4}
+BENCH_THREADS=${BENCH_THREADS:-2}
+BENCH_RESULTS=${BENCH_RESULTS:-$BENCH_DIR/RESULTS.md}
+BENCH_DB=coord_bench
+SECTION_T0=
+OUT=$BENCH_DIR/out
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+# the knobs given to this run, to print with the command in RESULTS.md
+BENCH_KNOBS=$(env | grep -E '^BENCH_(DURATION|RUNS|CLIENTS|THREADS)=' | sort | tr '\n' ' ')
+
+if [ -z "${PGHOST:-}" ]; then
+  log "bench/run.sh needs a running cluster: use 'make bench' (test/run.sh bench)"
+  exit 2
+fi
+PGBENCH=$PGBIN/pgbench
+[ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench) || { log "pgbench not found"; exit 2; }
+
+mkdir -p "$OUT"
+
+# psql against the maintenance database, so our own reads never count in
+# coord_bench's statistics.
+q() { psql -qXAt -d postgres -c "$1"; }
+
+# Commits + rollbacks recorded for the bench database.  Backends flush their
+# counters as they exit, a little after they leave pg_stat_activity, so wait
+# for the clients to go and then for the figure to settle.
+xact_count() {
+  local i prev="" cur
+  for i in $(seq 50); do
+    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE datname = '$BENCH_DB' AND backend_type = 'client backend'")" = 0 ] && break
+    sleep 0.1
+  done
+  for i in $(seq 20); do
+    cur=$(q "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '$BENCH_DB'")
+    [ "$cur" = "$prev" ] && break
+    prev=$cur
+    sleep 0.2
+  done
+  echo "$cur"
+}
+
+# CPU accounting.  Throughput on a small shared machine moves with whatever
+# else runs on it; the CPU time a pair costs moves much less, so every run
+# also records the CPU seconds of the server's backends (the postmaster's
+# reaped children: its cutime + cstime, plus its own time) and of pgbench.
+# Background processes (checkpointer, walwriter, ...) are not counted; the
+# lock scripts write no WAL, so they have nothing to do.
+PM=
+pm_init() {
+  local dd
+  dd=${PGDATA:-$(q 'SHOW data_directory')}
+  PM=$(head -1 "$dd/postmaster.pid" 2>/dev/null)
+  [ -n "$PM" ] && [ -r "/proc/$PM/stat" ] || { log "cannot find the postmaster's pid"; exit 2; }
+}
+server_ticks() { sed 's/.*) //' "/proc/$PM/stat" | awk '{print $12 + $13 + $14 + $15}'; }
+CLK_TCK=$(getconf CLK_TCK)
+
+# Waits until the bench database's backends have exited and the postmaster
+# has reaped them (so that their CPU time is in its cutime/cstime).
+wait_backends_gone() {
+  local i
+  for i in $(seq 100); do
+    ps --ppid "$PM" -o stat=,args= | grep -qE "^Z|$BENCH_DB" || return 0
+    sleep 0.05
+  done
+  log "  (backends of $BENCH_DB still present after 5 s; CPU figures of this run may be low)"
+}
+
+# source_info: the commit the extension was built from, and whether the
+# working tree had changes in what the build uses.
+source_info() {
+  local root=$BENCH_DIR/.. head dirty
+  head=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) || { echo "not a git checkout"; return; }
+  dirty=$(git -C "$root" status --porcelain -- src sql Makefile pg_coord.control 2>/dev/null |
+          awk '{print $2}' | tr '\n' ' ' | sed 's/ $//')
+  echo "commit $head${dirty:+, with uncommitted changes in: $dirty}"
+}
+
+# machine_info: one markdown line per item, for RESULTS.md.
+machine_info() {
+  local cpu mem
+  cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+  mem=$(awk '/^MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+  echo "- machine: $(nproc) CPUs ($cpu), $mem RAM, $(uname -sr)"
+  echo "- source: $SOURCE_INFO"
+  echo "- server: $(q 'SELECT version()')"
+  echo "- client: $("$PGBENCH" --version), over the cluster's unix socket"
+  echo "- cluster: the private throwaway cluster of test/lib.sh (fsync on, synchronous_commit on, shared_buffers 256MB)"
+}
+
+# run_config SECTION CONFIG ROUND SCRIPT: one pgbench run; appends a row
+#   section config round tps transactions xacts_delta server_cpu_s client_cpu_s
+# to $OUT/$SECTION.tsv.  xacts_delta is the number of transactions the server
+# recorded, for the try scripts only (0 for the others): 1 per script run,
+# 2 when the try succeeded, plus about a dozen per run for the clients'
+# connections and statement preparation (negligible, not subtracted).
+run_config() {
+  local section=$1 config=$2 round=$3 script=$4
+  local log=$OUT/$STAMP/$section-$config-r$round.log
+  local before=0 after=0 tps xacts rc t0 t1 client TIMEFORMAT='%3U %3S'
+  wait_backends_gone
+  # only the try scripts need the server's count; waiting for it costs ~1 s
+  case $script in *try*) before=$(xact_count) ;; esac
+  t0=$(server_ticks)
+  { time "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T "$BENCH_DURATION" \
+      -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1; } 2>"$log.time"
+  rc=$?
+  wait_backends_gone
+  t1=$(server_ticks)
+  client=$(awk '{print $1 + $2}' "$log.time")
+  if [ $rc -ne 0 ] || grep -qE 'WARNING|ERROR|aborted' "$log"; then
+    log "pgbench failed or warned for $section/$config round $round; see $log"
+    tail -5 "$log" >&2
+    exit 1
+  fi
+  case $script in *try*) after=$(xact_count) ;; esac
+  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$log")
+  xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$log")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$config" "$round" "$tps" "$xacts" \
+    $((after - before)) "$(awk -v t=$((t1 - t0)) -v hz="$CLK_TCK" 'BEGIN {printf "%.2f", t / hz}')" \
+    "$client" >>"$OUT/$section.tsv"
+  log "  $section round $round $config: $(printf '%.0f' "$tps") script runs/s"
+}
+
+# run_section SECTION "config script ..." : every configuration BENCH_RUNS
+# times, interleaved (round 1 of all, then round 2 of all, ...) so that drift
+# and neighbours' noise hit every configuration alike.
+run_section() {
+  local section=$1; shift
+  local -a configs=("$@")
+  local round c
+  rm -f "$OUT/$section.tsv"
+  mkdir -p "$OUT/$STAMP"
+  SECTION_T0=$(date -u '+%Y-%m-%d %H:%M')
+  for round in $(seq "$BENCH_RUNS"); do
+    for c in "${configs[@]}"; do
+      run_config "$section" "${c%%:*}" "$round" "${c#*:}"
+    done
+  done
+  cp "$OUT/$section.tsv" "$OUT/$STAMP/$section.tsv"
+}
+
+# summarize SECTION SPEC: SPEC lines "config|label|keys|baseline-config|kind[|min-ratio]"
+# (kind: pair = every script run is one pair; try = pairs are the successful
+# tries, counted from the server's transaction count; min-ratio: a target for
+# the throughput ratio to the baseline, reported as met or not).  Prints the markdown
+# table and writes it to $OUT/$SECTION.md.
+summarize() {
+  local section=$1 spec=$2
+  "$PYTHON" - "$OUT/$section.tsv" "$spec" >"$OUT/$section.table.md" <<'PY'
+import sys, statistics
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+spec = [(l.split("|") + [""])[:6] for l in sys.argv[2].strip().splitlines()]
+runs = {}   # config -> [(round, pairs/s, attempts/s, success fraction, CPU µs/pair)]
+for section, config, rnd, tps, xacts, delta, scpu, ccpu in rows:
+    tps, xacts, delta, scpu, ccpu = float(tps), int(xacts), int(delta), float(scpu), float(ccpu)
+    kind = next(s[4] for s in spec if s[0] == config)
+    if kind == "try":
+        # each script run commits 1 transaction (failed try) or 2 (try + unlock);
+        # the bench database sees nothing else while pgbench runs
+        ok = min(max(delta - xacts, 0), xacts) / xacts
+    else:
+        ok = 1.0
+    pairs = max(xacts * ok, 1)
+    runs.setdefault(config, []).append((int(rnd), tps * ok, tps, ok,
+                                        (scpu + ccpu) / pairs * 1e6))
+def fmt(x): return f"{x:,.0f}"
+med = {c: statistics.median(r[1] for r in v) for c, v in runs.items()}
+cpu = {c: statistics.median(r[4] for r in v) for c, v in runs.items()}
+print("| configuration | keys | pairs/s: median (min–max) | throughput ratio (per round) | CPU µs per pair: median (min–max) | cost ratio (per round) | baseline | notes |")
+print("|---|---|---|---|---|---|---|---|")
+verdicts, spreads, cspreads = [], [], []
+for config, label, keys, base, kind, target in spec:
+    v = runs.get(config)
+    if not v:
+        continue
+    p = [r[1] for r in v]
+    spreads.append(((max(p) - min(p)) / med[config], f"{label}, {keys}"))
+    cspreads.append(((max(r[4] for r in v) - min(r[4] for r in v)) / cpu[config], f"{label}, {keys}"))
+    cell = f"{fmt(med[config])} ({fmt(min(p))}–{fmt(max(p))})"
+    c = [r[4] for r in v]
+    cpucell = f"{cpu[config]:.1f} ({min(c):.1f}–{max(c):.1f})"
+    if base == "-" or base not in runs:
+        ratio, cratio, basecell = "1.00", "1.00", "–"
+    else:
+        b = {r[0]: r[1] for r in runs[base]}
+        bc = {r[0]: r[4] for r in runs[base]}
+        per = [r[1] / b[r[0]] for r in v if r[0] in b]
+        cper = [r[4] / bc[r[0]] for r in v if r[0] in bc]
+        ratio = f"{med[config] / med[base]:.2f} ({min(per):.2f}–{max(per):.2f})"
+        cratio = f"{cpu[config] / cpu[base]:.2f} ({min(cper):.2f}–{max(cper):.2f})"
+        basecell = next(s[1] for s in spec if s[0] == base)
+        if target:
+            r = med[config] / med[base]
+            cr = cpu[config] / cpu[base]
+            cmax = round(1 / float(target), 2)
+            verdicts.append(f"{label}, {keys}: throughput ratio {r:.2f} against a minimum of {float(target):.2f}"
+                            f" ({'met' if r >= float(target) else 'NOT met'}; rounds {min(per):.2f}–{max(per):.2f});"
+                            f" CPU cost ratio {cr:.2f} against a maximum of {cmax:.2f}"
+                            f" ({'met' if cr <= cmax else 'NOT met'}; rounds {min(cper):.2f}–{max(cper):.2f})")
+    note = ""
+    if kind == "try":
+        att = statistics.median(r[2] for r in v)
+        okf = statistics.median(r[3] for r in v)
+        note = f"{fmt(att)} attempts/s, {okf:.0%} succeed"
+    print(f"| {label} | {keys} | {cell} | {ratio} | {cpucell} | {cratio} | {basecell} | {note} |")
+print()
+if spreads:
+    lo, hi = min(spreads), max(spreads)
+    print(f"Noise: the spread of the {len(runs[config])} runs of a configuration, (max − min) / median, "
+          f"goes from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} ({hi[1]}) for throughput", end="")
+    lo, hi = min(cspreads), max(cspreads)
+    print(f", and from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} ({hi[1]}) for CPU per pair.")
+for v in verdicts:
+    print()
+    print(f"Target (DESIGN.md 4, pair at most 1.3× the raw pair): {v}.")
+PY
+  cat "$OUT/$section.table.md"
+}
+
+# write_block SECTION FILE: replaces the section's block in RESULTS.md
+# (between <!-- bench:SECTION begin/end --> markers), appending it if absent.
+write_block() {
+  local section=$1 block=$2
+  [ -f "$BENCH_RESULTS" ] || results_header >"$BENCH_RESULTS"
+  "$PYTHON" - "$BENCH_RESULTS" "$section" "$block" <<'PY'
+import sys, re
+path, section, block = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().rstrip("\n")
+text = open(path).read()
+begin, end = f"<!-- bench:{section} begin -->", f"<!-- bench:{section} end -->"
+new = f"{begin}\n{block}\n{end}"
+pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
+text = pat.sub(lambda m: new, text) if pat.search(text) else text.rstrip("\n") + "\n\n" + new + "\n"
+open(path, "w").write(text)
+PY
+}
+
+results_header() {
+  cat <<'EOF'
+# pg_coord benchmark results
+
+Written by `make bench` (bench/run.sh): each section's block, between its
+`<!-- bench:... -->` markers, is replaced by the next run of that section;
+text outside the markers (such as the notes at the end) is kept.
+
+How to reproduce: `make bench` from the repository root (it installs missing
+packages, builds and installs the extension, starts a private throwaway
+cluster, runs `bench/run.sh`, and stops the cluster).  Choose sections with
+`BENCH_SECTIONS` (e.g. `BENCH_SECTIONS="lock lockstmt" make bench`); see the
+top of bench/run.sh for the other knobs.  Raw pgbench output of every run is
+kept in bench/out/<timestamp>/ (not committed).
+
+All clients and the server share the machine's CPUs, so every figure is
+client + server cost.  Quote medians and ratios: the machine is a small shared
+VM, and absolute figures move by several percent from run to run.
+EOF
+}
+
+# ---------------------------------------------------------------- sections
+
+LOCK_SPEC='raw-distinct|raw lock|distinct|-|pair
+coord1-distinct|coord.lock 1-level|distinct|raw-distinct|pair|0.77
+coord3-distinct|coord.lock 3-level|distinct|raw-distinct|pair
+rawtry-distinct|raw try|distinct|-|try
+try-distinct|coord.try_lock 1-level|distinct|rawtry-distinct|try
+raw-contended|raw lock|contended|-|pair
+coord1-contended|coord.lock 1-level|contended|raw-contended|pair|0.77
+coord3-contended|coord.lock 3-level|contended|raw-contended|pair
+rawtry-contended|raw try|contended|-|try
+try-contended|coord.try_lock 1-level|contended|rawtry-contended|try'
+
+# Names are registered in coord.lock_names at a path's first use; do that
+# once here, so that no run pays for it, and warm the server up.
+lock_prepare() {
+  local c
+  for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+    psql -qXAt -d "$BENCH_DB" \
+      -c "SELECT coord.lock('/bench$c'), coord.unlock('/bench$c')" \
+      -c "SELECT coord.lock('/bench/l3/$c'), coord.unlock('/bench/l3/$c')" >/dev/null
+  done
+  psql -qXAt -d "$BENCH_DB" \
+    -c "SELECT coord.lock('/bench-contended'), coord.unlock('/bench-contended')" \
+    -c "SELECT coord.lock('/bench/l3/contended'), coord.unlock('/bench/l3/contended')" >/dev/null
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 3 \
+    -f "$BENCH_DIR/lock-coord1-distinct.sql" -f "$BENCH_DIR/lock-raw-distinct.sql" \
+    "$BENCH_DB" >"$OUT/$STAMP/warmup.log" 2>&1
+}
+
+# section_block SECTION TITLE INTRO CMD: the RESULTS.md block of a section.
+section_block() {
+  local section=$1 title=$2 intro=$3 cmd=$4 load_start=$5
+  {
+    echo "## $title"
+    echo
+    echo "$intro"
+    echo
+    echo "- date: $SECTION_T0 – $(date -u '+%H:%M') UTC"
+    machine_info
+    echo "- command: \`$cmd\` (this section: $BENCH_RUNS runs of ${BENCH_DURATION} s per configuration, interleaved: round 1 of every configuration, then round 2, ...)"
+    echo "- each run: \`pgbench -n -M prepared -c $BENCH_CLIENTS -j $BENCH_THREADS -T $BENCH_DURATION -f bench/<script>.sql coord_bench\`"
+    echo "- load average (1 min) at start / end of the section: $load_start / $(cut -d' ' -f1 /proc/loadavg); other busy processes at the end: $(busy_processes)"
+    echo
+    cat "$OUT/$section.table.md"
+  } >"$OUT/$section.md"
+}
+
+# Processes using noticeable CPU (%CPU is ps's lifetime average, so a
+# neighbour's benchmark, tests or demo on the same machine show up here and
+# explain noisy figures).
+busy_processes() {
+  local b
+  b=$(ps -eo pcpu=,comm=,args= --sort=-pcpu |
+      awk '$1 >= 10 && $2 != "ps" && $2 != "awk" {printf "%s%s (%s%%)", sep, $2, $1; sep=", "}' | head -c 200)
+  echo "${b:-none above 10% CPU}"
+}
+
+bench_lock() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== lock: $((10 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  lock_prepare
+  run_section lock \
+    raw-distinct:lock-raw-distinct.sql \
+    coord1-distinct:lock-coord1-distinct.sql \
+    coord3-distinct:lock-coord3-distinct.sql \
+    rawtry-distinct:lock-rawtry-distinct.sql \
+    try-distinct:lock-try-distinct.sql \
+    raw-contended:lock-raw-contended.sql \
+    coord1-contended:lock-coord1-contended.sql \
+    coord3-contended:lock-coord3-contended.sql \
+    rawtry-contended:lock-rawtry-contended.sql \
+    try-contended:lock-try-contended.sql
+  summarize lock "$LOCK_SPEC" >/dev/null
+  section_block lock "Locks: lock/unlock pairs, $BENCH_CLIENTS clients" \
+"Configurations: *raw lock* = \`pg_advisory_lock(k)\` + \`pg_advisory_unlock(k)\`;
+*coord.lock 1-level / 3-level* = \`coord.lock(p)\` + \`coord.unlock(p)\`;
+*raw try* = \`pg_try_advisory_lock(k)\` + \`pg_advisory_unlock(k)\`;
+*coord.try_lock 1-level* = \`coord.try_lock(p)\` + \`coord.unlock(p)\`.
+Every configuration is a pgbench script of the same shape: the lock call and
+the unlock call are two separate statements (two round trips, two autocommit
+transactions), as a client that takes a lock, works, and releases it would
+issue them; the raw baseline does exactly the same with pg_advisory_lock(bigint).
+Distinct keys: client *n* locks \`pg_advisory_lock(n)\` / \`'/bench' || n\` /
+\`'/bench/l3/' || n\` (the 3-level paths share their ancestors /bench and
+/bench/l3, which every client takes in intention mode).  Contended: every
+client locks the same key (\`7201\`, \`/bench-contended\`,
+\`/bench/l3/contended\`).  The try scripts unlock only when the try succeeded
+(\`\\gset\` + \`\\if\`), and count successful pairs only, from the server's
+transaction count (a script run is 2 transactions when the try succeeded, 1
+when it failed).  Two measures per configuration: throughput (pairs/s) and
+CPU cost (CPU µs per pair: CPU time of the server's backends, read from the
+postmaster's reaped-children counters, plus pgbench's own, divided by the
+pairs; the CPU of failed tries is charged to the successful pairs).  Ratios
+compare a row with the baseline named in it.  DESIGN.md section 4 asks for
+a 1-level pair to cost at most 1.3× the raw pair: a throughput ratio of at
+least 0.77 and a CPU cost ratio of at most 1.30.  On this small shared
+machine throughput moves with whatever else runs on it; the CPU per pair
+moves much less, so it is the steadier measure of the cost.  The per-round
+ranges compare runs of the same round, which ran within a minute of each
+other." \
+    "${BENCH_KNOBS}make bench" "$load_start"
+  write_block lock "$OUT/lock.md"
+  cp "$OUT/lock.md" "$OUT/$STAMP/"
+  cat "$OUT/lock.table.md"
+}
+
+LOCKSTMT_SPEC='raw-distinct|raw lock, 1 statement|distinct|-|pair
+coord1-distinct|coord.lock 1-level, 1 statement|distinct|raw-distinct|pair|0.77
+coord3-distinct|coord.lock 3-level, 1 statement|distinct|raw-distinct|pair'
+
+bench_lockstmt() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== lockstmt: $((3 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  lock_prepare
+  run_section lockstmt \
+    raw-distinct:lockstmt-raw-distinct.sql \
+    coord1-distinct:lockstmt-coord1-distinct.sql \
+    coord3-distinct:lockstmt-coord3-distinct.sql
+  summarize lockstmt "$LOCKSTMT_SPEC" >/dev/null
+  section_block lockstmt "Locks, diagnostic: lock and unlock in one statement, $BENCH_CLIENTS clients" \
+"Not part of the default run (\`BENCH_SECTIONS=lockstmt\`).  Lock and unlock
+are called in one SELECT, so one round trip and one transaction carry the
+pair: the per-pair client, protocol and transaction cost is halved and the
+functions' own server-side cost weighs more than in the lock section." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=lockstmt make bench" "$load_start"
+  write_block lockstmt "$OUT/lockstmt.md"
+  cp "$OUT/lockstmt.md" "$OUT/$STAMP/"
+  cat "$OUT/lockstmt.table.md"
+}
+
+# ---------------------------------------------------------------- main
+
+log "== bench database $BENCH_DB"
+psql -qX -d postgres -c "SET client_min_messages = warning" \
+  -c "DROP DATABASE IF EXISTS $BENCH_DB" -c "CREATE DATABASE $BENCH_DB" >/dev/null || exit 1
+psql -qX -d "$BENCH_DB" -c "CREATE EXTENSION pg_coord" >/dev/null || exit 1
+mkdir -p "$OUT/$STAMP"
+pm_init
+SOURCE_INFO=$(source_info)   # now: the harness has just built and installed this tree
+
+status=0
+for s in $BENCH_SECTIONS; do
+  if ! declare -F "bench_$s" >/dev/null; then
+    log "unknown bench section: $s (known: $(declare -F | sed -n 's/^declare -f bench_//p' | tr '\n' ' '))"
+    status=2
+    continue
+  fi
+  "bench_$s" || status=1
+done
+log "raw figures: $OUT/$STAMP/; summary: $BENCH_RESULTS"
+exit $status
