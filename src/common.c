@@ -267,15 +267,7 @@ CoordHoldTaken(const char *key, const LOCKTAG *tag)
 	Hold	   *h;
 	bool		found;
 
-	if (holds == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = HOLD_KEY_MAX;
-		ctl.entrysize = sizeof(Hold);
-		ctl.hcxt = TopMemoryContext;
-		holds = hash_create("pg_coord holds", 64, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
+	CoordLocalHash(&holds, "pg_coord holds", HOLD_KEY_MAX, sizeof(Hold), HASH_STRINGS);
 	if (strlen(key) >= HOLD_KEY_MAX)
 		elog(ERROR, "hold key too long");
 	h = hash_search(holds, key, HASH_ENTER, &found);
@@ -754,6 +746,40 @@ void
 CoordRestoreUser(const CoordUserSwitch *sw)
 {
 	SetUserIdAndSecContext(sw->save_userid, sw->save_sec_context);
+}
+
+/*
+ * CoordSpiText copies a C string into a text in the caller's memory, which
+ * outlives SPI_finish.  Call it between SPI_connect and SPI_finish.
+ */
+text *
+CoordSpiText(const char *s)
+{
+	Size		len = strlen(s);
+	text	   *t = (text *) SPI_palloc(VARHDRSZ + len);
+
+	SET_VARSIZE(t, VARHDRSZ + len);
+	memcpy(VARDATA(t), s, len);
+	return t;
+}
+
+/*
+ * CoordLocalHash makes a backend-local hash table in TopMemoryContext, on
+ * first use.  flags: HASH_BLOBS or HASH_STRINGS.
+ */
+HTAB *
+CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags)
+{
+	if (*table == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = keysize;
+		ctl.entrysize = entrysize;
+		ctl.hcxt = TopMemoryContext;
+		*table = hash_create(name, 16, &ctl, HASH_ELEM | HASH_CONTEXT | flags);
+	}
+	return *table;
 }
 
 /*

@@ -13,6 +13,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "storage/lock.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 /*
@@ -99,5 +100,7 @@ extern Oid	CoordOwnerId(void);
 extern void CoordBecomeOwner(CoordUserSwitch *sw);
 extern void CoordRestoreUser(const CoordUserSwitch *sw);
 extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+extern text *CoordSpiText(const char *s);
+extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);
 
 #endif							/* PG_COORD_COMMON_H */

@@ -341,18 +341,9 @@ SetIdle(const char *channel, bool idle)
 	bool		found;
 	LOCKTAG		tag;
 
-	if (idle_marks == NULL)
-	{
-		HASHCTL		ctl;
-
-		if (!idle)
-			return;
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(uint64);
-		ctl.hcxt = TopMemoryContext;
-		idle_marks = hash_create("pg_coord idle marks", 16, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+	if (idle_marks == NULL && !idle)
+		return;
+	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(uint64), HASH_BLOBS);
 	CoordSetTag(&tag, key, COORD_NS_IDLE);
 	if (idle)
 	{
@@ -700,16 +691,7 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	Frontier   *f;
 	bool		found;
 
-	if (frontiers == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(filter);
-		ctl.entrysize = sizeof(Frontier);
-		ctl.hcxt = TopMemoryContext;
-		frontiers = hash_create("pg_coord claim frontiers", 16, &ctl,
-								HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-	}
+	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
 	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
 	f = hash_search(frontiers, filter, HASH_ENTER, &found);
 	if (!found)
@@ -1548,13 +1530,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
 	if (state != NULL)
-	{
-		Size		len = strlen(state);
-
-		result = (text *) SPI_palloc(VARHDRSZ + len);
-		SET_VARSIZE(result, VARHDRSZ + len);
-		memcpy(VARDATA(result), state, len);
-	}
+		result = CoordSpiText(state);
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	if (result == NULL)

@@ -193,16 +193,7 @@ RememberName(uint64 key, const char *path, int len)
 	NameEntry  *e;
 	bool		found;
 
-	if (known_names == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(NameEntry);
-		ctl.hcxt = TopMemoryContext;
-		known_names = hash_create("pg_coord lock names", 256, &ctl,
-								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+	CoordLocalHash(&known_names, "pg_coord lock names", sizeof(uint64), sizeof(NameEntry), HASH_BLOBS);
 	e = hash_search(known_names, &key, HASH_ENTER, &found);
 	if (!found)
 		e->path = MemoryContextStrdup(TopMemoryContext, pnstrdup(path, len));
@@ -426,16 +417,7 @@ NoteSessionLock(const CoordPath *p, bool shared)
 	HeldEntry  *e;
 	bool		found;
 
-	if (held_locks == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(HeldKey);
-		ctl.entrysize = sizeof(HeldEntry);
-		ctl.hcxt = TopMemoryContext;
-		held_locks = hash_create("pg_coord session locks", 64, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+	CoordLocalHash(&held_locks, "pg_coord session locks", sizeof(HeldKey), sizeof(HeldEntry), HASH_BLOBS);
 	memset(&hk, 0, sizeof(hk));
 	hk.key = p->keys[p->depth - 1];
 	hk.shared = shared;

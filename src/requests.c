@@ -412,14 +412,7 @@ coord_request_state(PG_FUNCTION_ARGS)
 	CoordBecomeOwner(&sw);
 	state = CurrentState(key);
 	if (state != NULL)
-	{
-		/* in the caller's context: SPI_finish frees SPI's */
-		Size		len = strlen(state);
-
-		result = (text *) SPI_palloc(VARHDRSZ + len);
-		SET_VARSIZE(result, VARHDRSZ + len);
-		memcpy(VARDATA(result), state, len);
-	}
+		result = CoordSpiText(state);
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	if (result == NULL)
