@@ -43,10 +43,31 @@
  * takes NOTIFY's cluster-wide commit lock.  NOTIFY is a hint: workers LISTEN
  * first, then claim, and poll as a fallback.
  *
- * Dead rows.  Each job leaves a dead entry in the ready index when it is
- * claimed (lease) or finished; while an old snapshot keeps VACUUM from
- * removing them, claims walk them.  The fix (rotating the hot table through
- * partitions and truncating drained ones) is the next step; see the issue.
+ * Dead rows and the claim frontier.  Each job leaves dead entries in the
+ * ready index when it is claimed (lease) and when it finishes.  While any
+ * session holds an old snapshot, VACUUM cannot remove them, and a claim that
+ * scans from the head of the index walks all of them every time: measured
+ * here (4 clients, claim + complete, 200,000 jobs queued, a REPEATABLE READ
+ * transaction held) it falls from 1,475 to 365 jobs/s within a minute.
+ * Options weighed: a shared "first ready job" bound (unsafe: commit order
+ * differs from now() order, and rolled-back claims and expired leases put
+ * jobs behind it), candidate batches (only approximate order), and rotating
+ * the hot table through partitions with TRUNCATE (the only way to drop dead
+ * tuples under an old snapshot, but it needs a transaction of its own and
+ * moves whole backlogs).  The choice: each backend keeps, per claim filter,
+ * a frontier -- the claim-order key of the last job it claimed -- and scans
+ * from there (an index range start at the same priority), so the dead
+ * prefix behind it is never walked.  It scans from the head when the
+ * frontier scan comes up short and at least every coord.claim_rescan_interval,
+ * which bounds how long a job that appears behind the frontier (a higher
+ * priority, a rolled-back claim, an expired lease put back) can wait; and it
+ * probes first, by id, the jobs it skipped because a session held them, so
+ * a dead worker's session-bound job is taken at once.  Measured the same
+ * way: 1,785 jobs/s without the old snapshot, 1,695 with it (0.95x).
+ *
+ * JIT.  A claim cursor has no LIMIT (rows skipped for their claim lock must
+ * not count), so its generic plan is costed for the whole backlog; it runs
+ * with jit off, or every claim would compile it.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
