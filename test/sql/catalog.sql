@@ -21,3 +21,19 @@ SELECT c.relname, a.privilege_type
   FROM pg_class c, aclexplode(c.relacl) a
  WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v' AND a.grantee = 0
  ORDER BY 1, 2;
+
+-- The monitoring views work for a role with no privileges beyond the defaults,
+-- holder details included (read from backend status, not pg_stat_activity).
+CREATE ROLE regress_coord_monitor;
+SELECT coord.lock('/catalog/held'), coord.request('catalog-key');
+SET ROLE regress_coord_monitor;
+SELECT path, mode, granted, pid = pg_backend_pid() AS mine, backend_start IS NOT NULL AS has_start
+  FROM coord.locks WHERE path LIKE '/catalog%' ORDER BY path;
+SELECT key, state, owner_pid = pg_backend_pid() AS mine, owner_alive, waiters
+  FROM coord.requests WHERE key = 'catalog-key';
+SELECT count(*) >= 0 AS jobs_readable FROM coord.jobs;
+SELECT count(*) >= 0 AS stats_readable FROM coord.queue_stats;
+SELECT count(*) FROM coord.request_keys;
+RESET ROLE;
+SELECT coord.unlock('/catalog/held'), coord.release('catalog-key');
+DROP ROLE regress_coord_monitor;
