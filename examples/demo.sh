@@ -21,6 +21,7 @@ export PYTHON=${PYTHON:-/usr/bin/python3}
 SCENARIOS=(
   "S1|autonomous components: index and batch locks (was ZooKeeper/Curator)|demo_s1"
   "S3|crawlers: the duplicate-work coordinator (was RabbitMQ + coordinator)|demo_s3"
+  "S4|mail queue runners: SKIP LOCKED claims, session-bound and leases (was per-runner hash splits)|demo_s4"
 )
 
 # ---------------------------------------------------------------- scenarios
@@ -34,6 +35,8 @@ demo_s3() {
   . "$EXAMPLES/s3/demo_section.sh"
   s3_demo
 }
+
+demo_s4() { . "$EXAMPLES/s4/demo_section.sh"; s4_demo; }
 
 # ---------------------------------------------------------------- driver
 
