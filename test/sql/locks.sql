@@ -1,6 +1,8 @@
 -- Locks: what one session can observe (races are in test/specs).
 \set VERBOSITY terse
 SET client_min_messages = warning;
+-- start from an empty registry, whatever tests ran before in this database
+DELETE FROM coord.lock_names;
 
 CREATE FUNCTION pg_temp.held() RETURNS TABLE (path text, mode text, granted boolean)
 LANGUAGE sql AS $$
