@@ -8,6 +8,15 @@
 #
 #   lock      coord.lock/unlock (1- and 3-level), coord.try_lock/unlock against
 #             pg_advisory_lock/unlock, distinct keys and one contended key
+#   requests  coord.request + mark_queued + mark_done cycles against an INSERT
+#             ON CONFLICT + 2 UPDATEs baseline on a plain table
+#   jobs      enqueue (single, batched) and claim + complete (single at 4 and
+#             8 workers, batched) against a hand-written SKIP LOCKED queue
+#   oldsnap   claim + complete with and without a session holding an old
+#             snapshot, 200,000 jobs queued, coord and raw (OLDSNAP_DURATION s
+#             per run, default 40)
+#   latency   enqueue-to-claim latency of an idle LISTENing / polling worker
+#             (bench/latency.py, LATENCY_JOBS jobs 10 ms apart)
 #   lockstmt  (diagnostic, not in the default) the same pairs as one
 #             statement per pair, to isolate server-side cost
 #
@@ -52,6 +61,12 @@ PGBENCH=$PGBIN/pgbench
 [ -x "$PGBENCH" ] || PGBENCH=$(command -v pgbench) || { log "pgbench not found"; exit 2; }
 
 mkdir -p "$OUT"
+# COUNT_SQL[config]: a query counting the completed units of a configuration
+# (e.g. finished request cycles), run before and after each of its runs; the
+# difference is stored as xacts_delta and used by summarize for kind "count".
+declare -A COUNT_SQL=()
+# CONFIG_CLIENTS[config]: pgbench -c for that configuration (default BENCH_CLIENTS).
+declare -A CONFIG_CLIENTS=()
 
 # psql against the maintenance database, so our own reads never count in
 # coord_bench's statistics.
@@ -134,11 +149,15 @@ run_config() {
   local section=$1 config=$2 round=$3 script=$4
   local log=$OUT/$STAMP/$section-$config-r$round.log
   local before=0 after=0 tps xacts rc t0 t1 client TIMEFORMAT='%3U %3S'
+  local clients=${CONFIG_CLIENTS[$config]:-$BENCH_CLIENTS}
+  # a section may prepare each run (refill a backlog, vacuum): prerun_<section> CONFIG
+  if declare -F "prerun_$section" >/dev/null; then "prerun_$section" "$config" || exit 1; fi
   wait_backends_gone
   # only the try scripts need the server's count; waiting for it costs ~1 s
   case $script in *try*) before=$(xact_count) ;; esac
+  [ -n "${COUNT_SQL[$config]:-}" ] && before=$(psql -qXAt -d "$BENCH_DB" -c "${COUNT_SQL[$config]}")
   t0=$(server_ticks)
-  { time "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T "$BENCH_DURATION" \
+  { time "$PGBENCH" -n -M prepared -c "$clients" -j "$BENCH_THREADS" -T "$BENCH_DURATION" \
       -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1; } 2>"$log.time"
   rc=$?
   wait_backends_gone
@@ -150,6 +169,7 @@ run_config() {
     exit 1
   fi
   case $script in *try*) after=$(xact_count) ;; esac
+  [ -n "${COUNT_SQL[$config]:-}" ] && after=$(psql -qXAt -d "$BENCH_DB" -c "${COUNT_SQL[$config]}")
   tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$log")
   xacts=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$log")
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$section" "$config" "$round" "$tps" "$xacts" \
@@ -182,9 +202,10 @@ run_section() {
 # the throughput ratio to the baseline, reported as met or not).  Prints the markdown
 # table and writes it to $OUT/$SECTION.md.
 summarize() {
-  local section=$1 spec=$2
-  "$PYTHON" - "$OUT/$section.tsv" "$spec" >"$OUT/$section.table.md" <<'PY'
+  local section=$1 spec=$2 unit=${3:-pair} target_text=${4:-"DESIGN.md 4, pair at most 1.3× the raw pair"}
+  "$PYTHON" - "$OUT/$section.tsv" "$spec" "$unit" "$target_text" >"$OUT/$section.table.md" <<'PY'
 import sys, statistics
+unit, target_text = sys.argv[3], sys.argv[4]
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 spec = [(l.split("|") + [""])[:6] for l in sys.argv[2].strip().splitlines()]
 runs = {}   # config -> [(round, pairs/s, attempts/s, success fraction, CPU µs/pair)]
@@ -195,6 +216,11 @@ for section, config, rnd, tps, xacts, delta, scpu, ccpu in rows:
         # each script run commits 1 transaction (failed try) or 2 (try + unlock);
         # the bench database sees nothing else while pgbench runs
         ok = min(max(delta - xacts, 0), xacts) / xacts
+    elif kind == "count":
+        # delta = completed units counted in the database (COUNT_SQL) before/after
+        # the run; ok = units per script run (at most 1 for requests, up to 100
+        # for the batched job scripts)
+        ok = max(delta, 0) / xacts
     else:
         ok = 1.0
     pairs = max(xacts * ok, 1)
@@ -203,7 +229,7 @@ for section, config, rnd, tps, xacts, delta, scpu, ccpu in rows:
 def fmt(x): return f"{x:,.0f}"
 med = {c: statistics.median(r[1] for r in v) for c, v in runs.items()}
 cpu = {c: statistics.median(r[4] for r in v) for c, v in runs.items()}
-print("| configuration | keys | pairs/s: median (min–max) | throughput ratio (per round) | CPU µs per pair: median (min–max) | cost ratio (per round) | baseline | notes |")
+print(f"| configuration | keys | {unit}s/s: median (min–max) | throughput ratio (per round) | CPU µs per {unit}: median (min–max) | cost ratio (per round) | baseline | notes |")
 print("|---|---|---|---|---|---|---|---|")
 verdicts, spreads, cspreads = [], [], []
 for config, label, keys, base, kind, target in spec:
@@ -239,6 +265,10 @@ for config, label, keys, base, kind, target in spec:
         att = statistics.median(r[2] for r in v)
         okf = statistics.median(r[3] for r in v)
         note = f"{fmt(att)} attempts/s, {okf:.0%} succeed"
+    elif kind == "count":
+        att = statistics.median(r[2] for r in v)
+        okf = statistics.median(r[3] for r in v)
+        note = f"{fmt(att)} script runs/s, {okf:.3g} {unit}s per script run"
     print(f"| {label} | {keys} | {cell} | {ratio} | {cpucell} | {cratio} | {basecell} | {note} |")
 print()
 if spreads:
@@ -246,10 +276,10 @@ if spreads:
     print(f"Noise: the spread of the {len(runs[config])} runs of a configuration, (max − min) / median, "
           f"goes from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} ({hi[1]}) for throughput", end="")
     lo, hi = min(cspreads), max(cspreads)
-    print(f", and from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} ({hi[1]}) for CPU per pair.")
+    print(f", and from {lo[0]:.0%} ({lo[1]}) to {hi[0]:.0%} ({hi[1]}) for CPU per {unit}.")
 for v in verdicts:
     print()
-    print(f"Target (DESIGN.md 4, pair at most 1.3× the raw pair): {v}.")
+    print(f"Target ({target_text}): {v}.")
 PY
   cat "$OUT/$section.table.md"
 }
@@ -423,6 +453,350 @@ functions' own server-side cost weighs more than in the lock section." \
   write_block lockstmt "$OUT/lockstmt.md"
   cp "$OUT/lockstmt.md" "$OUT/$STAMP/"
   cat "$OUT/lockstmt.table.md"
+}
+
+REQUESTS_SPEC='raw|raw INSERT ON CONFLICT + 2 UPDATEs|random|-|count
+coord|coord.request + mark_queued + mark_done|random|raw|count|0.8'
+
+bench_requests() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== requests: $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  psql -qX -d "$BENCH_DB" -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS bench_requests" \
+    -c "CREATE TABLE bench_requests (key text PRIMARY KEY, state text NOT NULL)" >/dev/null || return 1
+  COUNT_SQL[raw]="SELECT count(*) FROM bench_requests WHERE state = 'done'"
+  COUNT_SQL[coord]="SELECT count(*) FROM coord.request_keys WHERE state = 'done'"
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 3 \
+    -f "$BENCH_DIR/requests-coord.sql" -f "$BENCH_DIR/requests-raw.sql" \
+    "$BENCH_DB" >"$OUT/$STAMP/requests-warmup.log" 2>&1
+  run_section requests raw:requests-raw.sql coord:requests-coord.sql
+  summarize requests "$REQUESTS_SPEC" cycle "issue: coord at least 0.8× the hand-written baseline" >/dev/null
+  section_block requests "Requests: request → mark_queued → mark_done cycles, $BENCH_CLIENTS clients" \
+"Configurations: *coord* = \`coord.request('k' || k, wait => false)\`, then,
+when it returned true, \`coord.mark_queued('k' || k)\` and
+\`coord.mark_done('k' || k)\`; *raw* = \`WITH i AS (INSERT INTO bench_requests
+(key, state) VALUES (...) ON CONFLICT DO NOTHING RETURNING 1) SELECT count(*)
+FROM i\`, then, when it inserted, \`UPDATE ... SET state = 'queued'\` and
+\`UPDATE ... SET state = 'done'\` on a plain table (key text PRIMARY KEY,
+state text NOT NULL).  Each step is its own statement and autocommit
+transaction on both sides, so a cycle is three round trips and three commits.
+Keys are \`random(1, 1000000000)\` per cycle (bench/requests-*.sql), so
+collisions are rare; only completed cycles count, from the number of done
+keys in the table before and after each run (\`COUNT_SQL\`).  CPU µs per
+cycle: server backends plus pgbench, divided by the completed cycles.  Both
+tables grow by every run (neither is vacuumed or emptied between runs).
+Target (issue): coord at least 0.8× the baseline's cycles/s." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=requests make bench" "$load_start"
+  write_block requests "$OUT/requests.md"
+  cp "$OUT/requests.md" "$OUT/$STAMP/"
+  cat "$OUT/requests.table.md"
+}
+
+JOBS_SPEC='enq-raw|raw INSERT|1 job/xact, 4 clients|-|count
+enq-coord|coord.enqueue|1 job/xact, 4 clients|enq-raw|count
+enqb-raw|raw INSERT ... SELECT|100 jobs/xact, 4 clients|-|count
+enqb-coord|coord.enqueue_many|100 jobs/xact, 4 clients|enqb-raw|count
+claim4-raw|raw SKIP LOCKED claim + DELETE|1 job/claim, 4 workers|-|count
+claim4-coord|coord.claim + complete|1 job/claim, 4 workers|claim4-raw|count|1.0
+claim8-raw|raw SKIP LOCKED claim + DELETE|1 job/claim, 8 workers|-|count
+claim8-coord|coord.claim + complete|1 job/claim, 8 workers|claim8-raw|count|1.0
+claimb-raw|raw SKIP LOCKED claim + DELETE|100 jobs/claim, 4 workers|-|count
+claimb-coord|coord.claim + complete|100 jobs/claim, 4 workers|claimb-raw|count|1.0'
+
+JOBS_BACKLOG=${JOBS_BACKLOG:-50000}
+JOBS_BACKLOG_BATCH=${JOBS_BACKLOG_BATCH:-400000}
+
+jobs_raw_table() {
+  psql -qX -d "$BENCH_DB" -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS bench_jobs" \
+    -c "CREATE TABLE bench_jobs (id bigserial PRIMARY KEY, queue text NOT NULL,
+          payload jsonb NOT NULL, run_at timestamptz NOT NULL DEFAULT now(),
+          priority int NOT NULL DEFAULT 0, state text NOT NULL DEFAULT 'ready',
+          attempts int NOT NULL DEFAULT 0, locked_until timestamptz)" \
+    -c "CREATE INDEX bench_jobs_ready ON bench_jobs (queue, priority DESC, run_at, id) WHERE state = 'ready'" \
+    >/dev/null
+}
+
+# jobs_fill QUEUE N: tops both queues up to N ready jobs (coord through
+# enqueue_many in a DO loop, 1,000 per call; raw through INSERT ... SELECT),
+# then VACUUM ANALYZE both tables and CHECKPOINT.
+jobs_fill() {
+  local queue=$1 n=$2
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" <<SQL >/dev/null || return 1
+DO \$\$
+DECLARE have bigint; i int;
+BEGIN
+  SELECT count(*) INTO have FROM coord.job WHERE queue = '$queue' AND state = 'ready';
+  FOR i IN 1 .. ceil(greatest($n - have, 0) / 1000.0)::int LOOP
+    PERFORM count(*) FROM coord.enqueue_many('$queue', array_fill(jsonb_build_object('i', i), ARRAY[1000]));
+  END LOOP;
+  SELECT count(*) INTO have FROM bench_jobs WHERE queue = '$queue' AND state = 'ready';
+  INSERT INTO bench_jobs (queue, payload)
+    SELECT '$queue', jsonb_build_object('g', g) FROM generate_series(1, greatest($n - have, 0)) g;
+END
+\$\$;
+SQL
+  psql -qX -d "$BENCH_DB" -c "VACUUM ANALYZE coord.job" -c "VACUUM ANALYZE coord.job_history" \
+    -c "VACUUM ANALYZE bench_jobs" -c "CHECKPOINT" >/dev/null
+}
+
+# The enqueue rows' jobs (queue 'e') are deleted before every run: a claim's
+# cost grows with the jobs of other queues (see the notes in RESULTS.md), and
+# the tables would grow by ~10^5 jobs per batched run.
+jobs_drop_e() {
+  psql -qX -d "$BENCH_DB" -c "DELETE FROM coord.job WHERE queue = 'e'" \
+    -c "DELETE FROM bench_jobs WHERE queue = 'e'" -c "VACUUM ANALYZE coord.job" \
+    -c "VACUUM ANALYZE bench_jobs" -c "CHECKPOINT" >/dev/null
+}
+
+prerun_jobs() {
+  case $1 in
+    enq*)    jobs_drop_e ;;
+    claimb*) jobs_drop_e && jobs_fill q "$JOBS_BACKLOG_BATCH" ;;
+    claim*)  jobs_drop_e && jobs_fill q "$JOBS_BACKLOG" ;;
+  esac
+}
+
+bench_jobs() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== jobs: $((10 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  jobs_raw_table
+  COUNT_SQL[enq-raw]="SELECT count(*) FROM bench_jobs WHERE queue = 'e'"
+  COUNT_SQL[enqb-raw]=${COUNT_SQL[enq-raw]}
+  COUNT_SQL[enq-coord]="SELECT count(*) FROM coord.job WHERE queue = 'e'"
+  COUNT_SQL[enqb-coord]=${COUNT_SQL[enq-coord]}
+  local c
+  for c in claim4 claim8 claimb; do
+    COUNT_SQL[$c-raw]="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
+    COUNT_SQL[$c-coord]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  done
+  CONFIG_CLIENTS[claim8-raw]=8
+  CONFIG_CLIENTS[claim8-coord]=8
+  run_section jobs \
+    enq-raw:jobs-enq-raw.sql enq-coord:jobs-enq-coord.sql \
+    enqb-raw:jobs-enqb-raw.sql enqb-coord:jobs-enqb-coord.sql \
+    claim4-raw:jobs-claim-raw.sql claim4-coord:jobs-claim-coord.sql \
+    claim8-raw:jobs-claim-raw.sql claim8-coord:jobs-claim-coord.sql \
+    claimb-raw:jobs-claimb-raw.sql claimb-coord:jobs-claimb-coord.sql
+  summarize jobs "$JOBS_SPEC" job "DESIGN.md 4, claim + complete at least matches a hand-written SKIP LOCKED queue" >/dev/null
+  section_block jobs "Jobs: enqueue and claim + complete against a hand-written SKIP LOCKED queue" \
+"Baseline: a plain table \`bench_jobs (id bigserial PRIMARY KEY, queue, payload
+jsonb, run_at, priority, state, attempts, locked_until)\` with a partial index
+\`(queue, priority DESC, run_at, id) WHERE state = 'ready'\`; claim = \`UPDATE
+... SET state = 'running' ... WHERE id IN (SELECT id ... ORDER BY priority
+DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED) RETURNING id\`, complete =
+\`DELETE\` (bench/jobs-*-raw.sql).  pg_coord: \`coord.enqueue('e',
+'{\"x\":1}')\`, \`coord.enqueue_many('e', array_fill(..., ARRAY[100]))\`,
+\`coord.claim('q' [, 100])\` then \`coord.complete(id, token)\` /
+\`coord.complete(ids[], tokens[])\` (bench/jobs-*-coord.sql).  Claim and
+complete are separate transactions on both sides (two commits per claim).
+Enqueue rows: no worker waits on queue 'e', so coord.enqueue sends no NOTIFY
+(it notifies only when an idle claimer waits), and the raw INSERT has none
+either: this is the ~8,000 jobs/s case of DESIGN.md 4, not the NOTIFY one.
+Before each run the 'e' jobs of both sides are deleted and both
+tables vacuumed (coord.claim slows down with jobs in other queues, see the
+notes below); before each claim run both 'q' backlogs are topped up to
+$JOBS_BACKLOG ready jobs ($JOBS_BACKLOG_BATCH for the batched rows), then
+VACUUM ANALYZE and CHECKPOINT.  Jobs are counted in the database before and
+after each run (raw: rows left; coord: done rows in coord.job_history), so
+a batched claim that got fewer than 100 counts what it got.  The 8-worker
+rows run \`pgbench -c 8\`.  CPU µs per job: server backends plus pgbench.
+Target (DESIGN.md 4): claim + complete, single and batched, at least matches
+the hand-written queue (ratio ≥ 1.00; the machine's noise is several percent)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=jobs make bench" "$load_start"
+  write_block jobs "$OUT/jobs.md"
+  cp "$OUT/jobs.md" "$OUT/$STAMP/"
+  cat "$OUT/jobs.table.md"
+}
+
+OLDSNAP_DURATION=${OLDSNAP_DURATION:-40}
+OLDSNAP_JOBS=${OLDSNAP_JOBS:-200000}
+
+# oldsnap_holder_start / _stop: a session in the bench database holding a
+# REPEATABLE READ snapshot open (idle in transaction), fed through a fifo so
+# that closing the fifo ends it cleanly.
+oldsnap_holder_start() {
+  local i
+  rm -f "$OUT/$STAMP/holder.fifo"
+  mkfifo "$OUT/$STAMP/holder.fifo"
+  psql -qXAt -d "$BENCH_DB" <"$OUT/$STAMP/holder.fifo" >"$OUT/$STAMP/holder.log" 2>&1 &
+  HOLDER_PID=$!
+  exec 9>"$OUT/$STAMP/holder.fifo"
+  echo "SET application_name = 'bench_holder'; BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class;" >&9
+  for i in $(seq 50); do
+    [ "$(q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder' AND state = 'idle in transaction' AND backend_xmin IS NOT NULL")" = 1 ] && return 0
+    sleep 0.1
+  done
+  log "the snapshot holder did not start"; return 1
+}
+oldsnap_holder_stop() {
+  exec 9>&-
+  wait "$HOLDER_PID" 2>/dev/null
+  rm -f "$OUT/$STAMP/holder.fifo"
+}
+
+# oldsnap_run SYSTEM HOLDER: fills queue q to OLDSNAP_JOBS ready jobs on both
+# sides (VACUUM ANALYZE + CHECKPOINT), checks the count, runs 4 workers of
+# single claim + complete for OLDSNAP_DURATION s with pgbench -P 10, and
+# appends "system holder jobs_done tps tps_first10 tps_last10 dead_job dead_hist" to oldsnap.tsv.
+oldsnap_run() {
+  local sys=$1 holder=$2 log=$OUT/$STAMP/oldsnap-$1-$2.log have before after dead script count_sql
+  jobs_drop_e || return 1
+  jobs_fill q "$OLDSNAP_JOBS" || return 1
+  if [ "$sys" = coord ]; then
+    have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job WHERE queue = 'q' AND state = 'ready'")
+    count_sql="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+    script=jobs-claim-coord.sql
+  else
+    have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM bench_jobs WHERE queue = 'q' AND state = 'ready'")
+    count_sql="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
+    script=jobs-claim-raw.sql
+  fi
+  [ "$have" -ge "$OLDSNAP_JOBS" ] || { log "prefill failed: $have ready jobs in $sys"; return 1; }
+  before=$(psql -qXAt -d "$BENCH_DB" -c "$count_sql")
+  [ "$holder" = holder ] && { oldsnap_holder_start || return 1; }
+  "$PGBENCH" -n -M prepared -c 4 -j "$BENCH_THREADS" -T "$OLDSNAP_DURATION" -P 10 \
+    -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1
+  local rc=$?
+  sleep 1   # let the exiting clients' statistics arrive
+  if [ "$sys" = coord ]; then
+    dead=$(psql -qXAt -d "$BENCH_DB" -c "SELECT (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'coord.job'::regclass) || ' ' || (SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'coord.job_history'::regclass)")
+  else
+    dead=$(psql -qXAt -d "$BENCH_DB" -c "SELECT n_dead_tup || ' -' FROM pg_stat_user_tables WHERE relid = 'bench_jobs'::regclass")
+  fi
+  [ "$holder" = holder ] && oldsnap_holder_stop
+  if [ $rc -ne 0 ] || grep -qE 'ERROR|aborted' "$log"; then
+    log "pgbench failed for oldsnap $sys $holder; see $log"; tail -5 "$log" >&2; return 1
+  fi
+  after=$(psql -qXAt -d "$BENCH_DB" -c "$count_sql")
+  local tps first last
+  tps=$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p' "$log")
+  first=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' "$log" | head -1)
+  last=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' "$log" | tail -1)
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$holder" $((after - before)) "$tps" "$first" "$last" $dead >>"$OUT/oldsnap.tsv"
+  log "  oldsnap $sys $holder: $(printf '%.0f' "$tps") jobs/s (first 10 s $first, last 10 s $last), dead tuples $dead"
+}
+
+bench_oldsnap() {
+  local load_start t0
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== oldsnap: 4 runs of ${OLDSNAP_DURATION} s, $OLDSNAP_JOBS jobs queued"
+  psql -qXAt -d "$BENCH_DB" -c "SELECT 1 FROM pg_class WHERE oid = 'bench_jobs'::regclass" >/dev/null 2>&1 || jobs_raw_table
+  rm -f "$OUT/oldsnap.tsv"
+  t0=$(date -u '+%Y-%m-%d %H:%M')
+  oldsnap_run raw none && oldsnap_run coord none && oldsnap_run raw holder && oldsnap_run coord holder || return 1
+  cp "$OUT/oldsnap.tsv" "$OUT/$STAMP/"
+  "$PYTHON" - "$OUT/oldsnap.tsv" "$OLDSNAP_DURATION" >"$OUT/oldsnap.table.md" <<'PY'
+import sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+d = {(r[0], r[1]): r for r in rows}
+label = {"raw": "raw SKIP LOCKED claim + DELETE", "coord": "coord.claim + complete"}
+print("| system | old snapshot held | jobs done | jobs/s overall | jobs/s first 10 s | jobs/s last 10 s | dead tuples after (job table / coord.job_history) | holder / no-holder, overall | holder / no-holder, last 10 s |")
+print("|---|---|---|---|---|---|---|---|---|")
+ratios = {}
+for sys_ in ("raw", "coord"):
+    for h in ("none", "holder"):
+        r = d[(sys_, h)]
+        done, tps, first, last, dj, dh = int(r[2]), float(r[3]), float(r[4]), float(r[5]), r[6], r[7]
+        if h == "holder":
+            n = d[(sys_, "none")]
+            ro, rl = tps / float(n[3]), last / float(n[5])
+            ratios[sys_] = (ro, rl)
+            rc, lc = f"{ro:.2f}", f"{rl:.2f}"
+        else:
+            rc = lc = "–"
+        print(f"| {label[sys_]} | {'yes' if h == 'holder' else 'no'} | {done:,} | {tps:,.0f} | {first:,.0f} | {last:,.0f} | {int(dj):,} / {dh if dh == '-' else f'{int(dh):,}'} | {rc} | {lc} |")
+print()
+ro, rl = ratios["coord"]
+print(f"Target (DESIGN.md 4, claim throughput with an old snapshot held stays within 20% of the run without): "
+      f"coord ratio {ro:.2f} overall, {rl:.2f} in the last 10 s, against a minimum of 0.80: "
+      f"{'met' if min(ro, rl) >= 0.8 else 'NOT met'}.  Raw SKIP LOCKED queue: {ratios['raw'][0]:.2f} overall, {ratios['raw'][1]:.2f} in the last 10 s.")
+PY
+  SECTION_T0=$t0
+  {
+    echo "## Jobs with an old snapshot held: claim + complete, 4 workers, $OLDSNAP_JOBS jobs queued"
+    echo
+    echo "DESIGN.md 4: with a session holding an old snapshot open (so VACUUM can
+remove nothing), claim throughput stays within 20% of the same run without it.
+Before each run queue q of both systems is topped up to $OLDSNAP_JOBS ready jobs
+(enqueue_many / INSERT ... SELECT, count checked), VACUUM ANALYZE, CHECKPOINT.
+Then 4 pgbench workers run single claim + complete (bench/jobs-claim-*.sql,
+two transactions per job) for ${OLDSNAP_DURATION} s with \`-P 10\`; in the
+*holder* runs a psql session in the bench database has run \`BEGIN ISOLATION
+LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class;\` before the workers
+start and stays idle in that transaction until they end.  Dead tuples are
+\`pg_stat_user_tables.n_dead_tup\` right after the run, before the holder ends.
+One run per configuration (raw, coord, raw + holder, coord + holder, in that
+order).  With ${OLDSNAP_DURATION} s at these rates far fewer than 200,000 jobs
+finish behind the snapshot; the last-10-s column shows the trend."
+    echo
+    echo "- date: $t0 – $(date -u '+%H:%M') UTC"
+    machine_info
+    echo "- command: \`OLDSNAP_DURATION=$OLDSNAP_DURATION BENCH_SECTIONS=oldsnap make bench\`"
+    echo "- each run: \`pgbench -n -M prepared -c 4 -j $BENCH_THREADS -T $OLDSNAP_DURATION -P 10 -f bench/jobs-claim-{raw,coord}.sql coord_bench\`"
+    echo "- load average (1 min) at start / end of the section: $load_start / $(cut -d' ' -f1 /proc/loadavg); other busy processes at the end: $(busy_processes)"
+    echo
+    cat "$OUT/oldsnap.table.md"
+  } >"$OUT/oldsnap.md"
+  write_block oldsnap "$OUT/oldsnap.md"
+  cp "$OUT/oldsnap.md" "$OUT/$STAMP/"
+  cat "$OUT/oldsnap.table.md"
+}
+
+LATENCY_JOBS=${LATENCY_JOBS:-1000}
+
+bench_latency() {
+  local load_start t0 m
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  t0=$(date -u '+%Y-%m-%d %H:%M')
+  log "== latency: $LATENCY_JOBS jobs 10 ms apart, LISTEN worker then 10 ms polling worker"
+  for m in listen poll; do
+    psql -qX -d "$BENCH_DB" -c "DELETE FROM coord.job WHERE queue = 'lat'" >/dev/null
+    PGDATABASE=$BENCH_DB "$PYTHON" "$BENCH_DIR/latency.py" "$m" "$LATENCY_JOBS" 10 lat \
+      >"$OUT/$STAMP/latency-$m.txt" || { log "latency.py $m failed"; return 1; }
+    log "  latency $m: $(wc -l <"$OUT/$STAMP/latency-$m.txt") jobs"
+  done
+  "$PYTHON" - "$OUT/$STAMP/latency-listen.txt" "$OUT/$STAMP/latency-poll.txt" "$LATENCY_JOBS" >"$OUT/latency.table.md" <<'PY'
+import sys, statistics
+def pct(v, p):
+    v = sorted(v); k = (len(v) - 1) * p / 100; f = int(k)
+    return v[f] + (v[min(f + 1, len(v) - 1)] - v[f]) * (k - f)
+print("| worker | jobs claimed | p50 ms | p90 ms | p99 ms | max ms |")
+print("|---|---|---|---|---|---|")
+res = {}
+for name, path in (("LISTEN \"coord:lat\", select() on the socket (50 ms cap)", sys.argv[1]), ("poll every 10 ms, no LISTEN", sys.argv[2])):
+    v = [float(l) for l in open(path) if l.strip()]
+    res[name] = v
+    print(f"| {name} | {len(v):,} of {int(sys.argv[3]):,} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {max(v):.2f} |")
+v = next(iter(res.values()))
+print()
+print(f"Target (DESIGN.md 4, enqueue-to-claim latency of an idle LISTENing worker: p99 under 10 ms, aim 2.6 ms): "
+      f"p99 {pct(v, 99):.2f} ms, {'met' if pct(v, 99) < 10 else 'NOT met'}.")
+PY
+  SECTION_T0=$t0
+  {
+    echo "## Enqueue-to-claim latency of an idle worker"
+    echo
+    echo "bench/latency.py (psycopg2): one worker connection claims from queue
+\`lat\` in a loop (\`coord.claim('lat')\`, then \`coord.complete\`); when a claim
+returns nothing the LISTEN worker waits on its socket with \`select\` (50 ms
+cap) after \`LISTEN \"coord:lat\"\`, the polling worker sleeps 10 ms.  A
+producer connection enqueues $LATENCY_JOBS jobs 10 ms apart, one per
+transaction, each with payload \`{\"t\": clock_timestamp() at enqueue}\`;
+latency = \`clock_timestamp()\` in the claim's statement − t (both read on
+the server's clock).  coord.enqueue NOTIFYs at commit only when a claimer is
+idle (its last claim returned nothing), which is the case for every job here."
+    echo
+    echo "- date: $t0 – $(date -u '+%H:%M') UTC"
+    machine_info
+    echo "- command: \`BENCH_SECTIONS=latency make bench\`"
+    echo "- load average (1 min) at start / end of the section: $load_start / $(cut -d' ' -f1 /proc/loadavg); other busy processes at the end: $(busy_processes)"
+    echo
+    cat "$OUT/latency.table.md"
+  } >"$OUT/latency.md"
+  write_block latency "$OUT/latency.md"
+  cp "$OUT/latency.md" "$OUT/$STAMP/"
+  cat "$OUT/latency.table.md"
 }
 
 # ---------------------------------------------------------------- main
