@@ -117,6 +117,7 @@ typedef struct Frontier
 	int64		id;
 	TimestampTz last_full;
 	TimestampTz last_reap;
+	TimestampTz last_probe;
 	int			nheld;
 	int64		held[FRONTIER_HELD];
 } Frontier;
@@ -720,6 +721,7 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 		f->valid = false;
 		f->last_full = 0;
 		f->last_reap = 0;
+		f->last_probe = 0;
 		f->nheld = 0;
 	}
 	return f;
@@ -955,8 +957,12 @@ coord_claim(PG_FUNCTION_ARGS)
 		Datum		args[8];
 		char		nulls[8];
 
-		/* first the jobs skipped last time because a session held them */
-		if (f->nheld > 0)
+		/*
+		 * First the jobs skipped earlier because a session held them, at most
+		 * every 50 ms: often enough that a dead worker's session-bound jobs
+		 * are taken within 100 ms, rarely enough that claims stay one scan.
+		 */
+		if (f->nheld > 0 && now - f->last_probe >= 50 * 1000)
 		{
 			Datum	   *held = palloc(sizeof(Datum) * f->nheld);
 			int			i;
@@ -968,6 +974,8 @@ coord_claim(PG_FUNCTION_ARGS)
 			args[5] = PointerGetDatum(construct_array(held, f->nheld, INT8OID, 8,
 													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 			nulls[5] = ' ';
+			f->last_probe = now;
+			f->nheld = 0;		/* the probe re-adds those still held */
 			ScanCandidates(CandidatePlan(&plan_candidates_held,
 										 "AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
 										 "ORDER BY j.priority DESC, j.run_at, j.id ",
