@@ -4,8 +4,9 @@
    SIGKILL while two clients wait: the first waiter takes over at once, the
    second keeps waiting on the new owner and answers false once it queues.
 2. The server is restarted with pg_ctl -m immediate: every key's state
-   survives, and a key that was requested before the crash is taken over by
-   the next request (no session owns it any more)."""
+   survives, a key that was requested before the crash is taken over by
+   the next request (no session owns it any more), and a fencing token
+   issued after the crash is larger than one committed before it."""
 import os
 import signal
 import subprocess
@@ -108,8 +109,12 @@ def main():
     out["w1_conn"].close()
     out["w2_conn"].close()
 
-    # 2. immediate restart: state survives, requested keys are taken over
+    # 2. immediate restart: state survives, requested keys are taken over,
+    #    and fencing tokens committed before the crash are never issued again
     cur.execute("SELECT coord.mark_done('https://example.org/done')")
+    cur.execute("SELECT coord.lock('/crash/fenced')")
+    fence_before = one(cur, "SELECT coord.fence('/crash/fenced')")
+    cur.execute("SELECT coord.unlock('/crash/fenced')")
     holder = idle_owner("https://example.org/requested")
     mon.close()
     subprocess.run(["bash", "-c", f". {HERE}/../lib.sh && coord_cluster_crash_restart"], check=True)
@@ -128,7 +133,12 @@ def main():
                for k in ("https://example.org/requested", "https://example.org/a", "https://example.org/done")]
     if answers != [True, False, False]:
         fail(f"answers after restart {answers}, expected takeover, false, false")
-    print("after pg_ctl -m immediate: states survived; the requested key was taken over, queued and done answered false")
+    cur.execute("SELECT coord.lock('/crash/fenced')")
+    fence_after = one(cur, "SELECT coord.fence('/crash/fenced')")
+    if not fence_after > fence_before or not one(cur, "SELECT coord.fence_ok('/crash/fenced', %s)", fence_after):
+        fail(f"fencing token after the restart {fence_after}, before {fence_before}")
+    print("after pg_ctl -m immediate: states survived; the requested key was taken over, queued and done answered false; "
+          f"fencing token {fence_before} before the crash, {fence_after} after")
     mon.close()
 
 
