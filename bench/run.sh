@@ -525,7 +525,7 @@ jobs_fill() {
 DO \$\$
 DECLARE have bigint; i int;
 BEGIN
-  SELECT count(*) INTO have FROM coord.job WHERE queue = '$queue' AND state = 'ready';
+  SELECT count(*) INTO have FROM coord.job WHERE queue = '$queue';
   FOR i IN 1 .. ceil(greatest($n - have, 0) / 1000.0)::int LOOP
     PERFORM count(*) FROM coord.enqueue_many('$queue', array_fill(jsonb_build_object('i', i), ARRAY[1000]));
   END LOOP;
@@ -644,7 +644,7 @@ oldsnap_run() {
   jobs_drop_e || return 1
   jobs_fill q "$OLDSNAP_JOBS" || return 1
   if [ "$sys" = coord ]; then
-    have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job WHERE queue = 'q' AND state = 'ready'")
+    have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job WHERE queue = 'q'")
     count_sql="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
     script=jobs-claim-coord.sql
   else

@@ -793,7 +793,12 @@ CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 {
 	if (*slot == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(sql, nargs, (Oid *) argtypes);
+		/*
+		 * Generic plans only: every statement here is a short index lookup
+		 * whose plan does not depend on its parameters, and a custom plan
+		 * would be planned anew on every call.
+		 */
+		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, (Oid *) argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed for \"%s\": %s",

@@ -9,20 +9,23 @@
  * live work.  "Scheduled" is a ready row whose run_at is in the future: a
  * claim sees due work without any tick.
  *
- * Claims.  A claim walks the ready index in claim order (priority DESC,
- * run_at, id) through an SPI cursor with FOR UPDATE SKIP LOCKED, and takes a
- * try-lock on (COORD_NS_JOB, id) for each candidate before it counts it:
- *	- session_bound: the lock is taken at session level and kept; the row
- *	  stays 'ready' and only unindexed columns change (token, attempt,
- *	  claimed_at), so the update can be HOT.  When the claiming session ends
- *	  for any reason its lock goes, and the next claim takes the job at once:
- *	  no reaper, no lease wait, and pid reuse cannot fool it.
+ * Claims.  A claim walks the claim index (queue, priority DESC, run_at, id)
+ * through an SPI cursor with FOR UPDATE SKIP LOCKED, and takes a try-lock
+ * on (COORD_NS_JOB, id) for each candidate before it counts it:
+ *	- session_bound: the lock is taken at session level and kept.  When the
+ *	  claiming session ends for any reason its lock goes, and the next claim
+ *	  takes the job at once: no reaper, no lease wait, and pid reuse cannot
+ *	  fool it.
  *	- lease: the lock is taken at transaction level, only to skip jobs a
- *	  session holds, and the row becomes 'running' with lease_until.  An
- *	  expired lease is put back by the reaper (claims run it at most once a
- *	  second per backend and queue; coord.tick will too).
- * Locks are taken through the cursor, never as a try-lock in a WHERE clause
- * with LIMIT, which could lock rows the query then discards.
+ *	  session holds, and lease_until is set.  A claim skips jobs whose lease
+ *	  has not passed; an expired lease needs no reaper: the next claim that
+ *	  reaches the job takes it (and says so in last_error).
+ * Either way a claim changes only unindexed columns (token, attempt, lease,
+ * claimed_at, last_error), so with the table's fillfactor it is a HOT
+ * update: claiming adds nothing to any index.  "Running" is derived: a lease
+ * in the future or a held claim lock.  Locks are taken through the cursor,
+ * never as a try-lock in a WHERE clause with LIMIT, which could lock rows
+ * the query then discards.
  *
  * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
  * fail and heartbeat act only when the token is still the job's, so a worker
@@ -43,8 +46,8 @@
  * takes NOTIFY's cluster-wide commit lock.  NOTIFY is a hint: workers LISTEN
  * first, then claim, and poll as a fallback.
  *
- * Dead rows and the claim frontier.  Each job leaves dead entries in the
- * ready index when it is claimed (lease) and when it finishes.  While any
+ * Dead rows and the claim frontier.  Each job leaves a dead entry in the
+ * claim index when it finishes.  While any
  * session holds an old snapshot, VACUUM cannot remove them, and a claim that
  * scans from the head of the index walks all of them every time: measured
  * here (4 clients, claim + complete, 200,000 jobs queued, a REPEATABLE READ
@@ -116,7 +119,6 @@ typedef struct Frontier
 	TimestampTz run_at;
 	int64		id;
 	TimestampTz last_full;
-	TimestampTz last_reap;
 	TimestampTz last_probe;
 	int			nheld;
 	int64		held[FRONTIER_HELD];
@@ -139,7 +141,6 @@ static SPIPlanPtr plan_candidates_from = NULL;
 static SPIPlanPtr plan_candidates_held = NULL;
 static SPIPlanPtr plan_claim_lease = NULL;
 static SPIPlanPtr plan_claim_session = NULL;
-static SPIPlanPtr plan_reap = NULL;
 static SPIPlanPtr plan_complete = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
 static SPIPlanPtr plan_fail_get = NULL;
@@ -173,6 +174,15 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 #define CLAIMED_COLUMNS "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
 
 /* The history row of a job being moved out of coord.job by statement d. */
+/*
+ * A claim that takes a job whose previous claim never finished says why in
+ * last_error (fail clears claimed_at, so a failed attempt keeps its error).
+ */
+#define CLAIM_LOST_ERROR \
+	"last_error = CASE WHEN claimed_at IS NULL THEN last_error " \
+	"WHEN lease_until IS NULL THEN 'claim lost: the claiming session ended' " \
+	"ELSE 'claim lost: the lease expired' END "
+
 #define HISTORY_INSERT \
 	"INSERT INTO coord.job_history (id, queue, state, payload, run_at, priority, key, group_key, " \
 	"host, attempt, max_attempts, token, enqueued_at, claimed_at, finished_at, last_error, result, " \
@@ -667,29 +677,6 @@ static bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st
 
 /* ---------- claim ---------- */
 
-/* Puts expired leases of a queue back, at most once a second per backend and claim filter. */
-static void
-ReapExpired(const char *queue, TimestampTz *last_reap)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-
-	if (now - *last_reap < USECS_PER_SEC)
-		return;
-	*last_reap = now;
-	args[0] = CStringGetTextDatum(queue);
-	/* back to ready; a job whose last attempt expired is put back too, and dies at its next claim */
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_reap,
-										"UPDATE coord.job SET state = 'ready', lease_until = NULL, "
-										"last_error = 'lease expired' "
-										"WHERE queue OPERATOR(pg_catalog.=) $1 "
-										"AND state OPERATOR(pg_catalog.=) 'running' "
-										"AND lease_until OPERATOR(pg_catalog.<) pg_catalog.clock_timestamp()",
-										1, argtypes), args, NULL, false, 0),
-			 SPI_OK_UPDATE, "reaping expired leases");
-}
-
 /* The state of one claim call while it walks candidates. */
 typedef struct ClaimScan
 {
@@ -720,7 +707,6 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	{
 		f->valid = false;
 		f->last_full = 0;
-		f->last_reap = 0;
 		f->last_probe = 0;
 		f->nheld = 0;
 	}
@@ -741,20 +727,21 @@ CandidatePlan(SPIPlanPtr *slot, const char *tail, int nargs, Oid t6, Oid t7, Oid
 		char	   *sql = psprintf("SELECT j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts, "
 								   "j.priority, j.run_at FROM coord.job AS j "
 								   "WHERE j.queue OPERATOR(pg_catalog.=) $1 "
-								   "AND j.state OPERATOR(pg_catalog.=) 'ready' "
 								   "AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp() "
+								   "AND (j.lease_until IS NULL "
+								   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 								   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) "
 								   "AND ($5 OPERATOR(pg_catalog.=) 0 OR "
-								   "     j.part OPERATOR(pg_catalog.%%) $4 OPERATOR(pg_catalog.=) $3) "
+								   "     coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%%) $4 OPERATOR(pg_catalog.=) $3) "
 								   "AND (j.group_key IS NULL OR NOT EXISTS ("
 								   "     SELECT 1 FROM coord.job AS g WHERE g.queue OPERATOR(pg_catalog.=) j.queue "
 								   "     AND g.group_key OPERATOR(pg_catalog.=) j.group_key "
 								   "     AND g.id OPERATOR(pg_catalog.<>) j.id "
 								   "     AND (g.id OPERATOR(pg_catalog.<) j.id "
-								   "          OR g.state OPERATOR(pg_catalog.=) 'running' "
+								   "          OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
 								   "          OR coord.job_claimed(g.id)))) "
 								   "%s FOR UPDATE OF j SKIP LOCKED", tail);
-		SPIPlanPtr	p = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_FAST_PLAN);
+		SPIPlanPtr	p = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_FAST_PLAN | CURSOR_OPT_GENERIC_PLAN);
 
 		if (p == NULL || SPI_keepplan(p) != 0)
 			elog(ERROR, "could not prepare a claim cursor: %s", SPI_result_code_string(SPI_result));
@@ -947,7 +934,6 @@ coord_claim(PG_FUNCTION_ARGS)
 	scan.last_valid = false;
 
 	f = GetFrontier(queue, host, partition, partitions);
-	ReapExpired(queue, &f->last_reap);
 	now = GetCurrentTimestamp();
 	use_frontier = coord_claim_rescan_interval > 0 && f->valid &&
 		now - f->last_full < (int64) coord_claim_rescan_interval * 1000;
@@ -1061,17 +1047,17 @@ coord_claim(PG_FUNCTION_ARGS)
 			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_session,
 												"UPDATE coord.job SET attempt = attempt OPERATOR(pg_catalog.+) 1, "
 												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-												"lease = NULL, lease_until = NULL, claimed_at = pg_catalog.now() "
+												"lease = NULL, lease_until = NULL, claimed_at = pg_catalog.now(), "
+												CLAIM_LOST_ERROR
 												"WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING " CLAIMED_COLUMNS,
 												1, argtypes), args, NULL, false, 0),
 					 SPI_OK_UPDATE_RETURNING, "claim");
 		else
 			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_lease,
-												"UPDATE coord.job SET state = 'running', "
-												"attempt = attempt OPERATOR(pg_catalog.+) 1, "
+												"UPDATE coord.job SET attempt = attempt OPERATOR(pg_catalog.+) 1, "
 												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
 												"lease = $2, lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
-												"claimed_at = pg_catalog.now() "
+												"claimed_at = pg_catalog.now(), " CLAIM_LOST_ERROR
 												"WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING " CLAIMED_COLUMNS,
 												2, argtypes), args, NULL, false, 0),
 					 SPI_OK_UPDATE_RETURNING, "claim");
@@ -1149,7 +1135,7 @@ coord_complete(PG_FUNCTION_ARGS)
 		(void) CoordPlan(&plan_complete,
 						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
 								  "AND token OPERATOR(pg_catalog.=) $2 "
-								  "AND (state OPERATOR(pg_catalog.=) 'running' OR $6) RETURNING *) "
+								  "AND (lease_until IS NOT NULL OR $6) RETURNING *) "
 								  HISTORY_INSERT, 3, 4, 5),
 						 6, argtypes);
 	SpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
@@ -1217,7 +1203,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 		(void) CoordPlan(&plan_complete_many,
 						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
-								  "AND (j.state OPERATOR(pg_catalog.=) 'running' OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
+								  "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
 								  "RETURNING j.*) " HISTORY_INSERT ", id", 3, 4, 5),
 						 6, argtypes);
 	SpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
@@ -1324,7 +1310,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
 										"SELECT attempt, max_attempts FROM coord.job "
 										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-										"AND (state OPERATOR(pg_catalog.=) 'running' OR $5) "
+										"AND (lease_until IS NOT NULL OR $5) "
 										"FOR UPDATE", 5, argtypes), args, nulls, false, 1),
 			 SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
@@ -1357,7 +1343,7 @@ coord_fail(PG_FUNCTION_ARGS)
 			/* $5: the attempt this claim used is given back (retry_after) */
 			args[4] = BoolGetDatum(!uses_attempt);
 			SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
-												"UPDATE coord.job SET state = 'ready', lease_until = NULL, "
+												"UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
 												"run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
 												"last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
 												"(CASE WHEN $5 THEN 1 ELSE 0 END) "
@@ -1427,7 +1413,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 											"UPDATE coord.job SET lease = COALESCE($3, lease), "
 											"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
 											"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-											"AND state OPERATOR(pg_catalog.=) 'running' RETURNING lease_until",
+											"AND lease_until IS NOT NULL RETURNING lease_until",
 											3, argtypes), args, nulls, false, 0),
 				 SPI_OK_UPDATE_RETURNING, "heartbeat");
 		if (SPI_processed == 1)
@@ -1533,19 +1519,20 @@ coord_job_state(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
-										"SELECT state, run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
+										"SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
 										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
 										1, argtypes), args, NULL, false, 1),
 			 SPI_OK_SELECT, "job_state");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
-		char	   *st = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		Datum		leased = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		bool		lease_live = !isnull && DatumGetBool(leased);
 		bool		future = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		LOCKTAG		tag;
 
 		JobTag(&tag, PG_GETARG_INT64(0));
-		if (strcmp(st, "running") == 0 || LockWaiterCount(&tag) > 0)
+		if (lease_live || LockWaiterCount(&tag) > 0)
 			state = "running";
 		else
 			state = future ? "scheduled" : "ready";

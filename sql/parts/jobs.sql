@@ -16,14 +16,13 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION coord.job_part(text, bigint) IS
   'Hash-space position (0 .. 2^31-1) of a job: of its key, or of its id when it has none';
 
--- Live work only: scheduled, ready and running jobs.  A session-bound claim
--- keeps state = 'ready' and holds an advisory lock on the id (namespace
--- 17204) instead, so a dead worker's job is claimable again at once.
+-- Live work only: scheduled, ready and running jobs.  The state is derived:
+-- a lease claim sets lease_until (claimable again once it has passed); a
+-- session-bound claim holds an advisory lock on the id (namespace 17204), so
+-- a dead worker's job is claimable again at once.
 CREATE TABLE coord.job (
     id           bigint PRIMARY KEY DEFAULT pg_catalog.nextval('coord.job_id_seq'::pg_catalog.regclass),
     queue        text NOT NULL,
-    state        text NOT NULL DEFAULT 'ready'
-                 CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['ready', 'running'])),
     payload      jsonb NOT NULL,
     run_at       timestamptz NOT NULL,
     priority     integer NOT NULL,
@@ -38,21 +37,19 @@ CREATE TABLE coord.job (
     enqueued_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     claimed_at   timestamptz,
     last_error   text,
-    request_key  text,
-    part         integer GENERATED ALWAYS AS (coord.job_part(key, id)) STORED
+    request_key  text
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 REVOKE ALL ON coord.job FROM PUBLIC;
-CREATE INDEX job_ready ON coord.job (queue, priority DESC, run_at, id)
-  WHERE state OPERATOR(pg_catalog.=) 'ready';
+-- A claim changes only unindexed columns (token, attempt, lease, claimed_at),
+-- so it is a HOT update: no index grows when work is claimed.
+CREATE INDEX job_ready ON coord.job (queue, priority DESC, run_at, id);
 COMMENT ON INDEX coord.job_ready IS 'The claim order: highest priority, then oldest run_at';
 CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL;
 COMMENT ON INDEX coord.job_key IS 'At most one live job per (queue, key): enqueue dedupe';
 CREATE INDEX job_group ON coord.job (queue, group_key, id) WHERE group_key IS NOT NULL;
 COMMENT ON INDEX coord.job_group IS 'One job of a group at a time, in enqueue order';
-CREATE INDEX job_lease ON coord.job (queue, lease_until) WHERE state OPERATOR(pg_catalog.=) 'running';
-COMMENT ON INDEX coord.job_lease IS 'Finds expired leases';
 
 CREATE TABLE coord.job_history (
     id           bigint PRIMARY KEY,
@@ -78,10 +75,14 @@ CREATE TABLE coord.job_history (
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
 REVOKE ALL ON coord.job_history FROM PUBLIC;
-CREATE INDEX job_history_finished ON coord.job_history (finished_at);
+-- Every completion inserts here: one btree (the key) and a BRIN on the
+-- finish time (rows arrive in finish order) keep that cheap; dead and
+-- cancelled jobs, which are few, get an index of their own.
+CREATE INDEX job_history_finished ON coord.job_history USING brin (finished_at);
 COMMENT ON INDEX coord.job_history_finished IS 'Retention and recent-history queries';
-CREATE INDEX job_history_queue ON coord.job_history (queue, state, finished_at);
-COMMENT ON INDEX coord.job_history_queue IS 'Per-queue statistics';
+CREATE INDEX job_history_failed ON coord.job_history (queue, finished_at)
+  WHERE state OPERATOR(pg_catalog.<>) 'done';
+COMMENT ON INDEX coord.job_history_failed IS 'Dead and cancelled jobs per queue';
 
 CREATE TYPE coord.claimed_job AS (
     id          bigint,
@@ -183,7 +184,7 @@ COMMENT ON FUNCTION coord.mark_queued(text, text, jsonb, timestamptz, integer, t
 
 CREATE VIEW coord.jobs AS
 SELECT j.id, j.queue,
-       CASE WHEN j.state OPERATOR(pg_catalog.=) 'running' OR coord.job_claimed(j.id) THEN 'running'
+       CASE WHEN j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() OR coord.job_claimed(j.id) THEN 'running'
             WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
             ELSE 'ready' END AS state,
        j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
@@ -201,26 +202,42 @@ GRANT SELECT ON coord.jobs TO PUBLIC;
 CREATE VIEW coord.queue_stats AS
 WITH live AS (
   SELECT j.queue,
-         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
-             AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS ready,
-         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
-             AND j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS scheduled,
-         pg_catalog.count(*) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'running' OR coord.job_claimed(j.id)) AS running,
-         pg_catalog.min(j.run_at) FILTER (WHERE j.state OPERATOR(pg_catalog.=) 'ready'
-             AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.now() AND NOT coord.job_claimed(j.id)) AS oldest_ready
-    FROM coord.job AS j GROUP BY j.queue),
-hist AS (
-  SELECT h.queue,
-         pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'dead') AS dead,
-         pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'done'
-             AND h.finished_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval)) AS done_last_hour
-    FROM coord.job_history AS h GROUP BY h.queue)
-SELECT COALESCE(l.queue, h.queue) AS queue,
+         COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
+           OR coord.job_claimed(j.id) AS running,
+         j.run_at
+    FROM coord.job AS j),
+live_stats AS (
+  SELECT l.queue,
+         pg_catalog.count(*) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS ready,
+         pg_catalog.count(*) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.>) pg_catalog.now()) AS scheduled,
+         pg_catalog.count(*) FILTER (WHERE l.running) AS running,
+         pg_catalog.min(l.run_at) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS oldest_ready
+    FROM live AS l GROUP BY l.queue),
+dead AS (
+  SELECT h.queue, pg_catalog.count(*) AS dead
+    FROM coord.job_history AS h
+   WHERE h.state OPERATOR(pg_catalog.<>) 'done' AND h.state OPERATOR(pg_catalog.=) 'dead'
+   GROUP BY h.queue),
+done AS (
+  SELECT h.queue, pg_catalog.count(*) AS done_last_hour
+    FROM coord.job_history AS h
+   WHERE h.finished_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval)
+     AND h.state OPERATOR(pg_catalog.=) 'done'
+   GROUP BY h.queue),
+queues AS (
+  SELECT queue FROM live_stats UNION SELECT queue FROM dead UNION SELECT queue FROM done)
+SELECT q.queue,
        COALESCE(l.ready, 0) AS ready, COALESCE(l.scheduled, 0) AS scheduled,
-       COALESCE(l.running, 0) AS running, COALESCE(h.dead, 0) AS dead,
-       COALESCE(h.done_last_hour, 0) AS done_last_hour,
+       COALESCE(l.running, 0) AS running, COALESCE(d.dead, 0) AS dead,
+       COALESCE(r.done_last_hour, 0) AS done_last_hour,
        pg_catalog.now() OPERATOR(pg_catalog.-) l.oldest_ready AS oldest_ready_age
-  FROM live AS l FULL JOIN hist AS h ON h.queue OPERATOR(pg_catalog.=) l.queue;
+  FROM queues AS q
+  LEFT JOIN live_stats AS l ON l.queue OPERATOR(pg_catalog.=) q.queue
+  LEFT JOIN dead AS d ON d.queue OPERATOR(pg_catalog.=) q.queue
+  LEFT JOIN done AS r ON r.queue OPERATOR(pg_catalog.=) q.queue;
 COMMENT ON VIEW coord.queue_stats IS
   'Per queue: ready, scheduled, running, dead, done in the last hour, age of the oldest ready job';
 GRANT SELECT ON coord.queue_stats TO PUBLIC;

@@ -40,7 +40,7 @@ SELECT payload FROM pg_temp.claim1('hosts', h => 'h1');
 SELECT count(*) FROM coord.enqueue_many('parts', array_fill('{}'::jsonb, ARRAY[30]));
 SELECT sum((SELECT count(*) FROM coord.claim('parts', 100, partition => p, partitions => 3))) AS claimed_over_3
   FROM generate_series(0, 2) p;
-SELECT count(*) AS left_in_parts FROM coord.job WHERE queue = 'parts' AND state = 'ready';
+SELECT count(*) AS left_in_parts FROM coord.jobs WHERE queue = 'parts' AND state <> 'running';
 
 -- Group: one job of a group at a time, in enqueue order.
 SELECT count(*) FROM (SELECT coord.enqueue('grp', '{"g":1}', group_key => 'A'),
