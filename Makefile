@@ -10,14 +10,18 @@ OBJS = \
 	src/common.o \
 	src/locks.o \
 	src/requests.o \
-	src/jobs.o
+	src/jobs.o \
+	src/cron.o \
+	src/schedules.o \
+	src/apps.o
 
 # The install script is built from one fragment per concern, in this order.
 SQL_FRAGMENTS = \
 	sql/parts/head.sql \
 	sql/parts/locks.sql \
 	sql/parts/requests.sql \
-	sql/parts/jobs.sql
+	sql/parts/jobs.sql \
+	sql/parts/schedules.sql
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))

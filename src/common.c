@@ -809,3 +809,47 @@ CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 	}
 	return *slot;
 }
+
+/* Queue and host names become NOTIFY channels: a short, plain alphabet. */
+char *
+CoordNameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable)
+{
+	char	   *name;
+	int			len;
+	int			i;
+
+	if (nullable && PG_ARGISNULL(argno))
+		return NULL;
+	CoordRequireArg(fcinfo, argno, what);
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(name);
+	if (len == 0 || len > COORD_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name must have 1 to %d bytes", what, COORD_NAME_MAX)));
+	for (i = 0; i < len; i++)
+	{
+		char		c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == ':' || c == '/'))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid %s name \"%s\"", what, name),
+					 errdetail("A %s name has only letters, digits and the characters _ - . : /.", what)));
+	}
+	return name;
+}
+
+Jsonb *
+CoordCheckPayload(Jsonb *payload)
+{
+	if (VARSIZE(payload) > COORD_PAYLOAD_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("job payload is too large"),
+				 errdetail("A payload has at most %d bytes; this one has %d.",
+						   COORD_PAYLOAD_MAX_BYTES, (int) VARSIZE(payload)),
+				 errhint("Store large data in a table and put its key in the payload.")));
+	return payload;
+}

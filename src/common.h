@@ -14,6 +14,7 @@
 #include "fmgr.h"
 #include "storage/lock.h"
 #include "utils/hsearch.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 /*
@@ -27,12 +28,18 @@
 #define COORD_NS_REQUEST	17203	/* coord.request: the owner of a key */
 #define COORD_NS_JOB		17204	/* coord.claim: the claimer of a job id */
 #define COORD_NS_IDLE		17205	/* claimers idle on a queue or host channel */
+#define COORD_NS_TICK		17206	/* coord.tick: one at a time */
+#define COORD_NS_APP		17207	/* apps.c: one run creation per (app, period) at a time */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024
 #define COORD_PATH_MAX_DEPTH	64
 
 #define COORD_SCHEMA		"coord"
+
+/* queue, host, schedule and app names; job payloads */
+#define COORD_NAME_MAX			48
+#define COORD_PAYLOAD_MAX_BYTES	(1024 * 1024)
 
 /*
  * A validated lock path.  Segment i spans path[0 .. ends[i]) as a prefix, and
@@ -63,8 +70,34 @@ extern void CoordJobsInit(void);
 /* Shared between concerns */
 extern void CoordRequestMarkQueued(const char *key);
 
+/*
+ * Jobs that schedules and app runs create carry an origin: "s:<schedule>" or
+ * "a:<app>:<period>".  At most one live job has a given origin.
+ */
+#define COORD_ORIGIN_SCHEDULE	"s:"
+#define COORD_ORIGIN_APP		"a:"
+
+/* jobs.c, for schedules.c and apps.c: inside SPI, as the owner */
+extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at,
+								const char *host, int32 max_attempts, const char *origin,
+								const char *key);
+extern int64 CoordOriginJob(const char *origin);
+extern int64 CoordRevokeJob(int64 id, const char *error);
+extern int64 CoordJobsTick(TimestampTz now);
+
+/* called by jobs.c when a job with an origin finished: done, dead or cancelled */
+extern void CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at);
+extern void CoordAppRunFinished(const char *origin, int64 job_id, const char *state,
+								Datum result, bool result_null);
+
+/* schedules.c and apps.c */
+extern void CoordSchedulesInit(void);
+extern int64 CoordAppsTick(TimestampTz now);
+
 /* Arguments */
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
+extern char *CoordNameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable);
+extern Jsonb *CoordCheckPayload(Jsonb *payload);
 extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argname,
 										 bool allow_zero);
 

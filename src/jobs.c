@@ -94,9 +94,7 @@
 
 #include "common.h"
 
-#define QUEUE_NAME_MAX		48
 #define JOB_KEY_MAX			1024
-#define PAYLOAD_MAX_BYTES	(1024 * 1024)
 #define CLAIM_MAX_N			10000
 #define BACKOFF_BASE_US		(1000 * 1000)			/* 1 s */
 #define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
@@ -113,7 +111,7 @@ static int	coord_claim_rescan_interval = 1000;	/* ms; 0: always scan from the he
 #define FRONTIER_HELD	64
 typedef struct Frontier
 {
-	char		filter[2 * QUEUE_NAME_MAX + 32];	/* hash key: must be first */
+	char		filter[2 * COORD_NAME_MAX + 32];	/* hash key: must be first */
 	bool		valid;
 	int32		priority;
 	TimestampTz run_at;
@@ -153,6 +151,12 @@ static SPIPlanPtr plan_state_live = NULL;
 static SPIPlanPtr plan_state_hist = NULL;
 static SPIPlanPtr plan_purge = NULL;
 static SPIPlanPtr plan_request_done = NULL;
+static SPIPlanPtr plan_origin_enqueue = NULL;
+static SPIPlanPtr plan_origin_job = NULL;
+static SPIPlanPtr plan_revoke_get = NULL;
+static SPIPlanPtr plan_revoke = NULL;
+static SPIPlanPtr plan_tick_lost = NULL;
+static SPIPlanPtr plan_tick_purge = NULL;
 static SPIPlanPtr plan_request_gone = NULL;
 
 PG_FUNCTION_INFO_V1(coord_enqueue);
@@ -186,10 +190,21 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 #define HISTORY_INSERT \
 	"INSERT INTO coord.job_history (id, queue, state, payload, run_at, priority, key, group_key, " \
 	"host, attempt, max_attempts, token, enqueued_at, claimed_at, finished_at, last_error, result, " \
-	"request_key) SELECT d.id, d.queue, $%d, d.payload, d.run_at, d.priority, d.key, d.group_key, " \
+	"request_key, origin) SELECT d.id, d.queue, $%d, d.payload, d.run_at, d.priority, d.key, d.group_key, " \
 	"d.host, d.attempt, d.max_attempts, d.token, d.enqueued_at, d.claimed_at, " \
-	"pg_catalog.clock_timestamp(), COALESCE($%d, d.last_error), $%d, d.request_key FROM d " \
-	"RETURNING request_key"
+	"pg_catalog.clock_timestamp(), COALESCE($%d, d.last_error), $%d, d.request_key, d.origin FROM d " \
+	"RETURNING request_key, id, origin, state, result, finished_at"
+
+/* The retry delay after attempt n: 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5). */
+static int64
+BackoffUs(int32 attempt)
+{
+	double		d = (double) BACKOFF_BASE_US * pow(2.0, Min(Max(attempt, 1) - 1, 40));
+
+	d = Min(d, (double) BACKOFF_CAP_US);
+	d *= 0.5 + pg_prng_double(&pg_global_prng_state);
+	return (int64) d;
+}
 
 /* ---------- transaction callbacks ---------- */
 
@@ -249,36 +264,6 @@ CoordJobsInit(void)
 
 /* ---------- arguments ---------- */
 
-/* Queue and host names become NOTIFY channels: a short, plain alphabet. */
-static char *
-NameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable)
-{
-	char	   *name;
-	int			len;
-	int			i;
-
-	if (nullable && PG_ARGISNULL(argno))
-		return NULL;
-	CoordRequireArg(fcinfo, argno, what);
-	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-	len = strlen(name);
-	if (len == 0 || len > QUEUE_NAME_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s name must have 1 to %d bytes", what, QUEUE_NAME_MAX)));
-	for (i = 0; i < len; i++)
-	{
-		char		c = name[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			  c == '_' || c == '-' || c == '.' || c == ':' || c == '/'))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid %s name \"%s\"", what, name),
-					 errdetail("A %s name has only letters, digits and the characters _ - . : /.", what)));
-	}
-	return name;
-}
 
 static text *
 KeyArg(FunctionCallInfo fcinfo, int argno, const char *what)
@@ -297,18 +282,6 @@ KeyArg(FunctionCallInfo fcinfo, int argno, const char *what)
 	return t;
 }
 
-static Jsonb *
-CheckPayload(Jsonb *payload)
-{
-	if (VARSIZE(payload) > PAYLOAD_MAX_BYTES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("job payload is too large"),
-				 errdetail("A payload has at most %d bytes; this one has %d.",
-						   PAYLOAD_MAX_BYTES, (int) VARSIZE(payload)),
-				 errhint("Store large data in a table and put its key in the payload.")));
-	return payload;
-}
 
 static int32
 MaxAttemptsArg(FunctionCallInfo fcinfo, int argno)
@@ -470,9 +443,13 @@ FinishRequestKey(const char *request_key, bool done)
 				 SPI_OK_DELETE, "removing a request");
 }
 
-/* After a statement that moved jobs to the history: settle their request keys. */
+/*
+ * After a statement that moved jobs to the history (its RETURNING list is
+ * HISTORY_INSERT's): settle their request keys, and tell the schedule or app
+ * run a job came from that it finished, in this same transaction.
+ */
 static void
-SettleRequestKeys(bool done)
+SettleFinished(bool done)
 {
 	uint64		i;
 	SPITupleTable *tt = SPI_tuptable;
@@ -480,10 +457,26 @@ SettleRequestKeys(bool done)
 
 	for (i = 0; i < n; i++)
 	{
-		char	   *rk = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		HeapTuple	row = tt->vals[i];
+		char	   *rk = SPI_getvalue(row, tt->tupdesc, 1);
+		char	   *origin = SPI_getvalue(row, tt->tupdesc, 3);
 
 		if (rk != NULL)
 			FinishRequestKey(rk, done);
+		if (origin != NULL)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
+			char	   *state = SPI_getvalue(row, tt->tupdesc, 4);
+			Datum		result = SPI_getbinval(row, tt->tupdesc, 5, &isnull);
+			bool		result_null = isnull;
+			TimestampTz finished = DatumGetTimestampTz(SPI_getbinval(row, tt->tupdesc, 6, &isnull));
+
+			if (strncmp(origin, COORD_ORIGIN_SCHEDULE, strlen(COORD_ORIGIN_SCHEDULE)) == 0)
+				CoordScheduleFinished(origin + strlen(COORD_ORIGIN_SCHEDULE), state, finished);
+			else if (strncmp(origin, COORD_ORIGIN_APP, strlen(COORD_ORIGIN_APP)) == 0)
+				CoordAppRunFinished(origin, id, state, result, result_null);
+		}
 	}
 }
 
@@ -554,9 +547,9 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 Datum
 coord_enqueue(PG_FUNCTION_ARGS)
 {
-	char	   *queue = NameArg(fcinfo, 0, "queue", false);
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
 	Jsonb	   *payload;
-	char	   *host = NameArg(fcinfo, 5, "host", true);
+	char	   *host = CoordNameArg(fcinfo, 5, "host", true);
 	text	   *key = KeyArg(fcinfo, 4, "key");
 	text	   *group_key = KeyArg(fcinfo, 7, "group_key");
 	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
@@ -565,7 +558,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 1, "payload");
 	CoordRequireArg(fcinfo, 3, "priority");
-	payload = CheckPayload(PG_GETARG_JSONB_P(1));
+	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -582,8 +575,8 @@ Datum
 coord_enqueue_many(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue = NameArg(fcinfo, 0, "queue", false);
-	char	   *host = NameArg(fcinfo, 4, "host", true);
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	char	   *host = CoordNameArg(fcinfo, 4, "host", true);
 	int32		max_attempts = MaxAttemptsArg(fcinfo, 5);
 	ArrayType  *arr;
 	Datum	   *elems;
@@ -611,7 +604,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("payloads must not contain null elements"),
 					 errdetail("Element %d is null.", i + 1)));
-		(void) CheckPayload(DatumGetJsonbP(elems[i]));
+		(void) CoordCheckPayload(DatumGetJsonbP(elems[i]));
 	}
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -696,7 +689,7 @@ typedef struct ClaimScan
 static Frontier *
 GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions)
 {
-	char		filter[2 * QUEUE_NAME_MAX + 32];
+	char		filter[2 * COORD_NAME_MAX + 32];
 	Frontier   *f;
 	bool		found;
 
@@ -854,8 +847,8 @@ Datum
 coord_claim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue = NameArg(fcinfo, 0, "queue", false);
-	char	   *host = NameArg(fcinfo, 3, "host", true);
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	char	   *host = CoordNameArg(fcinfo, 3, "host", true);
 	int32		n;
 	bool		session_bound;
 	Datum		lease = (Datum) 0;
@@ -1143,7 +1136,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	ok = (SPI_processed == 1);
 	if (ok)
 	{
-		SettleRequestKeys(true);
+		SettleFinished(true);
 		DropSessionClaim(id);
 	}
 	else
@@ -1204,7 +1197,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
 								  "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
-								  "RETURNING j.*) " HISTORY_INSERT ", id", 3, 4, 5),
+								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
 						 6, argtypes);
 	SpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "complete");
@@ -1220,7 +1213,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 
 			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
 		}
-		SettleRequestKeys(true);
+		SettleFinished(true);
 		for (i = 0; i < n; i++)
 		{
 			int64		id = DatumGetInt64(elems[i]);
@@ -1268,7 +1261,7 @@ MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char
 			 SPI_OK_INSERT_RETURNING, "moving a job to the history");
 	moved = (SPI_processed == 1);
 	if (moved)
-		SettleRequestKeys(strcmp(st, "done") == 0);
+		SettleFinished(strcmp(st, "done") == 0);
 	return moved;
 }
 
@@ -1331,12 +1324,7 @@ coord_fail(PG_FUNCTION_ARGS)
 
 			if (uses_attempt)
 			{
-				/* 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5) */
-				double		d = (double) BACKOFF_BASE_US * pow(2.0, Min(attempt - 1, 40));
-
-				d = Min(d, (double) BACKOFF_CAP_US);
-				d *= 0.5 + pg_prng_double(&pg_global_prng_state);
-				delay_us = (int64) d;
+				delay_us = BackoffUs(attempt);
 			}
 			delay->time = delay_us;
 			args[2] = IntervalPGetDatum(delay);
@@ -1621,8 +1609,8 @@ Datum
 coord_mark_queued_job(PG_FUNCTION_ARGS)
 {
 	char	   *rkey;
-	char	   *queue = NameArg(fcinfo, 1, "queue", false);
-	char	   *host = NameArg(fcinfo, 5, "host", true);
+	char	   *queue = CoordNameArg(fcinfo, 1, "queue", false);
+	char	   *host = CoordNameArg(fcinfo, 5, "host", true);
 	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
 	Jsonb	   *payload;
 	CoordUserSwitch sw;
@@ -1632,7 +1620,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 2, "payload");
 	CoordRequireArg(fcinfo, 4, "priority");
 	rkey = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	payload = CheckPayload(PG_GETARG_JSONB_P(2));
+	payload = CoordCheckPayload(PG_GETARG_JSONB_P(2));
 
 	/* the request side first: it raises 55000 unless this session owns the key */
 	CoordRequestMarkQueued(rkey);
@@ -1645,4 +1633,170 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	SPI_finish();
 	WakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
+}
+
+/* ---------- for schedules.c and apps.c (inside SPI, as the owner) ---------- */
+
+/*
+ * CoordEnqueueOrigin adds the job of a schedule or an app run, with an
+ * optional dedupe key.  At most one live job has a given origin (a unique
+ * index): returns 0, and adds nothing, when there is one already (or a live
+ * job with that key), also against a concurrent caller.
+ */
+int64
+CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const char *host,
+				   int32 max_attempts, const char *origin, const char *key)
+{
+	Oid			argtypes[7] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = JsonbPGetDatum(payload);
+	args[2] = TimestampTzGetDatum(run_at);
+	args[3] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	nulls[3] = host ? ' ' : 'n';
+	args[4] = Int32GetDatum(max_attempts);
+	args[5] = CStringGetTextDatum(origin);
+	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
+	nulls[6] = key ? ' ' : 'n';
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_enqueue,
+										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
+										"VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
+										"ON CONFLICT DO NOTHING RETURNING id",
+										7, argtypes), args, nulls, false, 0),
+			 SPI_OK_INSERT_RETURNING, "enqueue");
+	if (SPI_processed != 1)
+		return 0;
+	WakeAtCommit(queue, host);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* CoordOriginJob: the id of the live job with this origin, or 0. */
+int64
+CoordOriginJob(const char *origin)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(origin);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_job,
+										"SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
+										1, argtypes), args, NULL, false, 1),
+			 SPI_OK_SELECT, "origin lookup");
+	if (SPI_processed != 1)
+		return 0;
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * CoordRevokeJob takes a job away from whoever claimed it (an app run past
+ * its timeout) and retries it like a failure: with attempts left it goes
+ * back after a backoff under a new id, so that neither a lease holder's
+ * token nor a session holder's claim lock refers to it any more (their
+ * complete returns false); otherwise it dies.  Returns the new id, 0 when
+ * it died, -1 when there was no such job.
+ */
+int64
+CoordRevokeJob(int64 id, const char *error)
+{
+	Oid			argtypes[3] = {INT8OID, INTERVALOID, TEXTOID};
+	Datum		args[3];
+	bool		isnull;
+	int32		attempt,
+				max_attempts;
+	Interval   *delay = palloc0(sizeof(Interval));
+
+	args[0] = Int64GetDatum(id);
+	args[1] = (Datum) 0;
+	args[2] = CStringGetTextDatum(error);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
+										"SELECT attempt, max_attempts FROM coord.job "
+										"WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+										1, argtypes), args, NULL, false, 1),
+			 SPI_OK_SELECT, "revoke");
+	if (SPI_processed != 1)
+		return -1;
+	attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (attempt >= max_attempts)
+	{
+		(void) MoveToHistory(id, false, 0, "dead", error);
+		return 0;
+	}
+	delay->time = BackoffUs(attempt);
+	args[1] = IntervalPGetDatum(delay);
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
+										"WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
+										"INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
+										"attempt, max_attempts, enqueued_at, last_error, request_key, origin) "
+										"SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
+										"priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
+										"request_key, origin FROM d RETURNING id, queue, host",
+										3, argtypes), args, NULL, false, 0),
+			 SPI_OK_INSERT_RETURNING, "revoke");
+	if (SPI_processed != 1)
+		return -1;
+	{
+		char	   *queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		char	   *host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+		int64		newid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+		WakeAtCommit(queue, host);
+		return newid;
+	}
+}
+
+/*
+ * CoordJobsTick: the job queue's share of coord.tick.  Jobs whose last
+ * attempt's lease expired die (claims would kill them too, but only when one
+ * reaches them), and the history loses what is older than the retention.
+ * Returns how many jobs it touched.
+ */
+int64
+CoordJobsTick(TimestampTz now)
+{
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INTERVALOID};
+	Datum		args[2];
+	Interval   *keep = palloc0(sizeof(Interval));
+	int64		touched = 0;
+	uint64		i,
+				n;
+	int64	   *ids;
+
+	args[0] = TimestampTzGetDatum(now);
+	keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
+	args[1] = IntervalPGetDatum(keep);
+
+	/* a lease is set only by lease claims; SKIP LOCKED: a claim may be taking it now */
+	SpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_lost,
+										"SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
+										"AND attempt OPERATOR(pg_catalog.>=) max_attempts "
+										"FOR UPDATE SKIP LOCKED",
+										1, argtypes), args, NULL, false, 0),
+			 SPI_OK_SELECT, "tick");
+	n = SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	for (i = 0; i < n; i++)
+		if (MoveToHistory(ids[i], false, 0, "dead", "claim lost after the last attempt: the lease expired"))
+			touched++;
+
+	if (coord_job_history_retention > 0)
+	{
+		SpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
+											"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+											"($1 OPERATOR(pg_catalog.-) $2)",
+											2, argtypes), args, NULL, false, 0),
+				 SPI_OK_DELETE, "tick");
+		touched += SPI_processed;
+	}
+	return touched;
 }

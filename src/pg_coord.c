@@ -25,5 +25,6 @@ _PG_init(void)
 	CoordCommonInit();
 	CoordLocksInit();
 	CoordJobsInit();
+	CoordSchedulesInit();
 	MarkGUCPrefixReserved("coord");
 }

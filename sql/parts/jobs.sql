@@ -37,7 +37,8 @@ CREATE TABLE coord.job (
     enqueued_at  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     claimed_at   timestamptz,
     last_error   text,
-    request_key  text
+    request_key  text,
+    origin       text
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
@@ -50,6 +51,9 @@ CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL;
 COMMENT ON INDEX coord.job_key IS 'At most one live job per (queue, key): enqueue dedupe';
 CREATE INDEX job_group ON coord.job (queue, group_key, id) WHERE group_key IS NOT NULL;
 COMMENT ON INDEX coord.job_group IS 'One job of a group at a time, in enqueue order';
+CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
+COMMENT ON INDEX coord.job_origin IS
+  'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
 
 CREATE TABLE coord.job_history (
     id           bigint PRIMARY KEY,
@@ -70,7 +74,8 @@ CREATE TABLE coord.job_history (
     finished_at  timestamptz NOT NULL,
     last_error   text,
     result       jsonb,
-    request_key  text
+    request_key  text,
+    origin       text
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -189,12 +194,12 @@ SELECT j.id, j.queue,
             ELSE 'ready' END AS state,
        j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
        j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
-       NULL::timestamptz AS finished_at, NULL::jsonb AS result
+       NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin
   FROM coord.job AS j
 UNION ALL
 SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
-       h.claimed_at, h.finished_at, h.result
+       h.claimed_at, h.finished_at, h.result, h.origin
   FROM coord.job_history AS h;
 COMMENT ON VIEW coord.jobs IS 'Every live job and every finished job still in the history';
 GRANT SELECT ON coord.jobs TO PUBLIC;

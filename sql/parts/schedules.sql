@@ -1,0 +1,83 @@
+
+-- ---------- schedules (DESIGN.md 3.4) and coord.tick ----------
+
+CREATE TABLE coord.schedule_defs (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name         text NOT NULL UNIQUE,
+    queue        text NOT NULL,
+    every        interval,
+    cron         text,
+    payload      jsonb NOT NULL,
+    starts_at    timestamptz NOT NULL,
+    fixed_rate   boolean NOT NULL,
+    host         text,
+    next_run_at  timestamptz,
+    last_run_at  timestamptz,
+    last_state   text,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    CHECK ((every IS NULL) OPERATOR(pg_catalog.<>) (cron IS NULL))
+);
+COMMENT ON TABLE coord.schedule_defs IS
+  'Recurring events; each has at most one live instance, a job with origin s:<name>';
+COMMENT ON COLUMN coord.schedule_defs.next_run_at IS
+  'Slot of the outstanding instance, or of the next one; NULL when a cron expression never fires again';
+COMMENT ON COLUMN coord.schedule_defs.last_run_at IS 'When the last instance finished';
+COMMENT ON COLUMN coord.schedule_defs.last_state IS 'How the last instance finished: done, dead or cancelled';
+REVOKE ALL ON coord.schedule_defs FROM PUBLIC;
+COMMENT ON SEQUENCE coord.schedule_defs_id_seq IS 'Schedule ids';
+
+CREATE TABLE coord.tick_state (
+    singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    last_tick_at timestamptz,
+    ticked_at    timestamptz,
+    ticks        bigint NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE coord.tick_state IS
+  'One row: the now of the last coord.tick, the clock time it ran, and how many ticks ran';
+REVOKE ALL ON coord.tick_state FROM PUBLIC;
+INSERT INTO coord.tick_state DEFAULT VALUES;
+
+CREATE FUNCTION coord.schedule(name text, queue text, every interval DEFAULT NULL, cron text DEFAULT NULL,
+                               payload jsonb DEFAULT '{}', starts_at timestamptz DEFAULT NULL,
+                               fixed_rate boolean DEFAULT false, host text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text) IS
+  'Creates or replaces a recurring event (every interval, or a 5-field cron expression in UTC); at most one instance is outstanding';
+
+CREATE FUNCTION coord.unschedule(name text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_unschedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.unschedule(text) IS
+  'Drops a schedule and its unclaimed instance; a running instance finishes and is not followed';
+
+CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.now())
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_cron_next_sql'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.cron_next(text, timestamptz) IS
+  'The first fire time (UTC) of a 5-field cron expression strictly after after; NULL if it never fires';
+
+CREATE FUNCTION coord.tick(now timestamptz DEFAULT pg_catalog.now())
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_tick'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.tick(timestamptz) IS
+  'All time-driven work: schedule instances, app period runs and timeouts, dead leases, history retention; idempotent';
+
+CREATE FUNCTION coord.cron_install(schedule text DEFAULT '* * * * *')
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_cron_install'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.cron_install(text) IS
+  'Registers SELECT coord.tick() with pg_cron (job name coord-tick); returns the pg_cron job id';
+
+CREATE VIEW coord.schedules AS
+SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run_at, s.last_state,
+       COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
+         OR COALESCE(coord.job_claimed(j.id), false) AS running,
+       j.id AS job_id, s.payload, s.host, s.starts_at
+  FROM coord.schedule_defs AS s
+  LEFT JOIN coord.job AS j
+    ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);
+COMMENT ON VIEW coord.schedules IS
+  'Schedules: next and last run, how the last one ended, and whether an instance is running now';
+GRANT SELECT ON coord.schedules TO PUBLIC;

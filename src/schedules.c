@@ -1,0 +1,584 @@
+/*-------------------------------------------------------------------------
+ * schedules.c
+ *		Recurring events (DESIGN.md 3.4), coord.tick and coord.cron_install.
+ *
+ * A schedule is a row of coord.schedule_defs; its instances are jobs with the
+ * origin "s:<name>", and the unique index on coord.job (origin) lets at most
+ * one of them be live (scheduled, ready or running) at any time.  Instances
+ * are created eagerly, with run_at set to the slot they are for, so a claim
+ * sees a due instance without any tick:
+ *	- coord.schedule creates the first one;
+ *	- when an instance finishes (done, dead or cancelled), jobs.c calls
+ *	  CoordScheduleFinished in the finishing transaction, which puts the next
+ *	  one on: fixed delay, `every` after the finish; fixed rate, the next slot
+ *	  of the grid from starts_at, or, when slots were missed while it ran,
+ *	  one run at once for all of them (never a backlog).  A cron schedule is
+ *	  fixed delay by default (the first slot after the finish) and with
+ *	  fixed_rate the same collapse as a grid;
+ *	- coord.tick repairs schedules that have no instance (their job was
+ *	  deleted by hand, say) from next_run_at, which always holds the slot of
+ *	  the outstanding or next instance.
+ * A worker that dies holding an instance loses it by the job queue's rules
+ * (session end or lease expiry) and the instance runs again elsewhere; it is
+ * the same job, so two copies never run at once.
+ *
+ * Replacing a schedule with a different definition, or dropping it, removes
+ * an instance nobody has claimed; a claimed one finishes, and its successor
+ * (if the schedule still exists) follows the new definition.  The delete
+ * re-checks "claimed" after waiting for a concurrent claim's row lock.
+ *
+ * coord.tick(now) runs every piece of time-driven work, under a
+ * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
+ * run one after the other and the second finds the first's work done; each
+ * piece is idempotent on its own as well.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+#include "cron.h"
+
+/* Instances are retried this often before the schedule moves on. */
+#define SCHEDULE_MAX_ATTEMPTS	3
+
+/* TimestampTz (microseconds from 2000-01-01) and Unix seconds */
+#define UNIX_EPOCH_OFFSET_SECS	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
+
+static SPIPlanPtr plan_upsert = NULL;
+static SPIPlanPtr plan_get = NULL;
+static SPIPlanPtr plan_finished = NULL;
+static SPIPlanPtr plan_drop_instance = NULL;
+static SPIPlanPtr plan_delete = NULL;
+static SPIPlanPtr plan_orphans = NULL;
+static SPIPlanPtr plan_set_next = NULL;
+static SPIPlanPtr plan_tick_state = NULL;
+
+PG_FUNCTION_INFO_V1(coord_schedule);
+PG_FUNCTION_INFO_V1(coord_unschedule);
+PG_FUNCTION_INFO_V1(coord_cron_next_sql);
+PG_FUNCTION_INFO_V1(coord_tick);
+PG_FUNCTION_INFO_V1(coord_cron_install);
+
+/* A schedule's definition, as stored. */
+typedef struct ScheduleDef
+{
+	int64		id;
+	char	   *name;
+	char	   *queue;
+	int64		every_us;		/* 0 for a cron schedule */
+	char	   *cron;
+	CoordCron	parsed;
+	Datum		payload;
+	TimestampTz starts_at;
+	bool		fixed_rate;
+	char	   *host;
+	TimestampTz next_run_at;
+	bool		next_null;
+} ScheduleDef;
+
+static void
+SpiOk(int rc, int expected, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/* Parses a cron expression, or raises the error naming the bad field. */
+static void
+ParseCron(const char *expr, CoordCron *out)
+{
+	char		err[256];
+
+	if (!coord_cron_parse(expr, out, err, sizeof(err)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid cron expression \"%s\"", expr),
+				 errdetail("%c%s.", pg_toupper((unsigned char) err[0]), err + 1),
+				 errhint("A cron expression has five fields: minute hour day-of-month month day-of-week, "
+						 "or is one of @hourly, @daily, @weekly, @monthly, @yearly.")));
+}
+
+/* The first fire time strictly after `after`, or DT_NOEND when there is none. */
+static TimestampTz
+CronNext(const CoordCron *c, TimestampTz after)
+{
+	int64		secs;
+	int64		next;
+
+	/* floor division: times before 1970 are negative */
+	secs = after / USECS_PER_SEC;
+	if (after % USECS_PER_SEC < 0)
+		secs--;
+	next = coord_cron_next(c, secs + UNIX_EPOCH_OFFSET_SECS);
+	if (next < 0)
+		return DT_NOEND;
+	return (next - UNIX_EPOCH_OFFSET_SECS) * USECS_PER_SEC;
+}
+
+static char *
+SchedOrigin(const char *name)
+{
+	return psprintf(COORD_ORIGIN_SCHEDULE "%s", name);
+}
+
+/*
+ * The slot of a schedule's first instance: starts_at (default now) for an
+ * interval, the first cron time at or after it for a cron expression.
+ */
+static TimestampTz
+FirstSlot(const ScheduleDef *d, TimestampTz now)
+{
+	TimestampTz from = Max(d->starts_at, now);
+
+	if (d->cron == NULL)
+	{
+		if (!d->fixed_rate || d->starts_at >= now)
+			return from;
+		/* fixed rate: the latest grid slot not after now, due at once */
+		return d->starts_at + ((now - d->starts_at) / d->every_us) * d->every_us;
+	}
+	return CronNext(&d->parsed, from - 1);
+}
+
+/*
+ * The slot of the instance after one for slot `slot` that finished at
+ * `finished`; see the header for the rules.
+ */
+static TimestampTz
+NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)
+{
+	if (d->cron == NULL)
+	{
+		TimestampTz next;
+
+		if (!d->fixed_rate)
+			return finished + d->every_us;
+		if (slot < d->starts_at)
+			slot = d->starts_at;
+		next = slot + d->every_us;
+		if (next > finished)
+			return next;
+		/* slots were missed while it ran: one run now, for the latest of them */
+		return d->starts_at + ((finished - d->starts_at) / d->every_us) * d->every_us;
+	}
+	else
+	{
+		TimestampTz next;
+		TimestampTz latest = DT_NOBEGIN;
+		int			guard = 0;
+
+		if (!d->fixed_rate)
+			return CronNext(&d->parsed, Max(finished, slot));
+		next = CronNext(&d->parsed, slot);
+		if (next > finished)
+			return next;
+		/* collapse the missed slots into one run for the latest of them */
+		while (next <= finished && next != DT_NOEND && guard++ < 1000000)
+		{
+			latest = next;
+			next = CronNext(&d->parsed, next);
+		}
+		return latest;
+	}
+}
+
+/*
+ * Reads and locks the schedule's row (inside SPI); false when there is none.
+ * The lock orders a finish hook, coord.schedule and a tick on one schedule.
+ */
+static bool
+GetSchedule(const char *name, ScheduleDef *d)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	HeapTuple	row;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		v;
+
+	args[0] = CStringGetTextDatum(name);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_get,
+									 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
+									 "next_run_at, id FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
+									 "FOR NO KEY UPDATE",
+									 1, argtypes), args, NULL, false, 1),
+		  SPI_OK_SELECT, "reading a schedule");
+	if (SPI_processed != 1)
+		return false;
+	row = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	d->name = SPI_getvalue(row, desc, 1);
+	d->queue = SPI_getvalue(row, desc, 2);
+	v = SPI_getbinval(row, desc, 3, &isnull);
+	d->every_us = isnull ? 0 : CoordIntervalToMicroseconds(DatumGetIntervalP(v), "every", false);
+	d->cron = SPI_getvalue(row, desc, 4);
+	if (d->cron)
+		ParseCron(d->cron, &d->parsed);
+	d->payload = SPI_datumTransfer(SPI_getbinval(row, desc, 5, &isnull), false, -1);
+	d->starts_at = DatumGetTimestampTz(SPI_getbinval(row, desc, 6, &isnull));
+	d->fixed_rate = DatumGetBool(SPI_getbinval(row, desc, 7, &isnull));
+	d->host = SPI_getvalue(row, desc, 8);
+	v = SPI_getbinval(row, desc, 9, &isnull);
+	d->next_null = isnull;
+	d->next_run_at = isnull ? 0 : DatumGetTimestampTz(v);
+	d->id = DatumGetInt64(SPI_getbinval(row, desc, 10, &isnull));
+	return true;
+}
+
+/* Stores the slot of the next instance and creates it (inside SPI, as owner). */
+static bool
+PutInstance(const ScheduleDef *d, TimestampTz slot)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	args[0] = CStringGetTextDatum(d->name);
+	args[1] = TimestampTzGetDatum(slot);
+	if (slot == DT_NOEND)
+		nulls[1] = 'n';			/* a cron expression that never fires again */
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_set_next,
+									 "UPDATE coord.schedule_defs SET next_run_at = $2 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1",
+									 2, argtypes), args, nulls, false, 0),
+		  SPI_OK_UPDATE, "scheduling");
+	if (slot == DT_NOEND)
+		return false;
+	return CoordEnqueueOrigin(d->queue, DatumGetJsonbP(d->payload), slot, d->host,
+							  SCHEDULE_MAX_ATTEMPTS, SchedOrigin(d->name), NULL) != 0;
+}
+
+/*
+ * Removes the schedule's instance if nobody has claimed it (inside SPI);
+ * returns whether one was left running.
+ */
+static bool
+DropUnclaimedInstance(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	int64		id;
+
+	args[0] = CStringGetTextDatum(SchedOrigin(name));
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_instance,
+									 "DELETE FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1 "
+									 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
+									 "AND NOT coord.job_claimed(id)",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_DELETE, "removing a schedule's instance");
+	id = CoordOriginJob(SchedOrigin(name));
+	return id != 0;
+}
+
+/* ---------- the finish hook ---------- */
+
+void
+CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at)
+{
+	ScheduleDef d;
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	TimestampTz slot;
+
+	if (!GetSchedule(name, &d))
+		return;					/* unscheduled while it ran */
+	args[0] = CStringGetTextDatum(name);
+	args[1] = CStringGetTextDatum(state);
+	args[2] = TimestampTzGetDatum(finished_at);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_finished,
+									 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "recording a run");
+	slot = d.next_null ? finished_at : d.next_run_at;
+	(void) PutInstance(&d, NextSlot(&d, slot, finished_at));
+}
+
+/* ---------- SQL functions ---------- */
+
+/*
+ * coord.schedule(name, queue, every, cron, payload, starts_at, fixed_rate,
+ * host) returns the schedule's id.  Calling it again with the same
+ * definition changes nothing (deploy scripts may run it on every start).
+ */
+Datum
+coord_schedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "schedule", false);
+	char	   *queue = CoordNameArg(fcinfo, 1, "queue", false);
+	char	   *host = CoordNameArg(fcinfo, 7, "host", true);
+	ScheduleDef d;
+	Oid			argtypes[8] = {TEXTOID, TEXTOID, INTERVALOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, BOOLOID, TEXTOID};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	CoordUserSwitch sw;
+	TimestampTz now = GetCurrentTransactionStartTimestamp();
+	int64		id;
+	bool		changed;
+	bool		isnull;
+
+	if (PG_ARGISNULL(2) == PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("exactly one of every and cron must be given"),
+				 errhint("Pass every => interval '10 seconds', or cron => '*/5 * * * *'.")));
+	CoordRequireArg(fcinfo, 4, "payload");
+	CoordRequireArg(fcinfo, 6, "fixed_rate");
+	memset(&d, 0, sizeof(d));
+	d.name = name;
+	d.queue = queue;
+	d.host = host;
+	d.fixed_rate = PG_GETARG_BOOL(6);
+	d.payload = PointerGetDatum(CoordCheckPayload(PG_GETARG_JSONB_P(4)));
+	if (!PG_ARGISNULL(2))
+	{
+		d.every_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "every", false);
+		if (d.every_us < USECS_PER_SEC / 100)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("every must be at least 10 milliseconds")));
+	}
+	else
+	{
+		d.cron = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		ParseCron(d.cron, &d.parsed);
+	}
+	if (PG_ARGISNULL(5))
+		d.starts_at = now;
+	else
+	{
+		d.starts_at = PG_GETARG_TIMESTAMPTZ(5);
+		if (TIMESTAMP_NOT_FINITE(d.starts_at))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("starts_at must be a finite time")));
+	}
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = CStringGetTextDatum(queue);
+	args[2] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[3] = d.cron ? CStringGetTextDatum(d.cron) : (Datum) 0;
+	nulls[3] = d.cron ? ' ' : 'n';
+	args[4] = d.payload;
+	args[5] = TimestampTzGetDatum(d.starts_at);
+	/* starts_at left out means "from now": it does not count as a change */
+	nulls[5] = PG_ARGISNULL(5) ? 'n' : ' ';
+	args[6] = BoolGetDatum(d.fixed_rate);
+	args[7] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	nulls[7] = host ? ' ' : 'n';
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_upsert,
+									 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
+									 "starts_at, fixed_rate, host) "
+									 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8) "
+									 "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
+									 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
+									 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
+									 "host = EXCLUDED.host, updated_at = pg_catalog.now() "
+									 "WHERE (s.queue, s.every, s.cron, s.payload, s.starts_at, s.fixed_rate, s.host) "
+									 "IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
+									 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
+									 "RETURNING id",
+									 8, argtypes), args, nulls, false, 0),
+		  SPI_OK_INSERT_RETURNING, "schedule");
+	changed = (SPI_processed == 1);
+	if (changed)
+	{
+		bool		running;
+
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		/* a claimed instance finishes, and its successor follows the new definition */
+		running = DropUnclaimedInstance(name);
+		if (!GetSchedule(name, &d))
+			elog(ERROR, "schedule \"%s\" vanished", name);
+		if (!running)
+			(void) PutInstance(&d, FirstSlot(&d, now));
+	}
+	else
+	{
+		if (!GetSchedule(name, &d))
+			elog(ERROR, "schedule \"%s\" vanished", name);
+		id = d.id;
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT64(id);
+}
+
+/* coord.unschedule(name): drops the schedule and its unclaimed instance */
+Datum
+coord_unschedule(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "schedule", false);
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	bool		found;
+
+	args[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_delete,
+									 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_DELETE, "unschedule");
+	found = (SPI_processed == 1);
+	if (found)
+		(void) DropUnclaimedInstance(name);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_BOOL(found);
+}
+
+/* coord.cron_next(expr, after): the first fire time of expr after `after`, NULL if never */
+Datum
+coord_cron_next_sql(PG_FUNCTION_ARGS)
+{
+	CoordCron	c;
+	TimestampTz after;
+	TimestampTz next;
+
+	CoordRequireArg(fcinfo, 0, "cron");
+	CoordRequireArg(fcinfo, 1, "after");
+	ParseCron(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
+	after = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(after))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("after must be a finite time")));
+	next = CronNext(&c, after);
+	if (next == DT_NOEND)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(next);
+}
+
+/*
+ * Schedules without a live instance get one from next_run_at (inside SPI):
+ * after a job was deleted by hand, or a schedule whose cron had no next time.
+ */
+static int64
+RepairSchedules(TimestampTz now)
+{
+	uint64		i,
+				n;
+	char	  **names;
+	int64		made = 0;
+
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_orphans,
+									 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
+									 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
+									 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) ORDER BY s.name",
+									 0, NULL), NULL, NULL, false, 0),
+		  SPI_OK_SELECT, "tick");
+	n = SPI_processed;
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (i = 0; i < n; i++)
+		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+	for (i = 0; i < n; i++)
+	{
+		ScheduleDef d;
+		TimestampTz slot;
+
+		if (!GetSchedule(names[i], &d) || CoordOriginJob(SchedOrigin(names[i])) != 0)
+			continue;
+		slot = d.next_null ? FirstSlot(&d, now) : d.next_run_at;
+		if (PutInstance(&d, slot))
+			made++;
+	}
+	return made;
+}
+
+/* coord.tick(now): every piece of time-driven work; returns how much it did */
+Datum
+coord_tick(PG_FUNCTION_ARGS)
+{
+	TimestampTz now;
+	CoordUserSwitch sw;
+	LOCKTAG		tag;
+	int64		done = 0;
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
+
+	CoordRequireArg(fcinfo, 0, "now");
+	now = PG_GETARG_TIMESTAMPTZ(0);
+	if (TIMESTAMP_NOT_FINITE(now))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("now must be a finite time")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.tick requires READ COMMITTED isolation"),
+				 errdetail("A tick waits for a concurrent one and must then see its work.")));
+
+	/* one tick at a time; the second sees the first's work (a fresh snapshot per statement) */
+	CoordSetTag(&tag, 0, COORD_NS_TICK);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	done += RepairSchedules(now);
+	done += CoordJobsTick(now);
+	done += CoordAppsTick(now);
+	args[0] = TimestampTzGetDatum(now);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_tick_state,
+									 "UPDATE coord.tick_state SET last_tick_at = $1, "
+									 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
+									 "ticked_at = pg_catalog.clock_timestamp()",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
+}
+
+/*
+ * coord.cron_install(schedule) registers "SELECT coord.tick()" with pg_cron
+ * as the calling user, under the job name "coord-tick" (so calling it again
+ * updates that job); returns pg_cron's job id.
+ */
+Datum
+coord_cron_install(PG_FUNCTION_ARGS)
+{
+	char	   *schedule;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+	int64		jobid;
+
+	CoordRequireArg(fcinfo, 0, "schedule");
+	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SPI_connect();
+	SpiOk(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
+					  true, 1), SPI_OK_SELECT, "cron_install");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_cron is not installed in database \"%s\"", get_database_name(MyDatabaseId)),
+				 errdetail("coord.cron_install registers coord.tick() with pg_cron, which runs jobs only in the database named by cron.database_name."),
+				 errhint("Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, "
+						 "and run CREATE EXTENSION pg_cron; or call coord.tick() from any scheduler once a minute.")));
+	args[0] = CStringGetTextDatum(schedule);
+	SpiOk(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
+								1, argtypes, args, NULL, false, 1),
+		  SPI_OK_SELECT, "cron_install");
+	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_INT64(jobid);
+}
+
+void
+CoordSchedulesInit(void)
+{
+}
