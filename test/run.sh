@@ -33,6 +33,21 @@ run_tests() {
   mkdir -p test/results
   rm -f test/results/*.diffs
 
+  # slow suites (pg_cron fires on the minute) run beside the others, each on a cluster of its own
+  local slow_pids=() slow_names=() t
+  for t in test/slow/*.sh; do
+    [ -e "$t" ] || continue
+    bash "$t" >"test/results/$(basename "$t").out" 2>&1 &
+    slow_pids+=("$!"); slow_names+=("$t")
+  done
+
+  log "== cron parser (C harness)"
+  if bash test/cron/run.sh >test/results/cron_harness.out 2>&1; then
+    passed=$((passed + 1)); log "cron harness: ok ($(tail -1 test/results/cron_harness.out))"
+  else
+    failed=$((failed + 1)); failures+=("cron harness"); tail -20 test/results/cron_harness.out >&2
+  fi
+
   log "== pg_regress"
   make -s installcheck-regress >test/results/regress.out 2>&1
   [ -f regression.diffs ] && mv regression.diffs test/results/regress.diffs
@@ -67,6 +82,18 @@ run_tests() {
       passed=$((passed + 1)); log "$(basename "$t"): ok ($(tail -1 "test/results/$(basename "$t").out"))"
     else
       failed=$((failed + 1)); failures+=("crash: $(basename "$t")")
+      log "$(basename "$t"): FAILED"; tail -20 "test/results/$(basename "$t").out" >&2
+    fi
+  done
+
+  log "== slow scripts"
+  local i
+  for i in "${!slow_pids[@]}"; do
+    t=${slow_names[$i]}
+    if wait "${slow_pids[$i]}"; then
+      passed=$((passed + 1)); log "$(basename "$t"): ok ($(tail -1 "test/results/$(basename "$t").out"))"
+    else
+      failed=$((failed + 1)); failures+=("slow: $(basename "$t")")
       log "$(basename "$t"): FAILED"; tail -20 "test/results/$(basename "$t").out" >&2
     fi
   done
