@@ -21,7 +21,9 @@ SQL_FRAGMENTS = \
 	sql/parts/locks.sql \
 	sql/parts/requests.sql \
 	sql/parts/jobs.sql \
-	sql/parts/schedules.sql
+	sql/parts/schedules.sql \
+	sql/parts/apps.sql \
+	sql/parts/grants.sql
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
@@ -43,6 +45,19 @@ PG_CONFIG ?= pg_config
 override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# coord-agent, the per-host job manager: agent/ has its own PGXS Makefile
+# (a program linking libpq only); built, installed and cleaned with the rest.
+.PHONY: agent install-agent clean-agent
+all: agent
+install: install-agent
+clean: clean-agent
+agent:
+	$(MAKE) -C agent
+install-agent: agent
+	$(MAKE) -C agent install
+clean-agent:
+	$(MAKE) -C agent clean
 
 $(DATA_built): $(SQL_FRAGMENTS) $(EXTENSION).control
 	cat $(SQL_FRAGMENTS) > $@

@@ -20,8 +20,10 @@ export PYTHON=${PYTHON:-/usr/bin/python3}
 # id|title|function
 SCENARIOS=(
   "S1|autonomous components: index and batch locks (was ZooKeeper/Curator)|demo_s1"
+  "S2|apps: period-keyed dependency scheduling on a host (was a state manager + job managers)|demo_s2"
   "S3|crawlers: the duplicate-work coordinator (was RabbitMQ + coordinator)|demo_s3"
   "S4|mail queue runners: SKIP LOCKED claims, session-bound and leases (was per-runner hash splits)|demo_s4"
+  "S5|application-server scheduler: recurring events, one run at a time|demo_s5"
 )
 
 # ---------------------------------------------------------------- scenarios
@@ -36,7 +38,11 @@ demo_s3() {
   s3_demo
 }
 
+demo_s2() { . "$EXAMPLES/s2/demo_section.sh"; s2_demo; }
+
 demo_s4() { . "$EXAMPLES/s4/demo_section.sh"; s4_demo; }
+
+demo_s5() { . "$EXAMPLES/s5/demo_section.sh"; s5_demo; }
 
 # ---------------------------------------------------------------- driver
 

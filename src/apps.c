@@ -1,20 +1,1591 @@
 /*-------------------------------------------------------------------------
  * apps.c
- *		Apps: period-keyed dependency scheduling (DESIGN.md 3.5).
- *		(Placeholder until the apps issue lands.)
+ *		Apps: period-keyed dependency scheduling (DESIGN.md 3.5), coord.runs
+ *		and coord.grid.
+ *
+ * An app is a row of coord.app_defs.  It has a period length, its grain:
+ * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
+ * yearly; all in UTC), or, for an app without `starts`, the coarsest period
+ * named in `depends`.  A run is one (app, period): a row of coord.app_runs
+ * (created once, never again once it is there) and a job with the origin
+ * "a:<app>:<YYYY-MM-DD-HH24MI>" and the key "<YYYY-MM-DD-HH24MI>-<app>" in
+ * the app's queue, for the app's host.
+ *
+ * Who creates runs:
+ *	- coord.tick(now) creates the runs of time-driven apps (starts, no
+ *	  depends) for every period that has begun, from next_period (so that
+ *	  it catches up after downtime, in period order), at most
+ *	  APP_MAX_LIVE_RUNS unfinished runs per app at any time;
+ *	- the finish hook (CoordAppRunFinished, called by jobs.c in the
+ *	  transaction that finished a run's job): a done run records its result
+ *	  and then, for each app that depends on this one, checks the periods
+ *	  the run belongs to and creates their runs when every upstream run in
+ *	  them is done;
+ *	- coord.tick also repairs: dependency-driven periods from next_period
+ *	  on whose upstreams are all done but that have no run (a lost race, an
+ *	  app defined after its upstreams finished), and runs whose job vanished.
+ *
+ * Which upstream runs a period P of app D needs, for a dependency on U
+ * declared with period g: with g no coarser than D's grain, U's periods that
+ * start inside P; with g coarser than D's grain, U's periods that start
+ * inside the g-period containing P's start (an hourly app depending on a
+ * daily one waits for that day's run).  Only U's periods from U's first
+ * period on count, and there must be at least one.  An app with `starts` gets
+ * no run for a period that begins after the latest tick's now.
+ *
+ * Concurrency and lock order.  Two upstream runs completing at once (READ
+ * COMMITTED) would each see the other as not done.  So every check-and-create
+ * of a run for (D, P) holds a transaction-level advisory lock (COORD_NS_APP,
+ * hash of D and P) and reads after taking it: each SPI statement takes a fresh
+ * snapshot, so a waiter sees the committed work of the holder, and the second
+ * of two completing transactions creates the run.  Order: the job row and
+ * the upstream's app_runs row (taken by the finishing statement and the hook's
+ * update), then the (D, P) locks, dependents by name and periods in time order.
+ * coord.tick runs under the tick lock and takes (D, P) locks the same way; it
+ * lets go of one at once when it created nothing.  define_app and drop_app
+ * serialise on one more lock of the namespace, so the graph they validate is
+ * the one they write.
+ *
+ * Timeouts.  A live run whose job was claimed more than `timeout` ago (by the
+ * job's claimed_at, or by the tick time at which a tick first saw that claim
+ * when that is earlier: a simulated tick clock behind the wall clock still
+ * times runs out) is revoked by CoordRevokeJob: the job comes back under a
+ * new id after a backoff, so the old claimer's complete returns false, or it
+ * dies after its last attempt (then the hook records the run as dead).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
 #include "common.h"
+
+/* The most unfinished runs a tick lets a time-driven app have (catch-up). */
+#define APP_MAX_LIVE_RUNS	24
+/* Periods a tick looks at per app, creating or repairing. */
+#define APP_TICK_STEPS		200
+/* Runs are retried this often (timeouts and failures) before they die. */
+#define APP_MAX_ATTEMPTS	5
+/* grid: at most this many columns; coarser columns beyond that */
+#define GRID_MAX_COLUMNS	200
+
+typedef enum Grain
+{
+	G_NONE = 0,
+	G_HOURLY,
+	G_DAILY,
+	G_WEEKLY,
+	G_MONTHLY,
+	G_YEARLY
+} Grain;
+
+static const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
+
+typedef struct AppDep
+{
+	char	   *app;
+	Grain		grain;
+} AppDep;
+
+typedef struct AppDef
+{
+	char	   *name;
+	Grain		starts;
+	Grain		grain;			/* starts, or the coarsest dependency period */
+	int			ndeps;
+	AppDep	   *deps;			/* by name */
+	char	   *queue;
+	char	   *host;
+	Datum		conf;
+	bool		has_timeout;
+	bool		first_null;
+	TimestampTz first_period;
+	bool		next_null;
+	TimestampTz next_period;
+} AppDef;
+
+typedef struct AppGraph
+{
+	int			n;
+	AppDef	   *apps;			/* by name */
+	bool		horizon_loaded;
+	bool		horizon_null;
+	TimestampTz horizon;		/* the latest tick's now */
+} AppGraph;
+
+/* What a check of one period found. */
+typedef enum Readiness
+{
+	READY,						/* every upstream run is done */
+	WAITING,					/* some are not done yet */
+	BLOCKED						/* never, as things are: an upstream run died, or there are none */
+} Readiness;
+
+static SPIPlanPtr plan_defs = NULL;
+static SPIPlanPtr plan_deps = NULL;
+static SPIPlanPtr plan_horizon = NULL;
+static SPIPlanPtr plan_finish = NULL;
+static SPIPlanPtr plan_run_exists = NULL;
+static SPIPlanPtr plan_upstream = NULL;
+static SPIPlanPtr plan_payload = NULL;
+static SPIPlanPtr plan_insert_run = NULL;
+static SPIPlanPtr plan_live_count = NULL;
+static SPIPlanPtr plan_set_next = NULL;
+static SPIPlanPtr plan_set_first = NULL;
+static SPIPlanPtr plan_timeouts = NULL;
+static SPIPlanPtr plan_claim_seen = NULL;
+static SPIPlanPtr plan_orphans = NULL;
+static SPIPlanPtr plan_set_job = NULL;
+static SPIPlanPtr plan_get_def = NULL;
+static SPIPlanPtr plan_insert_def = NULL;
+static SPIPlanPtr plan_update_def = NULL;
+static SPIPlanPtr plan_dependents = NULL;
+static SPIPlanPtr plan_drop_jobs = NULL;
+static SPIPlanPtr plan_drop_runs = NULL;
+static SPIPlanPtr plan_drop_def = NULL;
+static SPIPlanPtr plan_dep_items = NULL;
+static SPIPlanPtr plan_grid_apps = NULL;
+static SPIPlanPtr plan_grid_runs = NULL;
+
+PG_FUNCTION_INFO_V1(coord_define_app);
+PG_FUNCTION_INFO_V1(coord_drop_app);
+PG_FUNCTION_INFO_V1(coord_grid);
+
+static void
+SpiOk(int rc, int expected, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/* ---------- periods (UTC) ---------- */
+
+static Grain
+GrainFromName(const char *s)
+{
+	int			g;
+
+	for (g = G_HOURLY; g <= G_YEARLY; g++)
+		if (strcmp(s, grain_names[g]) == 0)
+			return (Grain) g;
+	return G_NONE;
+}
+
+static void
+TmFromTs(TimestampTz t, struct pg_tm *tm)
+{
+	fsec_t		fsec;
+
+	if (TIMESTAMP_NOT_FINITE(t) || timestamp2tm(t, NULL, tm, &fsec, NULL, NULL) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range for an app period")));
+}
+
+static TimestampTz
+TsFromTm(struct pg_tm *tm)
+{
+	Timestamp	t;
+
+	if (tm->tm_year < 1 || tm->tm_year > 9999 || tm2timestamp(tm, 0, NULL, &t) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range for an app period"),
+				 errdetail("App periods lie in the years 1 to 9999.")));
+	return (TimestampTz) t;
+}
+
+/* The start of the period of grain g that contains t. */
+static TimestampTz
+PeriodTrunc(Grain g, TimestampTz t)
+{
+	struct pg_tm tm;
+	TimestampTz r;
+
+	TmFromTs(t, &tm);
+	tm.tm_sec = 0;
+	tm.tm_min = 0;
+	if (g >= G_DAILY)
+		tm.tm_hour = 0;
+	if (g >= G_MONTHLY)
+		tm.tm_mday = 1;
+	if (g == G_YEARLY)
+		tm.tm_mon = 1;
+	r = TsFromTm(&tm);
+	if (g == G_WEEKLY)
+	{
+		int			dow = j2day(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday));	/* 0 = Sunday */
+
+		r -= (int64) ((dow + 6) % 7) * USECS_PER_DAY;
+	}
+	return r;
+}
+
+/* The start of the period after the one starting at start. */
+static TimestampTz
+PeriodNext(Grain g, TimestampTz start)
+{
+	struct pg_tm tm;
+
+	switch (g)
+	{
+		case G_HOURLY:
+			return start + USECS_PER_HOUR;
+		case G_DAILY:
+			return start + USECS_PER_DAY;
+		case G_WEEKLY:
+			return start + 7 * USECS_PER_DAY;
+		case G_MONTHLY:
+			TmFromTs(start, &tm);
+			if (++tm.tm_mon > 12)
+			{
+				tm.tm_mon = 1;
+				tm.tm_year++;
+			}
+			return TsFromTm(&tm);
+		case G_YEARLY:
+			TmFromTs(start, &tm);
+			tm.tm_year++;
+			return TsFromTm(&tm);
+		default:
+			elog(ERROR, "app period without a grain");
+	}
+	return 0;
+}
+
+/* The first period start of grain g at or after t. */
+static TimestampTz
+PeriodCeil(Grain g, TimestampTz t)
+{
+	TimestampTz s = PeriodTrunc(g, t);
+
+	return s == t ? s : PeriodNext(g, s);
+}
+
+/* "YYYY-MM-DD-HH24MI" of a period start (UTC) */
+static char *
+PeriodLabel(TimestampTz t)
+{
+	struct pg_tm tm;
+
+	TmFromTs(t, &tm);
+	return psprintf("%04d-%02d-%02d-%02d%02d", tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min);
+}
+
+static char *
+RunOrigin(const char *app, TimestampTz start)
+{
+	return psprintf(COORD_ORIGIN_APP "%s:%s", app, PeriodLabel(start));
+}
+
+static char *
+RunKey(const char *app, TimestampTz start)
+{
+	return psprintf("%s-%s", PeriodLabel(start), app);
+}
+
+/* ---------- the graph of apps ---------- */
+
+static int
+AppCmp(const void *a, const void *b)
+{
+	return strcmp(((const AppDef *) a)->name, ((const AppDef *) b)->name);
+}
+
+static AppDef *
+FindApp(AppGraph *g, const char *name)
+{
+	AppDef		key;
+
+	key.name = (char *) name;
+	return bsearch(&key, g->apps, g->n, sizeof(AppDef), AppCmp);
+}
+
+static Grain
+DerivedGrain(const AppDef *d)
+{
+	Grain		gr = d->starts;
+	int			i;
+
+	if (gr != G_NONE)
+		return gr;
+	for (i = 0; i < d->ndeps; i++)
+		gr = Max(gr, d->deps[i].grain);
+	return gr;
+}
+
+/* Reads every app and its dependencies (inside SPI). */
+static void
+LoadApps(AppGraph *g, int extra)
+{
+	uint64		i,
+				n;
+	SPITupleTable *tt;
+
+	memset(g, 0, sizeof(*g));
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_defs,
+									 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
+									 "first_period, next_period FROM coord.app_defs ORDER BY name COLLATE \"C\"",
+									 0, NULL), NULL, NULL, false, 0),
+		  SPI_OK_SELECT, "reading apps");
+	n = SPI_processed;
+	tt = SPI_tuptable;
+	g->apps = palloc0(sizeof(AppDef) * (n + extra + 1));
+	g->n = n;
+	for (i = 0; i < n; i++)
+	{
+		AppDef	   *d = &g->apps[i];
+		HeapTuple	row = tt->vals[i];
+		bool		isnull;
+		Datum		v;
+		char	   *starts;
+
+		d->name = SPI_getvalue(row, tt->tupdesc, 1);
+		starts = SPI_getvalue(row, tt->tupdesc, 2);
+		d->starts = starts ? GrainFromName(starts) : G_NONE;
+		d->queue = SPI_getvalue(row, tt->tupdesc, 3);
+		d->host = SPI_getvalue(row, tt->tupdesc, 4);
+		d->conf = SPI_datumTransfer(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
+		d->has_timeout = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 6, &isnull));
+		v = SPI_getbinval(row, tt->tupdesc, 7, &isnull);
+		d->first_null = isnull;
+		d->first_period = isnull ? 0 : DatumGetTimestampTz(v);
+		v = SPI_getbinval(row, tt->tupdesc, 8, &isnull);
+		d->next_null = isnull;
+		d->next_period = isnull ? 0 : DatumGetTimestampTz(v);
+	}
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_deps,
+									 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
+									 "pg_catalog.jsonb_each_text(a.depends) AS e "
+									 "ORDER BY a.name COLLATE \"C\", e.key COLLATE \"C\"",
+									 0, NULL), NULL, NULL, false, 0),
+		  SPI_OK_SELECT, "reading app dependencies");
+	tt = SPI_tuptable;
+	for (i = 0; i < SPI_processed; i++)
+	{
+		char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		AppDef	   *d = FindApp(g, name);
+
+		if (d == NULL)
+			continue;
+		if (d->deps == NULL)
+			d->deps = palloc0(sizeof(AppDep) * SPI_processed);
+		d->deps[d->ndeps].app = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+		d->deps[d->ndeps].grain = GrainFromName(SPI_getvalue(tt->vals[i], tt->tupdesc, 3));
+		d->ndeps++;
+	}
+	for (i = 0; i < n; i++)
+		g->apps[i].grain = DerivedGrain(&g->apps[i]);
+}
+
+/* The latest tick's now, read once per graph; a run of an app with starts waits for it. */
+static bool
+HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
+{
+	if (d->starts == G_NONE)
+		return true;
+	if (!g->horizon_loaded)
+	{
+		bool		isnull = true;
+
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_horizon,
+										 "SELECT last_tick_at FROM coord.tick_state",
+										 0, NULL), NULL, NULL, false, 1),
+			  SPI_OK_SELECT, "reading the tick state");
+		if (SPI_processed == 1)
+		{
+			Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				g->horizon = DatumGetTimestampTz(v);
+		}
+		g->horizon_null = isnull;
+		g->horizon_loaded = true;
+	}
+	return g->horizon_null || start <= g->horizon;
+}
+
+/* ---------- checking and creating runs ---------- */
+
+static void
+PeriodTag(LOCKTAG *tag, const char *app, TimestampTz start)
+{
+	char	   *k = psprintf("%s\n%s", app, PeriodLabel(start));
+
+	CoordSetTag(tag, CoordNameKey(k, strlen(k)), COORD_NS_APP);
+}
+
+static bool
+RunExists(const char *app, TimestampTz start)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(start);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_run_exists,
+									 "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+									 "AND period_start OPERATOR(pg_catalog.=) $2",
+									 2, argtypes), args, NULL, false, 1),
+		  SPI_OK_SELECT, "reading a run");
+	return SPI_processed == 1;
+}
+
+/*
+ * Whether every upstream run of period [start, end) of d is done; when
+ * READY, names[]/results[] get each upstream's results in period order.
+ */
+static Readiness
+CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
+			   Datum *names, Datum *results)
+{
+	int			i;
+	Readiness	r = READY;
+
+	for (i = 0; i < d->ndeps; i++)
+	{
+		const AppDep *dep = &d->deps[i];
+		AppDef	   *u = FindApp(g, dep->app);
+		TimestampTz wstart,
+					wend,
+					s;
+		Datum	   *starts;
+		int			nstarts = 0,
+					cap = 64;
+		Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZARRAYOID};
+		Datum		args[2];
+		bool		isnull;
+		int64		ndone,
+					nfailed;
+
+		if (u == NULL)
+			return BLOCKED;		/* dropped */
+		if (u->first_null)
+			return WAITING;		/* not started yet: it gets a first period at the next tick */
+		if (dep->grain > d->grain)
+		{
+			wstart = PeriodTrunc(dep->grain, start);
+			wend = PeriodNext(dep->grain, wstart);
+		}
+		else
+		{
+			wstart = start;
+			wend = end;
+		}
+		s = PeriodCeil(u->grain, Max(wstart, u->first_period));
+		starts = palloc(sizeof(Datum) * cap);
+		for (; s < wend; s = PeriodNext(u->grain, s))
+		{
+			if (nstarts == cap)
+			{
+				cap *= 2;
+				starts = repalloc(starts, sizeof(Datum) * cap);
+			}
+			starts[nstarts++] = TimestampTzGetDatum(s);
+		}
+		if (nstarts == 0)
+			return BLOCKED;		/* the upstream started after this period */
+		args[0] = CStringGetTextDatum(u->name);
+		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_upstream,
+										 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
+										 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
+										 "('{dead,cancelled}'::pg_catalog.text[])), "
+										 "COALESCE(pg_catalog.jsonb_agg(COALESCE(result, 'null'::jsonb) ORDER BY period_start) "
+										 "FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), '[]'::jsonb) "
+										 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+										 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
+										 2, argtypes), args, NULL, false, 0),
+			  SPI_OK_SELECT, "reading upstream runs");
+		ndone = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		nfailed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		if (nfailed > 0)
+			return BLOCKED;
+		if (ndone != nstarts)
+			r = WAITING;
+		else if (names)
+		{
+			names[i] = CStringGetTextDatum(u->name);
+			results[i] = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
+										   false, -1);
+		}
+	}
+	return r;
+}
+
+/* The payload of a run: app, period, grain, conf, upstream results. */
+static Jsonb *
+RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Datum *results, int n)
+{
+	Oid			argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, JSONBARRAYOID, TEXTOID};
+	Datum		args[7];
+	bool		isnull;
+	Jsonb	   *payload;
+	int			attempt;
+
+	args[0] = CStringGetTextDatum(d->name);
+	args[1] = TimestampTzGetDatum(start);
+	args[2] = TimestampTzGetDatum(end);
+	args[3] = d->conf;
+	args[6] = CStringGetTextDatum(grain_names[d->grain]);
+	/* a payload over the job limit (a yearly rollup of hourly results) goes without results */
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		args[4] = PointerGetDatum(construct_array(names, attempt == 0 ? n : 0, TEXTOID, -1, false, TYPALIGN_INT));
+		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_payload,
+										 "SELECT pg_catalog.jsonb_build_object('app', $1, "
+										 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::text, $2), "
+										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+										 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::text, $3), "
+										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+										 "'period', $7, 'conf', $4, 'upstream', "
+										 "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
+										 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::jsonb))",
+										 7, argtypes), args, NULL, false, 1),
+			  SPI_OK_SELECT, "building a run's payload");
+		payload = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
+												   false, -1));
+		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0)
+			break;
+		ereport(WARNING,
+				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+				 errdetail("With them the payload would have %d bytes, over the limit of %d; read them from coord.runs.",
+						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES)));
+	}
+	return CoordCheckPayload(payload);
+}
+
+/* Enqueues the job of a run (or adopts a live one with its origin); 0 if neither. */
+static int64
+EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
+{
+	char	   *origin = RunOrigin(d->name, start);
+	int64		id;
+
+	/* run_at: the real time, so that workers can claim it at once whatever clock ticks use */
+	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
+							APP_MAX_ATTEMPTS, origin, RunKey(d->name, start));
+	if (id == 0)
+		id = CoordOriginJob(origin);
+	return id;
+}
+
+/*
+ * Creates the run of d for the period starting at start if it has none and
+ * (with check) every upstream run is done; the caller holds the period's
+ * lock.  Returns READY when it created the run.
+ */
+static Readiness
+CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
+{
+	TimestampTz end = PeriodNext(d->grain, start);
+	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+	Readiness	r;
+	int64		id;
+	Oid			argtypes[6] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	if (RunExists(d->name, start))
+		return BLOCKED;
+	if (check)
+	{
+		r = CheckUpstreams(g, d, start, end, names, results);
+		if (r != READY)
+			return r;
+	}
+	id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, check ? d->ndeps : 0));
+	args[0] = CStringGetTextDatum(d->name);
+	args[1] = TimestampTzGetDatum(start);
+	args[2] = TimestampTzGetDatum(end);
+	args[3] = CStringGetTextDatum(d->queue);
+	args[4] = d->host ? CStringGetTextDatum(d->host) : (Datum) 0;
+	nulls[4] = d->host ? ' ' : 'n';
+	args[5] = Int64GetDatum(id);
+	nulls[5] = id > 0 ? ' ' : 'n';
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_insert_run,
+									 "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
+									 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
+									 6, argtypes), args, nulls, false, 0),
+		  SPI_OK_INSERT, "creating a run");
+	return SPI_processed == 1 ? READY : BLOCKED;
+}
+
+/*
+ * Takes the period's lock and creates the run when it is due; keeps the
+ * lock (to commit) when it created one or when keep says so.
+ */
+static Readiness
+TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, bool check, bool keep)
+{
+	LOCKTAG		tag;
+	Readiness	r;
+
+	if (d->first_null || start < d->first_period || !HorizonAllows(g, d, start))
+		return WAITING;
+	PeriodTag(&tag, d->name, start);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	r = CreateRun(g, d, start, check);
+	if (r != READY && !keep)
+		LockRelease(&tag, ExclusiveLock, false);
+	return r;
+}
+
+/* ---------- the finish hook ---------- */
+
+static bool
+ParseOrigin(const char *origin, char **app, TimestampTz *start)
+{
+	const char *body = origin + strlen(COORD_ORIGIN_APP);
+	const char *colon = strrchr(body, ':');
+	struct pg_tm tm;
+	char		extra;
+
+	if (colon == NULL || colon == body)
+		return false;
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(colon + 1, "%4d-%2d-%2d-%2d%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			   &tm.tm_hour, &tm.tm_min, &extra) != 5)
+		return false;
+	*app = pnstrdup(body, colon - body);
+	*start = TsFromTm(&tm);
+	return true;
+}
 
 void
 CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum result, bool result_null)
 {
+	char	   *app;
+	TimestampTz start;
+	Oid			argtypes[5] = {TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, INT8OID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	AppGraph	g;
+	int			i,
+				j;
+
+	if (!ParseOrigin(origin, &app, &start))
+		return;
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(start);
+	args[2] = CStringGetTextDatum(state);
+	args[3] = result;
+	nulls[3] = result_null ? 'n' : ' ';
+	args[4] = Int64GetDatum(job_id);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_finish,
+									 "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
+									 "finished_at = pg_catalog.clock_timestamp(), "
+									 "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
+									 "WHERE h.id OPERATOR(pg_catalog.=) $5), attempts) "
+									 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+									 "AND state OPERATOR(pg_catalog.<>) 'done'",
+									 5, argtypes), args, nulls, false, 0),
+		  SPI_OK_UPDATE, "recording a run");
+	if (SPI_processed != 1 || strcmp(state, "done") != 0)
+		return;					/* dropped app, a run done already, or not done */
+
+	/* the dependents, by name; their periods this run belongs to, in time order */
+	LoadApps(&g, 0);
+	if (FindApp(&g, app) == NULL)
+		return;
+	for (i = 0; i < g.n; i++)
+	{
+		AppDef	   *d = &g.apps[i];
+
+		for (j = 0; j < d->ndeps; j++)
+		{
+			TimestampTz from,
+						to,
+						p;
+
+			if (strcmp(d->deps[j].app, app) != 0)
+				continue;
+			if (d->deps[j].grain > d->grain)
+			{
+				from = PeriodTrunc(d->deps[j].grain, start);
+				to = PeriodNext(d->deps[j].grain, from);
+				from = PeriodCeil(d->grain, from);
+			}
+			else
+			{
+				from = PeriodTrunc(d->grain, start);
+				to = PeriodNext(d->grain, from);
+			}
+			for (p = from; p < to; p = PeriodNext(d->grain, p))
+				(void) TryPeriod(&g, d, p, true, true);
+		}
+	}
+}
+
+/* ---------- coord.tick's share ---------- */
+
+static void
+SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(first);
+	args[2] = TimestampTzGetDatum(next);
+	if (set_first)
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_set_first,
+										 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+										 "WHERE name OPERATOR(pg_catalog.=) $1",
+										 3, argtypes), args, NULL, false, 0),
+			  SPI_OK_UPDATE, "tick");
+	else
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_set_next,
+										 "UPDATE coord.app_defs SET next_period = $3 "
+										 "WHERE name OPERATOR(pg_catalog.=) $1 "
+										 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+										 3, argtypes), args, NULL, false, 0),
+			  SPI_OK_UPDATE, "tick");
+}
+
+static void
+SetRunJob(const char *app, TimestampTz start, int64 job_id)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, INT8OID};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(start);
+	args[2] = Int64GetDatum(job_id);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_set_job,
+									 "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
+									 "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
+									 "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
+									 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+									 "AND state OPERATOR(pg_catalog.=) 'live'",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+}
+
+/* Revokes the claims of runs past their timeout; returns how many. */
+static int64
+TimeOutRuns(TimestampTz now)
+{
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
+	uint64		i,
+				n;
+	SPITupleTable *tt;
+	int64		touched = 0;
+
+	args[0] = TimestampTzGetDatum(now);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_timeouts,
+									 "SELECT r.app, r.period_start, j.id, d.timeout "
+									 "FROM coord.app_runs AS r "
+									 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
+									 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
+									 "AND j.claimed_at IS NOT NULL "
+									 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
+									 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.+) d.timeout OPERATOR(pg_catalog.<) $1 "
+									 "ORDER BY r.app COLLATE \"C\", r.period_start",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_SELECT, "tick");
+	n = SPI_processed;
+	tt = SPI_tuptable;
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		char	   *app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+		int64		id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+		int64		timeout_us = CoordIntervalToMicroseconds(DatumGetIntervalP(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull)),
+															 "timeout", false);
+		char	   *span;
+		int64		newid;
+
+		if (timeout_us % USECS_PER_HOUR == 0)
+			span = psprintf(INT64_FORMAT " h", timeout_us / USECS_PER_HOUR);
+		else if (timeout_us % USECS_PER_MINUTE == 0)
+			span = psprintf(INT64_FORMAT " min", timeout_us / USECS_PER_MINUTE);
+		else
+			span = psprintf("%.3f s", (double) timeout_us / USECS_PER_SEC);
+		newid = CoordRevokeJob(id, psprintf("timed out: not finished %s after its claim", span));
+		if (newid < 0)
+			continue;			/* finished meanwhile */
+		touched++;
+		if (newid > 0)
+			SetRunJob(app, start, newid);
+		/* newid 0: it died, and the finish hook recorded that */
+	}
+
+	/* note when a tick first saw each claim of a run with a timeout */
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_claim_seen,
+									 "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
+									 "FROM coord.job AS j, coord.app_defs AS d "
+									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
+									 "AND d.name OPERATOR(pg_catalog.=) r.app AND d.timeout IS NOT NULL "
+									 "AND j.claimed_at IS NOT NULL "
+									 "AND NOT COALESCE(r.claim_token OPERATOR(pg_catalog.=) j.token, false)",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+	return touched;
+}
+
+/* Live runs whose job is gone (deleted by hand): their job again. */
+static int64
+RepairOrphans(AppGraph *g)
+{
+	uint64		i,
+				n;
+	SPITupleTable *tt;
+	int64		made = 0;
+
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_orphans,
+									 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
+									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
+									 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
+									 "ORDER BY r.app COLLATE \"C\", r.period_start LIMIT 1000",
+									 0, NULL), NULL, NULL, false, 0),
+		  SPI_OK_SELECT, "tick");
+	n = SPI_processed;
+	tt = SPI_tuptable;
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		char	   *app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+		AppDef	   *d = FindApp(g, app);
+		TimestampTz end;
+		Datum	   *names,
+				   *results;
+		int64		id;
+
+		if (d == NULL)
+			continue;
+		end = PeriodNext(d->grain, start);
+		names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+		results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+		if (d->ndeps > 0 && CheckUpstreams(g, d, start, end, names, results) != READY)
+			id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
+		else
+			id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
+		if (id > 0)
+		{
+			SetRunJob(app, start, id);
+			made++;
+		}
+	}
+	return made;
 }
 
 int64
 CoordAppsTick(TimestampTz now)
 {
-	return 0;
+	AppGraph	g;
+	int			i;
+	int64		done = 0;
+
+	done += TimeOutRuns(now);
+	LoadApps(&g, 0);
+	/* the runs this tick may create: periods begun by now */
+	g.horizon_loaded = true;
+	g.horizon_null = false;
+	g.horizon = now;
+	done += RepairOrphans(&g);
+
+	for (i = 0; i < g.n; i++)
+	{
+		AppDef	   *d = &g.apps[i];
+		TimestampTz p;
+		bool		contiguous = true;
+		int			steps;
+		int64		budget = APP_TICK_STEPS;
+
+		if (d->first_null)
+		{
+			/* no catchup_from: the app starts with the period of its first tick */
+			d->first_period = PeriodTrunc(d->grain, now);
+			d->first_null = false;
+			d->next_period = d->first_period;
+			d->next_null = false;
+			SetPeriods(d->name, true, d->first_period, d->next_period);
+		}
+		p = d->next_null ? d->first_period : d->next_period;
+		if (d->ndeps == 0)
+		{
+			Oid			argtypes[1] = {TEXTOID};
+			Datum		args[1];
+			bool		isnull;
+
+			args[0] = CStringGetTextDatum(d->name);
+			SpiOk(SPI_execute_plan(CoordPlan(&plan_live_count,
+											 "SELECT pg_catalog.count(*) FROM coord.app_runs "
+											 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
+			budget = APP_MAX_LIVE_RUNS -
+				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		}
+		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
+		{
+			Readiness	r = TryPeriod(&g, d, p, d->ndeps > 0, false);
+
+			if (r == READY)
+			{
+				done++;
+				if (d->ndeps == 0)
+					budget--;
+			}
+			else if (r == WAITING)
+				contiguous = false;
+			p = PeriodNext(d->grain, p);
+			if (contiguous)
+			{
+				d->next_period = p;
+				d->next_null = false;
+			}
+		}
+		if (!d->next_null)
+			SetPeriods(d->name, false, 0, d->next_period);
+	}
+	return done;
+}
+
+/* ---------- coord.define_app and coord.drop_app ---------- */
+
+static void
+LockDefinitions(void)
+{
+	LOCKTAG		tag;
+	const char *k = "\napp definitions";
+
+	CoordSetTag(&tag, CoordNameKey(k, strlen(k)), COORD_NS_APP);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/* Depth-first from d through its upstreams; ERROR on reaching a cycle. */
+static void
+CheckCycles(AppGraph *g, AppDef *d, char **path, int depth)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < depth; i++)
+		if (strcmp(path[i], d->name) == 0)
+		{
+			StringInfoData s;
+
+			initStringInfo(&s);
+			for (j = i; j < depth; j++)
+				appendStringInfo(&s, "%s -> ", path[j]);
+			appendStringInfoString(&s, d->name);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_RECURSION),
+					 errmsg("app dependencies would form a cycle through app \"%s\"", d->name),
+					 errdetail("Following the dependencies: %s.", s.data)));
+		}
+	path[depth] = d->name;
+	for (i = 0; i < d->ndeps; i++)
+	{
+		AppDef	   *u = FindApp(g, d->deps[i].app);
+
+		if (u)
+			CheckCycles(g, u, path, depth + 1);
+	}
+}
+
+/* Every app's dependencies: known apps, periods no finer than theirs, no cycle. */
+static void
+ValidateGraph(AppGraph *g)
+{
+	int			i,
+				j;
+	char	  **path = palloc(sizeof(char *) * (g->n + 1));
+
+	for (i = 0; i < g->n; i++)
+	{
+		AppDef	   *d = &g->apps[i];
+
+		for (j = 0; j < d->ndeps; j++)
+		{
+			AppDef	   *u = FindApp(g, d->deps[j].app);
+
+			if (u == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("app \"%s\" depends on unknown app \"%s\"", d->name, d->deps[j].app),
+						 errdetail("There is no app \"%s\".", d->deps[j].app),
+						 errhint("Define the apps it depends on first.")));
+			if (d->deps[j].grain < u->grain)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("app \"%s\" depends on app \"%s\" %s, finer than that app runs",
+								d->name, u->name, grain_names[d->deps[j].grain]),
+						 errdetail("App \"%s\" runs %s, so a dependency on it is %s or coarser.",
+								   u->name, grain_names[u->grain], grain_names[u->grain])));
+		}
+	}
+	for (i = 0; i < g->n; i++)
+		CheckCycles(g, &g->apps[i], path, 0);
+}
+
+/*
+ * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
+ * conf): creates or replaces an app.  The same definition again changes
+ * nothing; a changed one applies to runs created from then on.
+ */
+Datum
+coord_define_app(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "app", false);
+	char	   *starts_s = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *host = CoordNameArg(fcinfo, 4, "host", true);
+	char	   *queue = CoordNameArg(fcinfo, 5, "queue", false);
+	Grain		starts = G_NONE;
+	Jsonb	   *depends;
+	Jsonb	   *conf;
+	AppGraph	g;
+	AppDef	   *d;
+	AppDef		nd;
+	CoordUserSwitch sw;
+	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
+	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[11];
+	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		exists;
+	bool		reset = false;
+	TimestampTz catchup = 0;
+	uint64		i;
+
+	CoordRequireArg(fcinfo, 2, "depends");
+	CoordRequireArg(fcinfo, 7, "conf");
+	if (starts_s)
+	{
+		starts = GrainFromName(starts_s);
+		if (starts == G_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid starts \"%s\" for app \"%s\"", starts_s, name),
+					 errhint("starts is hourly, daily, weekly, monthly or yearly, or NULL for an app "
+							 "that runs only when its dependencies are met.")));
+	}
+	depends = PG_GETARG_JSONB_P(2);
+	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
+	if (!PG_ARGISNULL(3))
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false);
+	if (!PG_ARGISNULL(6))
+	{
+		catchup = PG_GETARG_TIMESTAMPTZ(6);
+		if (TIMESTAMP_NOT_FINITE(catchup))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("catchup_from must be a finite time")));
+	}
+
+	memset(&nd, 0, sizeof(nd));
+	nd.name = name;
+	nd.starts = starts;
+	nd.queue = queue;
+	nd.host = host;
+	nd.conf = JsonbPGetDatum(conf);
+	nd.first_null = nd.next_null = true;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	LockDefinitions();
+
+	/* the dependencies: an object of app names and periods */
+	args[0] = JsonbPGetDatum(depends);
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_dep_items,
+									 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
+									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
+									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
+									 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
+									 "ORDER BY e.key COLLATE \"C\"",
+									 1, argtypes + 2), args, NULL, false, 0),
+		  SPI_OK_SELECT, "define_app");
+	{
+		char	   *type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		SPITupleTable *tt = SPI_tuptable;
+		uint64		n = SPI_processed;
+
+		if (strcmp(type, "object") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("depends of app \"%s\" must be a JSON object", name),
+					 errdetail("It is a JSON %s.", type),
+					 errhint("Name each app it depends on with a period: {\"adxcheck\": \"hourly\"}.")));
+		nd.deps = palloc0(sizeof(AppDep) * n);
+		for (i = 0; i < n; i++)
+		{
+			char	   *dep = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+			char	   *vtype = SPI_getvalue(tt->vals[i], tt->tupdesc, 3);
+			char	   *val = SPI_getvalue(tt->vals[i], tt->tupdesc, 4);
+			Grain		dg;
+
+			if (dep == NULL)
+				continue;		/* the empty object */
+			dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
+			if (dg == G_NONE)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
+						 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
+								   val ? val : "null")));
+			if (strcmp(dep, name) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_RECURSION),
+						 errmsg("app dependencies would form a cycle through app \"%s\"", name),
+						 errdetail("Following the dependencies: %s -> %s.", name, name)));
+			nd.deps[nd.ndeps].app = dep;
+			nd.deps[nd.ndeps].grain = dg;
+			nd.ndeps++;
+		}
+	}
+	if (starts == G_NONE && nd.ndeps == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("app \"%s\" has neither starts nor depends", name),
+				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
+	nd.grain = DerivedGrain(&nd);
+
+	/* the graph with the new definition in place */
+	LoadApps(&g, 1);
+	d = FindApp(&g, name);
+	exists = (d != NULL);
+	if (exists)
+	{
+		nd.first_null = d->first_null;
+		nd.first_period = d->first_period;
+		nd.next_null = d->next_null;
+		nd.next_period = d->next_period;
+		*d = nd;
+	}
+	else
+	{
+		g.apps[g.n++] = nd;
+		qsort(g.apps, g.n, sizeof(AppDef), AppCmp);
+	}
+	for (i = 0; i < g.n; i++)
+		g.apps[i].grain = DerivedGrain(&g.apps[i]);
+	ValidateGraph(&g);
+
+	/* where runs start: catchup_from, else the first tick's period */
+	if (exists)
+	{
+		Oid			a1[1] = {TEXTOID};
+		Datum		v1[1];
+
+		v1[0] = CStringGetTextDatum(name);
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_get_def,
+										 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+										 1, a1), v1, NULL, false, 1),
+			  SPI_OK_SELECT, "define_app");
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), grain_names[nd.grain]) != 0)
+			reset = true;		/* another period length: start over */
+	}
+	if (!exists || reset)
+	{
+		nd.first_null = nd.next_null = PG_ARGISNULL(6);
+		if (!PG_ARGISNULL(6))
+			nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
+	}
+	else if (!PG_ARGISNULL(6) && (nd.first_null || PeriodTrunc(nd.grain, catchup) < nd.first_period))
+	{
+		/* an earlier catch-up: periods without a run from there on get one */
+		nd.first_null = nd.next_null = false;
+		nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
+	}
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = starts ? CStringGetTextDatum(grain_names[starts]) : (Datum) 0;
+	nulls[1] = starts ? ' ' : 'n';
+	args[2] = JsonbPGetDatum(depends);
+	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
+	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
+	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
+	nulls[4] = host ? ' ' : 'n';
+	args[5] = CStringGetTextDatum(queue);
+	args[6] = TimestampTzGetDatum(catchup);
+	nulls[6] = PG_ARGISNULL(6) ? 'n' : ' ';
+	args[7] = JsonbPGetDatum(conf);
+	args[8] = TimestampTzGetDatum(nd.first_period);
+	nulls[8] = nd.first_null ? 'n' : ' ';
+	args[9] = TimestampTzGetDatum(nd.next_period);
+	nulls[9] = nd.next_null ? 'n' : ' ';
+	args[10] = CStringGetTextDatum(grain_names[nd.grain]);
+	if (!exists)
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_insert_def,
+										 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
+										 "catchup_from, conf, first_period, next_period, grain) "
+										 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+										 11, argtypes), args, nulls, false, 0),
+			  SPI_OK_INSERT, "define_app");
+	else
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_update_def,
+										 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
+										 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
+										 "grain = $11, "
+										 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
+										 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
+										 /* IS DISTINCT FROM would look "=" up on the caller's search_path */
+										 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
+										 "a.catchup_from, a.conf, a.first_period, a.next_period) OPERATOR(pg_catalog.<>) "
+										 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
+										 "$8, $9, $10)",
+										 11, argtypes), args, nulls, false, 0),
+			  SPI_OK_UPDATE, "define_app");
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* coord.drop_app(name): the app, its runs, and their unclaimed jobs */
+Datum
+coord_drop_app(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "app", false);
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	bool		found;
+
+	args[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	LockDefinitions();
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_dependents,
+									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE \"C\"), "
+									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_SELECT, "drop_app");
+	{
+		bool		isnull;
+		int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (n > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot drop app \"%s\" because other apps depend on it", name),
+					 errdetail("%s %s %s on app \"%s\".", n == 1 ? "App" : "Apps",
+							   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+							   n == 1 ? "depends" : "depend", name),
+					 errhint("Drop those apps first, or redefine them without this dependency.")));
+	}
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_def,
+									 "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_DELETE, "drop_app");
+	found = (SPI_processed == 1);
+	if (found)
+	{
+		/* a claimed run finishes; the finish hook then finds no run to record */
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_jobs,
+										 "DELETE FROM coord.job AS j USING coord.app_runs AS r "
+										 "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live' "
+										 "AND j.id OPERATOR(pg_catalog.=) r.job_id "
+										 "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
+										 "AND NOT coord.job_claimed(j.id)",
+										 1, argtypes), args, NULL, false, 0),
+			  SPI_OK_DELETE, "drop_app");
+		SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_runs,
+										 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
+										 1, argtypes), args, NULL, false, 0),
+			  SPI_OK_DELETE, "drop_app");
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_BOOL(found);
+}
+
+/* ---------- coord.grid ---------- */
+
+typedef struct GridRow
+{
+	char	   *app;
+	Grain		grain;
+	char	   *cells;
+} GridRow;
+
+/* How a state shows, and how much it matters when several runs share a cell. */
+static char
+StateSymbol(const char *state, int *rank)
+{
+	static const struct
+	{
+		const char *state;
+		char		sym;
+	}			syms[] = {
+		{"done", '#'}, {"scheduled", '~'}, {"ready", 'o'}, {"running", '>'},
+		{"missing", '?'}, {"cancelled", 'c'}, {"dead", 'X'}
+	};
+	int			i;
+
+	for (i = 0; i < lengthof(syms); i++)
+		if (strcmp(state, syms[i].state) == 0)
+		{
+			*rank = i + 1;
+			return syms[i].sym;
+		}
+	*rank = 0;
+	return '?';
+}
+
+static int
+SymbolRank(char c)
+{
+	const char *order = "#~o>?cX";
+	const char *p = (c == '\0' || c == '.' || c == '-') ? NULL : strchr(order, c);
+
+	return p ? (int) (p - order) + 1 : 0;
+}
+
+static void
+HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, StringInfo tens, StringInfo units)
+{
+	int			c;
+	int			last_end = -1;
+
+	appendStringInfoSpaces(top, indent);
+	appendStringInfoSpaces(tens, indent);
+	appendStringInfoSpaces(units, indent);
+	for (c = 0; c < ncols; c++)
+	{
+		struct pg_tm tm;
+		int			v = 0;
+		bool		boundary;
+		char	   *label = NULL;
+
+		TmFromTs(cols[c], &tm);
+		switch (cg)
+		{
+			case G_HOURLY:
+				v = tm.tm_hour;
+				boundary = (tm.tm_hour == 0);
+				label = psprintf("%04d-%02d-%02d", tm.tm_year, tm.tm_mon, tm.tm_mday);
+				break;
+			case G_DAILY:
+				v = tm.tm_mday;
+				boundary = (tm.tm_mday == 1);
+				label = psprintf("%04d-%02d", tm.tm_year, tm.tm_mon);
+				break;
+			case G_WEEKLY:
+				{
+					int			y = tm.tm_year;
+
+					v = date2isoweek(tm.tm_year, tm.tm_mon, tm.tm_mday);
+					if (v == 1 && tm.tm_mon == 12)
+						y++;
+					boundary = (v == 1);
+					label = psprintf("%04d-W", y);
+				}
+				break;
+			case G_MONTHLY:
+				v = tm.tm_mon;
+				boundary = (tm.tm_mon == 1);
+				label = psprintf("%04d", tm.tm_year);
+				break;
+			default:
+				v = tm.tm_year % 100;
+				boundary = (tm.tm_year % 100 == 0);
+				label = psprintf("%02d", tm.tm_year / 100);
+				break;
+		}
+		if ((boundary || c == 0) && c > last_end)
+		{
+			appendStringInfoString(top, label);
+			last_end = c + strlen(label);
+		}
+		else if (c >= last_end)
+			appendStringInfoChar(top, ' ');
+		appendStringInfoChar(tens, '0' + (v / 10) % 10);
+		appendStringInfoChar(units, '0' + v % 10);
+	}
+}
+
+/*
+ * coord.grid(from, to, apps) returns SETOF text: apps x periods with each
+ * run's state as one character.  Columns are periods of the finest grain of
+ * the apps shown (coarser when there would be more than GRID_MAX_COLUMNS).
+ * A coarser app shows its run in the column where its period starts and '-'
+ * for the rest of it; a finer app shows, per column, the state of its runs
+ * there that matters most (dead over cancelled over running ... over done).
+ */
+Datum
+coord_grid(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz from,
+				to;
+	Oid			argtypes[3] = {TEXTARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	CoordUserSwitch sw;
+	GridRow    *rows;
+	int			nrows,
+				r,
+				c,
+				ncols = 0,
+				width = 3;
+	Grain		cg = G_YEARLY;
+	TimestampTz *cols;
+	TimestampTz t;
+	uint64		i;
+	List	   *lines = NIL;
+	ListCell   *lc;
+	StringInfoData top,
+				tens,
+				units;
+
+	CoordRequireArg(fcinfo, 0, "from");
+	CoordRequireArg(fcinfo, 1, "to");
+	from = PG_GETARG_TIMESTAMPTZ(0);
+	to = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(from) || TIMESTAMP_NOT_FINITE(to) || to <= from)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("grid needs finite times with from before to")));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	args[0] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[0] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[1] = TimestampTzGetDatum(from);
+	args[2] = TimestampTzGetDatum(to);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_grid_apps,
+									 "WITH RECURSIVE chain(name, depth) AS ("
+									 "SELECT name, 0 FROM coord.app_defs UNION ALL "
+									 "SELECT a.name, c.depth OPERATOR(pg_catalog.+) 1 FROM chain AS c "
+									 "JOIN coord.app_defs AS a ON a.depends OPERATOR(pg_catalog.?) c.name "
+									 "WHERE c.depth OPERATOR(pg_catalog.<) 64) "
+									 "SELECT x.name, x.grain FROM ("
+									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
+									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
+									 "UNION ALL "
+									 "SELECT a.name, a.grain, (SELECT pg_catalog.max(c.depth) FROM chain AS c "
+									 "WHERE c.name OPERATOR(pg_catalog.=) a.name)::bigint FROM coord.app_defs AS a WHERE $1 IS NULL"
+									 ") AS x ORDER BY x.k, x.name COLLATE \"C\"",
+									 3, argtypes), args, nulls, false, 0),
+		  SPI_OK_SELECT, "grid");
+	nrows = SPI_processed;
+	rows = palloc0(sizeof(GridRow) * Max(nrows, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		char	   *grain = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		rows[i].app = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		if (grain == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("app \"%s\" does not exist", rows[i].app ? rows[i].app : "(null)")));
+		rows[i].grain = GrainFromName(grain);
+		cg = Min(cg, rows[i].grain);
+		width = Max(width, (int) strlen(rows[i].app));
+	}
+	width += 2;
+
+	/* the columns */
+	for (;;)
+	{
+		ncols = 0;
+		for (t = PeriodTrunc(cg, from); t < to && ncols <= GRID_MAX_COLUMNS; t = PeriodNext(cg, t))
+			ncols++;
+		if (ncols <= GRID_MAX_COLUMNS || cg == G_YEARLY)
+			break;
+		cg++;
+	}
+	ncols = Min(ncols, GRID_MAX_COLUMNS);
+	cols = palloc(sizeof(TimestampTz) * (ncols + 1));
+	for (c = 0, t = PeriodTrunc(cg, from); c < ncols; c++, t = PeriodNext(cg, t))
+		cols[c] = t;
+	cols[ncols] = t;
+	for (r = 0; r < nrows; r++)
+	{
+		rows[r].cells = palloc(ncols + 1);
+		memset(rows[r].cells, '.', ncols);
+		rows[r].cells[ncols] = '\0';
+	}
+
+	/* the runs */
+	SpiOk(SPI_execute_plan(CoordPlan(&plan_grid_runs,
+									 "SELECT app, period_start, period_end, state FROM coord.runs "
+									 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
+									 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
+									 3, argtypes), args, nulls, false, 0),
+		  SPI_OK_SELECT, "grid");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		bool		isnull;
+		char	   *app = SPI_getvalue(row, SPI_tuptable->tupdesc, 1);
+		TimestampTz ps = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+		TimestampTz pe = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+		int			rank;
+		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
+
+		for (r = 0; r < nrows; r++)
+		{
+			if (strcmp(rows[r].app, app) != 0)
+				continue;
+			for (c = 0; c < ncols; c++)
+			{
+				if (cols[c + 1] <= ps || cols[c] >= pe)
+					continue;
+				if (ps >= cols[c] || c == 0)
+				{
+					/* the column where the run starts (or the first shown): the worst state wins */
+					if (SymbolRank(rows[r].cells[c]) < rank)
+						rows[r].cells[c] = sym;
+				}
+				else if (rows[r].cells[c] == '.')
+					rows[r].cells[c] = '-';
+			}
+		}
+	}
+
+	/* the text (the tuplestore copies it out of SPI's memory) */
+	initStringInfo(&top);
+	initStringInfo(&tens);
+	initStringInfo(&units);
+	{
+		struct pg_tm a,
+					b;
+
+		TmFromTs(cols[0], &a);
+		TmFromTs(cols[ncols], &b);
+		lines = lappend(lines, psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
+										"one column per %s period",
+										nrows, nrows == 1 ? "app" : "apps",
+										a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min,
+										b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min,
+										cg == G_HOURLY ? "hour's" : cg == G_DAILY ? "day's" :
+										cg == G_WEEKLY ? "ISO week's" : cg == G_MONTHLY ? "month's" : "year's"));
+	}
+	HeaderLines(cg, cols, ncols, width, &top, &tens, &units);
+	lines = lappend(lines, top.data);
+	lines = lappend(lines, tens.data);
+	lines = lappend(lines, units.data);
+	for (r = 0; r < nrows; r++)
+		lines = lappend(lines, psprintf("%-*s%s", width, rows[r].app, rows[r].cells));
+	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  X dead  "
+								   "c cancelled  ? job missing  . no run  - period continues"));
+	foreach(lc, lines)
+	{
+		Datum		v[1];
+		bool		n[1] = {false};
+
+		v[0] = CStringGetTextDatum((char *) lfirst(lc));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	return (Datum) 0;
 }

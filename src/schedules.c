@@ -386,8 +386,10 @@ coord_schedule(PG_FUNCTION_ARGS)
 									 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
 									 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
 									 "host = EXCLUDED.host, updated_at = pg_catalog.now() "
-									 "WHERE (s.queue, s.every, s.cron, s.payload, s.starts_at, s.fixed_rate, s.host) "
-									 "IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
+									 /* IS DISTINCT FROM would look "=" up on the caller's search_path */
+									 "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
+									 "s.fixed_rate, s.host) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
+									 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
 									 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
 									 "RETURNING id",
 									 8, argtypes), args, nulls, false, 0),

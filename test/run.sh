@@ -86,6 +86,18 @@ run_tests() {
     fi
   done
 
+  log "== coord-agent (each script runs its own cluster, ports 54340-54349)"
+  for t in test/agent/*.sh; do
+    case "$t" in */run_all.sh|*/agent_lib.sh) continue ;; esac
+    local out="test/results/agent_$(basename "$t").out"
+    if bash "$t" >"$out" 2>&1; then
+      passed=$((passed + 1)); log "agent/$(basename "$t"): ok ($(tail -1 "$out"))"
+    else
+      failed=$((failed + 1)); failures+=("agent: $(basename "$t")")
+      log "agent/$(basename "$t"): FAILED"; tail -20 "$out" >&2
+    fi
+  done
+
   log "== slow scripts"
   local i
   for i in "${!slow_pids[@]}"; do

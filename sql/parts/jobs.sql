@@ -202,7 +202,6 @@ SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_k
        h.claimed_at, h.finished_at, h.result, h.origin
   FROM coord.job_history AS h;
 COMMENT ON VIEW coord.jobs IS 'Every live job and every finished job still in the history';
-GRANT SELECT ON coord.jobs TO PUBLIC;
 
 CREATE VIEW coord.queue_stats AS
 WITH live AS (
@@ -245,4 +244,3 @@ SELECT q.queue,
   LEFT JOIN done AS r ON r.queue OPERATOR(pg_catalog.=) q.queue;
 COMMENT ON VIEW coord.queue_stats IS
   'Per queue: ready, scheduled, running, dead, done in the last hour, age of the oldest ready job';
-GRANT SELECT ON coord.queue_stats TO PUBLIC;

@@ -100,7 +100,6 @@ SELECT COALESCE(n.path, '#' OPERATOR(pg_catalog.||) s.key::text) AS path,
   LEFT JOIN coord.lock_names AS n ON n.key OPERATOR(pg_catalog.=) s.key;
 COMMENT ON VIEW coord.locks IS
   'pg_coord locks by path: mode, granted or waiting, and the holder''s pid, application, address and start';
-GRANT SELECT ON coord.locks TO PUBLIC;
 
 -- Forgets registered names no session holds or awaits now.
 CREATE FUNCTION coord.purge_lock_names()
@@ -117,4 +116,3 @@ AS $$
 $$;
 COMMENT ON FUNCTION coord.purge_lock_names() IS
   'Deletes registry rows of paths no session holds or awaits now; returns how many';
-REVOKE ALL ON FUNCTION coord.purge_lock_names() FROM PUBLIC;

@@ -91,4 +91,3 @@ SELECT r.key, r.state, r.owner_pid,
     ON w.key OPERATOR(pg_catalog.=) coord.key_hash(r.key);
 COMMENT ON VIEW coord.requests IS
   'Request keys: state, the session that requested it last, whether that owner is alive (requested keys only), how many wait, and when it was requested, queued, done';
-GRANT SELECT ON coord.requests TO PUBLIC;

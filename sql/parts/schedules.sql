@@ -80,4 +80,3 @@ SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run
     ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);
 COMMENT ON VIEW coord.schedules IS
   'Schedules: next and last run, how the last one ended, and whether an instance is running now';
-GRANT SELECT ON coord.schedules TO PUBLIC;

@@ -16,15 +16,15 @@ SELECT c.relname, a.privilege_type
  WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind IN ('r', 'S')
    AND a.grantee = 0
  ORDER BY 1, 2;
--- Views are readable by everyone.
+-- Views are readable by coord_monitor, not by PUBLIC.
 SELECT c.relname, a.privilege_type
   FROM pg_class c, aclexplode(c.relacl) a
  WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v' AND a.grantee = 0
  ORDER BY 1, 2;
 
--- The monitoring views work for a role with no privileges beyond the defaults,
+-- The monitoring views work for a member of coord_monitor with nothing else,
 -- holder details included (read from backend status, not pg_stat_activity).
-CREATE ROLE regress_coord_monitor;
+CREATE ROLE regress_coord_monitor IN ROLE coord_monitor;
 SELECT coord.lock('/catalog/held'), coord.request('catalog-key');
 SET ROLE regress_coord_monitor;
 SELECT path, mode, granted, pid = pg_backend_pid() AS mine, backend_start IS NOT NULL AS has_start

@@ -1,0 +1,1304 @@
+/*-------------------------------------------------------------------------
+ * agent.c
+ *		coord-agent's main loop: the database session (connect, LISTEN,
+ *		claim, heartbeat, complete, fail, reconnect), the children's
+ *		lifecycle (start, timeouts, reaping) and the signals (SIGTERM drains,
+ *		SIGHUP reloads).
+ *
+ * One thread, one poll().  Signals only write a byte into a self-pipe;
+ * children are started and read in the loop; the connection is opened
+ * asynchronously (PQconnectStart/PQconnectPoll), so that a database that
+ * is down or slow never stops timeouts, kills or a SIGTERM from being
+ * handled.  The short statements (claim, complete, fail, heartbeat) are
+ * synchronous: each is one round trip.
+ *
+ * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
+ * describes: LISTEN on "coord:<queue>" for every queue and on
+ * "coord:host:<host>" first, then claim; a claim that finds nothing marks
+ * the session idle on that channel, and enqueue NOTIFYs only idle
+ * sessions.  So while it has free slots the agent claims from a queue until
+ * a claim comes back empty (a claim that found work drops the idle mark),
+ * and it polls every `poll` as the README asks, in case a wake-up is lost.
+ *
+ * Claims are session-bound by default: if the agent dies or its connection
+ * does, the jobs are claimable again at once, and the agent kills the
+ * children of those jobs.  In lease mode the claims outlive the connection
+ * until their lease runs out, so the children go on running through a
+ * reconnect and are reported afterwards; a child whose lease ran out (by
+ * our own clock, which starts before the server's) is killed.
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coord_agent.h"
+
+#define CONNECT_TIMEOUT_MS	10000
+#define BACKOFF_FIRST_MS	100
+#define BACKOFF_CAP_MS		5000
+
+typedef enum DbState
+{
+	DB_DOWN,
+	DB_CONNECTING,
+	DB_READY
+} DbState;
+
+static AgentConfig *cfg;
+static const CliOverrides *cli_over;
+static const char *cfg_path;
+
+static PGconn *conn;
+static DbState db_state = DB_DOWN;
+static PostgresPollingStatusType connect_dir;
+static msec_t connect_started;
+static msec_t reconnect_at;
+static msec_t backoff;
+static char *last_connect_error;
+
+static Job *jobs;
+static int	njobs;
+
+static bool need_claim;
+static msec_t last_claim;
+static int	queue_rr;
+static char *last_claim_error;
+
+static bool draining;
+static msec_t drain_deadline;
+static bool drain_killed;
+
+static int	sigpipe_fds[2] = {-1, -1};
+static bool got_term;
+static bool got_hup;
+
+/* ---------- signals ---------- */
+
+static void
+on_signal(int sig)
+{
+	int			save = errno;
+	unsigned char c = (unsigned char) sig;
+	ssize_t		r = write(sigpipe_fds[1], &c, 1);
+
+	(void) r;					/* a full pipe already holds a wake-up */
+	errno = save;
+}
+
+static void
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	if (pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
+	{
+		log_error("could not create the signal pipe: %s", strerror(errno));
+		exit(1);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	/* a child that closed its stdin must not kill us when we write to it */
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static void
+read_signals(void)
+{
+	unsigned char buf[64];
+	ssize_t		n;
+	ssize_t		i;
+
+	while ((n = read(sigpipe_fds[0], buf, sizeof(buf))) > 0)
+		for (i = 0; i < n; i++)
+		{
+			if (buf[i] == SIGTERM || buf[i] == SIGINT)
+				got_term = true;
+			else if (buf[i] == SIGHUP)
+				got_hup = true;
+			/* SIGCHLD only has to wake poll(): every loop reaps */
+		}
+}
+
+/* ---------- jobs list ---------- */
+
+static Job *
+job_new(void)
+{
+	Job		   *j = xmalloc(sizeof(Job));
+
+	memset(j, 0, sizeof(*j));
+	j->fd_in = j->fd_out = j->fd_err = -1;
+	j->next = jobs;
+	jobs = j;
+	njobs++;
+	return j;
+}
+
+static void
+job_remove(Job *job)
+{
+	Job		  **pp;
+
+	for (pp = &jobs; *pp; pp = &(*pp)->next)
+		if (*pp == job)
+		{
+			*pp = job->next;
+			njobs--;
+			job_free(job);
+			/* a slot is free: look for work now, not at the next poll */
+			need_claim = true;
+			return;
+		}
+}
+
+static char *
+fmt_secs(msec_t ms, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.3fs", ms / 1000.0);
+	return buf;
+}
+
+/* The first line of a text, cut to max bytes, for a log line. */
+static char *
+first_line(const char *s, size_t max)
+{
+	size_t		n = strcspn(s, "\n");
+
+	if (n > max)
+		n = max;
+	return xasprintf("%.*s%s", (int) n, s, s[n] ? "..." : "");
+}
+
+/* ---------- the database session ---------- */
+
+/* The connection's last error, one line, for a log line. */
+static const char *
+conn_error(void)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf), "%s", conn ? PQerrorMessage(conn) : "no connection");
+	return trim(buf);
+}
+
+static void
+notice_processor(void *arg, const char *message)
+{
+	char	   *m = xstrdup(message);
+
+	(void) arg;
+	log_info("server: %s", trim(m));
+	free(m);
+}
+
+/* Any NOTIFY on our channels means: claim now. */
+static void
+drain_notifies(void)
+{
+	PGnotify   *n;
+
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		log_verbose("notification on \"%s\"", n->relname);
+		need_claim = true;
+		PQfreemem(n);
+	}
+}
+
+static void
+schedule_reconnect(void)
+{
+	msec_t		now = now_ms();
+
+	reconnect_at = now + backoff;
+	backoff = backoff == 0 ? BACKOFF_FIRST_MS : backoff * 2;
+	if (backoff > BACKOFF_CAP_MS)
+		backoff = BACKOFF_CAP_MS;
+}
+
+/*
+ * The connection is gone.  Session-bound claims went with it: their
+ * children are killed at once (another agent may already be running the
+ * job), and results not yet reported are dropped.  Lease claims live on
+ * until their lease ends; their children keep running.
+ */
+static void
+lost_connection(const char *why)
+{
+	Job		   *j;
+	char	   *msg = xstrdup(why ? why : "connection lost");
+
+	log_error("lost the database connection: %s", trim(msg));
+	free(msg);
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
+	for (j = jobs; j; j = j->next)
+	{
+		if (!j->session_bound || j->killed == KILL_LOST)
+			continue;
+		j->killed = KILL_LOST;
+		if (!j->exited)
+		{
+			log_verbose("job %lld: session-bound claim lost with the session: killing pid %d",
+						(long long) j->id, (int) j->pid);
+			child_signal(j, SIGKILL);
+		}
+	}
+	schedule_reconnect();
+}
+
+/*
+ * Runs one statement; returns its result when it has the expected status,
+ * else NULL (after handling a lost connection).  sqlstate, if given, gets
+ * the error's SQLSTATE.
+ */
+static PGresult *
+run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType want,
+		char *sqlstate)
+{
+	PGresult   *res;
+
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	if (db_state != DB_READY)
+		return NULL;
+	res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	if (res && PQresultStatus(res) == want)
+	{
+		drain_notifies();
+		return res;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		if (res)
+			PQclear(res);
+		lost_connection(PQerrorMessage(conn));
+		return NULL;
+	}
+	if (sqlstate && res && PQresultErrorField(res, PG_DIAG_SQLSTATE))
+		snprintf(sqlstate, 6, "%s", PQresultErrorField(res, PG_DIAG_SQLSTATE));
+	{
+		char	   *m = xstrdup(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+
+		log_verbose("statement failed: %s", trim(m));
+		free(m);
+	}
+	if (res)
+		PQclear(res);
+	drain_notifies();
+	return NULL;
+}
+
+/* LISTEN on every channel that can bring us work. */
+static bool
+listen_all(void)
+{
+	int			i;
+
+	for (i = 0; i <= cfg->nqueues; i++)
+	{
+		char	   *channel = i < cfg->nqueues ? xasprintf("coord:%s", cfg->queues[i])
+			: xasprintf("coord:host:%s", cfg->host);
+		char	   *ident = PQescapeIdentifier(conn, channel, strlen(channel));
+		char	   *sql = xasprintf("LISTEN %s", ident ? ident : "\"\"");
+		PGresult   *res = run_sql(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+
+		log_verbose("LISTEN %s", ident ? ident : channel);
+		PQfreemem(ident);
+		free(sql);
+		free(channel);
+		if (res == NULL)
+			return false;
+		PQclear(res);
+	}
+	return true;
+}
+
+/* Connected: check the extension, LISTEN, and look for work at once. */
+static void
+session_ready(void)
+{
+	PGresult   *res;
+	char	   *why = NULL;
+
+	PQsetNoticeProcessor(conn, notice_processor, NULL);
+	if (PQsetClientEncoding(conn, "UTF8") != 0)
+		log_warning("could not set client_encoding to UTF8: %s", PQerrorMessage(conn));
+	db_state = DB_READY;
+	res = run_sql("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
+				  0, NULL, PGRES_TUPLES_OK, NULL);
+	if (res == NULL)
+		why = xstrdup("could not check for the pg_coord extension");
+	else if (PQntuples(res) == 0)
+		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
+	if (res)
+		PQclear(res);
+	if (why == NULL && db_state == DB_READY && !listen_all())
+		why = xstrdup("LISTEN failed");
+	if (why != NULL)
+	{
+		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
+			log_error("%s; retrying", why);
+		free(last_connect_error);
+		last_connect_error = why;
+		if (conn)
+			PQfinish(conn);
+		conn = NULL;
+		db_state = DB_DOWN;
+		schedule_reconnect();
+		return;
+	}
+	free(last_connect_error);
+	last_connect_error = NULL;
+	backoff = 0;
+	need_claim = true;
+	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims",
+			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
+			 cfg->lease > 0 ? "lease" : "session-bound");
+}
+
+static void
+connect_failed(const char *why)
+{
+	char	   *m = xstrdup(why);
+	char		b[32];
+
+	trim(m);
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
+	schedule_reconnect();
+	if (last_connect_error == NULL || strcmp(last_connect_error, m) != 0 || verbose)
+		log_error("could not connect: %s (retrying %s%s)", m,
+				  reconnect_at > now_ms() ? "in " : "now",
+				  reconnect_at > now_ms() ? format_duration(reconnect_at - now_ms(), b, sizeof(b)) : "");
+	free(last_connect_error);
+	last_connect_error = m;
+}
+
+static void
+start_connect(void)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {cfg->dbname, "coord-agent", NULL};
+
+	conn = PQconnectStartParams(keys, vals, 1);
+	if (conn == NULL)
+	{
+		log_error("out of memory");
+		exit(1);
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		connect_failed(PQerrorMessage(conn));
+		return;
+	}
+	db_state = DB_CONNECTING;
+	connect_dir = PGRES_POLLING_WRITING;
+	connect_started = now_ms();
+	log_verbose("connecting");
+}
+
+static void
+advance_connect(void)
+{
+	connect_dir = PQconnectPoll(conn);
+	if (connect_dir == PGRES_POLLING_OK)
+		session_ready();
+	else if (connect_dir == PGRES_POLLING_FAILED)
+		connect_failed(PQerrorMessage(conn));
+}
+
+/* ---------- reporting a finished job ---------- */
+
+/* Logs the end of a job: one line, the fields people grep for. */
+static void
+log_end(const Job *job, const char *outcome, const char *extra)
+{
+	char		b[32];
+
+	log_info("job %lld end task=%s duration=%s outcome=%s%s%s",
+			 (long long) job->id, job->task,
+			 fmt_secs((job->ended ? job->ended : now_ms()) - job->started, b, sizeof(b)),
+			 outcome, extra && *extra ? " " : "", extra ? extra : "");
+}
+
+/*
+ * coord.fail; returns the new state ('scheduled', 'dead'), "lost" when the
+ * claim was no longer ours, or NULL when it could not be said (connection
+ * or statement error).
+ */
+static char *
+fail_job(const Job *job, const char *error, msec_t retry_after)
+{
+	char		id[24],
+				token[24],
+				delay[48];
+	const char *values[4];
+	PGresult   *res;
+	char	   *state;
+	char	   *clean = clean_text(error, strlen(error));
+
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	snprintf(delay, sizeof(delay), "%lld milliseconds", (long long) retry_after);
+	values[0] = id;
+	values[1] = token;
+	values[2] = clean;
+	values[3] = retry_after >= 0 ? delay : NULL;
+	res = run_sql("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
+				  4, values, PGRES_TUPLES_OK, NULL);
+	free(clean);
+	if (res == NULL)
+		return NULL;
+	state = xstrdup(PQgetisnull(res, 0, 0) ? "lost" : PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return state;
+}
+
+/*
+ * coord.complete with the result, or with NULL if the server will not take
+ * it (*kept says which).
+ */
+static char *
+complete_job(const Job *job, const char *result, bool *kept)
+{
+	char		id[24],
+				token[24];
+	const char *values[3];
+	PGresult   *res;
+	char		sqlstate[6];
+	char	   *state;
+
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	values[0] = id;
+	values[1] = token;
+	values[2] = result;
+	*kept = (result != NULL);
+	res = run_sql("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
+				  3, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL && result != NULL && db_state == DB_READY && strncmp(sqlstate, "22", 2) == 0)
+	{
+		/* not JSON after all (data exception): the result is NULL */
+		log_verbose("job %lld: the last line of stdout is not JSON the server takes; result NULL",
+					(long long) job->id);
+		values[2] = NULL;
+		*kept = false;
+		res = run_sql("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
+					  3, values, PGRES_TUPLES_OK, NULL);
+	}
+	if (res == NULL)
+		return NULL;
+	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
+	PQclear(res);
+	return state;
+}
+
+/*
+ * Reports an exited child's job: complete on exit 0, fail with retry_after
+ * on exit 75, fail otherwise.  Returns false when it could not (the
+ * connection went away): the caller keeps the job for later or drops it.
+ */
+static bool
+report_job(Job *job)
+{
+	char	   *tail = child_stderr_tail(job);
+	const char *last = child_last_line(job);
+	char	   *state = NULL;
+	char	   *error = NULL;
+	char	   *extra = NULL;
+	const char *outcome;
+	char		b1[32],
+				b2[32];
+	bool		ok;
+
+	if (job->killed == KILL_SHUTDOWN)
+	{
+		/* hand the job back at once, without using up an attempt */
+		outcome = "shutdown";
+		error = xasprintf("coord-agent on host %s shut down before the job finished%s%s",
+						  cfg->host, *tail ? "; stderr: " : "", tail);
+		state = fail_job(job, error, 0);
+	}
+	else if (job->killed == KILL_TIMEOUT)
+	{
+		outcome = "timeout";
+		error = xasprintf("timed out after %s (task timeout %s); the process group was killed%s%s",
+						  format_duration(job->ended - job->started, b1, sizeof(b1)),
+						  format_duration(job->timeout, b2, sizeof(b2)),
+						  *tail ? "; stderr: " : "", tail);
+		state = fail_job(job, error, -1);
+	}
+	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 0)
+	{
+		char	   *result = NULL;
+		bool		kept = false;
+
+		outcome = "done";
+		if (last)
+		{
+			char	   *t = xstrdup(last);
+
+			if (json_valid(trim(t)))
+				result = xstrdup(trim(t));
+			free(t);
+		}
+		state = complete_job(job, result, &kept);
+		extra = xstrdup(kept ? "result=json" : "result=null");
+		free(result);
+	}
+	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 75)
+	{
+		msec_t		delay = job->retry_after;
+
+		outcome = "retry";
+		if (last && strncmp(last, "retry_after=", 12) == 0)
+		{
+			msec_t		d;
+
+			if (parse_duration(last + 12, &d))
+				delay = d;
+			else
+				log_warning("job %lld: ignoring \"%s\": not a number of seconds", (long long) job->id, last);
+		}
+		error = xasprintf("temporary failure (exit 75), retry after %s%s%s",
+						  format_duration(delay, b1, sizeof(b1)), *tail ? "; stderr: " : "", tail);
+		state = fail_job(job, error, delay);
+		extra = xasprintf("exit=75 retry_after=%s", format_duration(delay, b1, sizeof(b1)));
+	}
+	else
+	{
+		outcome = "failed";
+		if (WIFEXITED(job->status))
+		{
+			error = xasprintf("exit status %d%s%s", WEXITSTATUS(job->status),
+							  *tail ? ": " : " (nothing on stderr)", tail);
+			extra = xasprintf("exit=%d", WEXITSTATUS(job->status));
+		}
+		else
+		{
+			int			sig = WTERMSIG(job->status);
+
+			error = xasprintf("killed by signal %d (%s)%s%s", sig, strsignal(sig),
+							  *tail ? ": " : "", tail);
+			extra = xasprintf("signal=%d", sig);
+		}
+		state = fail_job(job, error, -1);
+	}
+
+	ok = (state != NULL);
+	if (ok)
+	{
+		char	   *more;
+		char	   *err1 = error && strcmp(outcome, "retry") != 0 ? first_line(tail, 200) : NULL;
+
+		if (strcmp(state, "lost") == 0)
+			more = xasprintf("%s%sstate=unchanged (the claim was no longer ours; nothing reported)",
+							 extra ? extra : "", extra ? " " : "");
+		else
+			more = xasprintf("%s%sstate=%s%s%s%s", extra ? extra : "", extra ? " " : "", state,
+							 err1 && *err1 ? " stderr=\"" : "", err1 && *err1 ? err1 : "",
+							 err1 && *err1 ? "\"" : "");
+		log_end(job, strcmp(state, "lost") == 0 ? "stale" : outcome, more);
+		free(more);
+		free(err1);
+	}
+	free(state);
+	free(error);
+	free(extra);
+	free(tail);
+	return ok;
+}
+
+/*
+ * Every exited child's job: report it if we can, keep it while a lease
+ * claim may still be reported after a reconnect, or drop it.
+ */
+static void
+finish_exited(msec_t now)
+{
+	Job		   *j,
+			   *next;
+
+	for (j = jobs; j; j = next)
+	{
+		next = j->next;
+		if (!j->exited)
+			continue;
+		if (j->killed == KILL_LOST)
+		{
+			log_end(j, "lost", "(the claim is gone: killed, nothing reported)");
+			job_remove(j);
+			continue;
+		}
+		if (db_state != DB_READY)
+		{
+			if (j->session_bound)
+			{
+				log_end(j, "lost", "(the session-bound claim ended with the database session; nothing reported)");
+				job_remove(j);
+			}
+			else if (now >= j->lease_valid_until)
+			{
+				log_end(j, "lost", "(the lease ran out before the result could be reported)");
+				job_remove(j);
+			}
+			continue;
+		}
+		if (now < j->report_at)
+			continue;
+		if (report_job(j))
+			job_remove(j);
+		else if (db_state == DB_READY)
+		{
+			/*
+			 * A statement error, not the connection.  Keep the job (and its
+			 * slot) and try again: dropping it would leave a session-bound
+			 * claim held by this session for as long as it lives.
+			 */
+			log_error("job %lld: could not report the outcome (%s); trying again in 5s",
+					  (long long) j->id, conn_error());
+			j->report_at = now + 5000;
+		}
+		else if (j->session_bound)
+		{
+			log_end(j, "lost", "(the connection went down while reporting; nothing reported)");
+			job_remove(j);
+		}
+		/* lease: tried again after the reconnect */
+	}
+}
+
+/* ---------- claiming and starting ---------- */
+
+/* A claimed job whose task is not in the allow-list: fail it, run nothing. */
+static void
+reject_job(Job *job)
+{
+	char	   *error = xasprintf("task \"%s\" is not in the allow-list of coord-agent on host %s (config %s); nothing was run",
+								  job->task, cfg->host, cfg->path ? cfg->path : "(none)");
+	char	   *state;
+
+	job->started = job->ended = now_ms();
+	state = fail_job(job, error, -1);
+	log_info("job %lld rejected task=%s queue=%s attempt=%d outcome=rejected state=%s error=\"%s\"",
+			 (long long) job->id, job->task, job->queue, job->attempt,
+			 state ? state : "unknown", error);
+	free(state);
+	free(error);
+}
+
+static char *
+dup_field(PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NULL;
+	return xstrdup(PQgetvalue(res, row, col));
+}
+
+/* Starts the child of a claimed job, or fails the job if it cannot. */
+static void
+start_job(Job *job)
+{
+	TaskConfig *task = config_find_task(cfg, job->task);
+	char	   *err = NULL;
+	msec_t		now = now_ms();
+
+	if (task == NULL)
+	{
+		reject_job(job);
+		job_remove(job);
+		return;
+	}
+	job->timeout = task->timeout >= 0 ? task->timeout : cfg->timeout;
+	job->retry_after = task->retry_after >= 0 ? task->retry_after : cfg->retry_after;
+	job->started = now;
+	job->deadline = job->timeout > 0 ? now + job->timeout : 0;
+	job->next_heartbeat = now + (job->session_bound ? cfg->check : job->lease / 3);
+	if (!child_start(job, task, cfg->host, &err))
+	{
+		char	   *error = xasprintf("coord-agent could not start the task: %s", err);
+		char	   *state;
+
+		/* our trouble, not the job's: no attempt used */
+		state = fail_job(job, error, 5000);
+		log_error("job %lld: %s (state %s)", (long long) job->id, error, state ? state : "unknown");
+		free(state);
+		free(error);
+		free(err);
+		job_remove(job);
+		return;
+	}
+	log_info("job %lld start task=%s queue=%s attempt=%d pid=%d",
+			 (long long) job->id, job->task, job->queue, job->attempt, (int) job->pid);
+}
+
+/*
+ * One claim of up to n jobs from a queue; starts them.  Returns how many it
+ * got, or -1 on an error.
+ */
+static int
+claim_from(const char *queue, int n)
+{
+	static const char *sql =
+		"SELECT id, queue, payload::text, attempt, token, "
+		"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
+		"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
+	char		nbuf[16],
+				lease[48];
+	const char *values[5];
+	PGresult   *res;
+	char		sqlstate[6];
+	int			got,
+				r;
+	bool		session_bound = cfg->lease == 0;
+	msec_t		sent = now_ms();
+
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(lease, sizeof(lease), "%lld milliseconds", (long long) (session_bound ? 300000 : cfg->lease));
+	values[0] = queue;
+	values[1] = nbuf;
+	values[2] = lease;
+	values[3] = cfg->host;
+	values[4] = session_bound ? "true" : "false";
+	res = run_sql(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL)
+	{
+		if (db_state == DB_READY)
+		{
+			char	   *m = xasprintf("claim from queue %s failed: %s", queue, conn_error());
+
+			/* once per distinct error: the poll would repeat it every second */
+			if (last_claim_error == NULL || strcmp(last_claim_error, m) != 0)
+				log_error("%s", m);
+			free(last_claim_error);
+			last_claim_error = m;
+		}
+		return -1;
+	}
+	free(last_claim_error);
+	last_claim_error = NULL;
+	got = PQntuples(res);
+	if (got > 0)
+		log_verbose("claimed %d job(s) from queue %s", got, queue);
+	for (r = 0; r < got && db_state == DB_READY; r++)
+	{
+		Job		   *job;
+		const char *names[3] = {PQgetvalue(res, r, 5), PQgetvalue(res, r, 6), PQgetvalue(res, r, 1)};
+		bool		isnull[3] = {PQgetisnull(res, r, 5), PQgetisnull(res, r, 6), false};
+		int			k;
+
+		job = job_new();
+		job->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+		job->queue = xstrdup(PQgetvalue(res, r, 1));
+		job->payload = xstrdup(PQgetvalue(res, r, 2));
+		job->attempt = atoi(PQgetvalue(res, r, 3));
+		job->token = strtoll(PQgetvalue(res, r, 4), NULL, 10);
+		/* the task: payload "task", else "app", else the queue's name */
+		for (k = 0; k < 3; k++)
+			if (!isnull[k] && names[k][0] != '\0')
+				break;
+		job->task = xstrdup(names[k < 3 ? k : 2]);
+		job->app = dup_field(res, r, 6);
+		job->period_start = dup_field(res, r, 7);
+		job->period_end = dup_field(res, r, 8);
+		job->session_bound = session_bound;
+		job->lease = session_bound ? 0 : cfg->lease;
+		job->lease_valid_until = session_bound ? 0 : sent + cfg->lease;
+		start_job(job);
+	}
+	if (r < got)
+		log_info("the connection went down during the claim: %d claimed job(s) not started", got - r);
+	PQclear(res);
+	return got;
+}
+
+/*
+ * Claims while there are free slots: every queue in turn (a different one
+ * first each round), each until it comes back empty, so that the session
+ * holds the idle mark of every queue it could take work from.
+ */
+static void
+claim_jobs(msec_t now)
+{
+	int			k;
+
+	if (draining || db_state != DB_READY || njobs >= cfg->concurrency)
+		return;
+	if (!need_claim && now - last_claim < cfg->poll)
+		return;
+	need_claim = false;
+	last_claim = now;
+	for (k = 0; k < cfg->nqueues && njobs < cfg->concurrency; k++)
+	{
+		const char *q = cfg->queues[(queue_rr + k) % cfg->nqueues];
+
+		while (njobs < cfg->concurrency)
+		{
+			int			got = claim_from(q, cfg->concurrency - njobs);
+
+			if (got < 0)
+				return;
+			if (got == 0)
+				break;
+		}
+	}
+	queue_rr = (queue_rr + 1) % cfg->nqueues;
+}
+
+/* ---------- heartbeats, timeouts, kills ---------- */
+
+/*
+ * coord.heartbeat for every running child that is due: at a third of the
+ * lease (lease mode), every `check` (session-bound: it notices a job that
+ * was cancelled or timed out by the server).  NULL: the claim is gone.
+ */
+static void
+heartbeats(msec_t now)
+{
+	Job		   *j;
+
+	for (j = jobs; j && db_state == DB_READY; j = j->next)
+	{
+		char		id[24],
+					token[24];
+		const char *values[2];
+		PGresult   *res;
+		msec_t		sent = now_ms();
+
+		if (j->exited || j->killed != KILL_NONE || now < j->next_heartbeat)
+			continue;
+		snprintf(id, sizeof(id), "%lld", (long long) j->id);
+		snprintf(token, sizeof(token), "%lld", (long long) j->token);
+		values[0] = id;
+		values[1] = token;
+		res = run_sql("SELECT coord.heartbeat($1::bigint, $2::bigint)", 2, values, PGRES_TUPLES_OK, NULL);
+		if (res == NULL)
+		{
+			/* lost connection (handled) or an error: try again later */
+			j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
+			continue;
+		}
+		if (PQgetisnull(res, 0, 0))
+		{
+			log_info("job %lld: the claim is no longer ours (cancelled, timed out or taken over): killing pid %d",
+					 (long long) j->id, (int) j->pid);
+			j->killed = KILL_LOST;
+			child_signal(j, SIGKILL);
+		}
+		else
+		{
+			log_verbose("job %lld: heartbeat, claim valid until %s", (long long) j->id, PQgetvalue(res, 0, 0));
+			if (!j->session_bound)
+				j->lease_valid_until = sent + j->lease;
+		}
+		PQclear(res);
+		j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
+	}
+}
+
+/* Kills the process group: SIGTERM now, SIGKILL after kill_after. */
+static void
+terminate_child(Job *j, KillReason why)
+{
+	if (j->killed == KILL_NONE)
+		j->killed = why;
+	child_signal(j, SIGTERM);
+	j->kill_at = now_ms() + cfg->kill_after;
+}
+
+static void
+check_deadlines(msec_t now)
+{
+	Job		   *j;
+
+	for (j = jobs; j; j = j->next)
+	{
+		if (j->exited)
+			continue;
+		if (j->deadline && now >= j->deadline && j->killed == KILL_NONE)
+		{
+			log_verbose("job %lld: timeout (%lld ms): SIGTERM to process group %d",
+						(long long) j->id, (long long) j->timeout, (int) j->pid);
+			terminate_child(j, KILL_TIMEOUT);
+		}
+		if (j->kill_at && now >= j->kill_at)
+		{
+			log_verbose("job %lld: still running %lld ms after SIGTERM: SIGKILL",
+						(long long) j->id, (long long) cfg->kill_after);
+			child_signal(j, SIGKILL);
+			j->kill_at = 0;
+		}
+		if (!j->session_bound && db_state != DB_READY && j->killed != KILL_LOST &&
+			now >= j->lease_valid_until)
+		{
+			log_info("job %lld: lease ran out while disconnected: killing pid %d",
+					 (long long) j->id, (int) j->pid);
+			j->killed = KILL_LOST;
+			child_signal(j, SIGKILL);
+		}
+	}
+	if (draining && !drain_killed && now >= drain_deadline)
+	{
+		drain_killed = true;
+		for (j = jobs; j; j = j->next)
+			if (!j->exited)
+			{
+				log_info("job %lld: grace period over: stopping pid %d", (long long) j->id, (int) j->pid);
+				terminate_child(j, KILL_SHUTDOWN);
+			}
+	}
+}
+
+static void
+reap_children(void)
+{
+	for (;;)
+	{
+		int			status;
+		pid_t		pid = waitpid(-1, &status, WNOHANG);
+		Job		   *j;
+
+		if (pid <= 0)
+			break;
+		for (j = jobs; j; j = j->next)
+			if (j->pid == pid && !j->exited)
+				break;
+		if (j == NULL)
+			continue;
+		j->exited = true;
+		j->status = status;
+		j->ended = now_ms();
+		child_drain_and_close(j);
+		/* we killed it: leave nothing of its process group behind */
+		if (j->killed != KILL_NONE)
+			(void) kill(-pid, SIGKILL);
+	}
+}
+
+/* ---------- SIGTERM, SIGHUP ---------- */
+
+static void
+begin_drain(void)
+{
+	char		b[32];
+
+	if (!draining)
+	{
+		draining = true;
+		drain_deadline = now_ms() + cfg->grace;
+		log_info("SIGTERM: no more claims; waiting up to %s for %d running job(s)",
+				 format_duration(cfg->grace, b, sizeof(b)), njobs);
+	}
+	else if (!drain_killed)
+	{
+		log_info("SIGTERM again: stopping the running jobs now");
+		drain_deadline = now_ms();
+	}
+}
+
+static bool
+same_channels(const AgentConfig *a, const AgentConfig *b)
+{
+	int			i;
+
+	if (a->nqueues != b->nqueues || strcmp(a->host, b->host) != 0)
+		return false;
+	for (i = 0; i < a->nqueues; i++)
+		if (strcmp(a->queues[i], b->queues[i]) != 0)
+			return false;
+	return true;
+}
+
+/* SIGHUP: a new allow-list for the jobs claimed from now on. */
+static void
+reload(void)
+{
+	char	   *err = NULL;
+	AgentConfig *n = config_load(cfg_path, true, &err);
+	bool		relisten;
+	int			ntasks = 0;
+	TaskConfig *t;
+
+	if (n != NULL)
+	{
+		config_apply(n, cli_over);
+		if (!config_validate(n, &err))
+		{
+			config_free(n);
+			n = NULL;
+		}
+	}
+	if (n == NULL)
+	{
+		log_error("SIGHUP: keeping the old configuration: %s", err);
+		free(err);
+		return;
+	}
+	relisten = !same_channels(cfg, n);
+	config_free(cfg);
+	cfg = n;
+	for (t = cfg->tasks; t; t = t->next)
+		ntasks++;
+	log_info("SIGHUP: reloaded %s: %d task(s), %d queue(s), concurrency %d",
+			 cfg->path, ntasks, cfg->nqueues, cfg->concurrency);
+	if (relisten && db_state == DB_READY)
+	{
+		PGresult   *res = run_sql("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
+
+		if (res)
+			PQclear(res);
+		if (db_state == DB_READY)
+			(void) listen_all();
+	}
+	need_claim = true;
+}
+
+/* ---------- the loop ---------- */
+
+static msec_t
+min_deadline(msec_t a, msec_t b)
+{
+	return (a == 0 || (b != 0 && b < a)) ? b : a;
+}
+
+/* The next moment the loop has something to do by the clock (0: none). */
+static msec_t
+next_wakeup(void)
+{
+	msec_t		t = 0;
+	Job		   *j;
+
+	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
+		t = min_deadline(t, need_claim ? now_ms() : last_claim + cfg->poll);
+	if (db_state == DB_DOWN && (!draining || jobs != NULL))
+		t = min_deadline(t, reconnect_at > 0 ? reconnect_at : 1);
+	if (db_state == DB_CONNECTING)
+		t = min_deadline(t, connect_started + CONNECT_TIMEOUT_MS);
+	if (draining && !drain_killed)
+		t = min_deadline(t, drain_deadline);
+	for (j = jobs; j; j = j->next)
+	{
+		if (j->exited)
+		{
+			if (!j->session_bound && db_state != DB_READY)
+				t = min_deadline(t, j->lease_valid_until);
+			if (db_state == DB_READY)
+				t = min_deadline(t, j->report_at ? j->report_at : 1);
+			continue;
+		}
+		if (j->killed == KILL_NONE)
+			t = min_deadline(t, j->deadline);
+		t = min_deadline(t, j->kill_at);
+		if (db_state == DB_READY && j->killed == KILL_NONE)
+			t = min_deadline(t, j->next_heartbeat);
+		if (!j->session_bound && db_state != DB_READY && j->killed != KILL_LOST)
+			t = min_deadline(t, j->lease_valid_until);
+	}
+	return t;
+}
+
+int
+agent_run(const char *config_path, const CliOverrides *cli)
+{
+	char	   *err = NULL;
+	struct pollfd *pfds = NULL;
+	Job		  **pjobs = NULL;
+	int			cap = 0;
+	int			ntasks = 0;
+	TaskConfig *t;
+	char		b[32];
+
+	cfg_path = config_path;
+	cli_over = cli;
+	cfg = config_load(config_path, true, &err);
+	if (cfg != NULL)
+	{
+		config_apply(cfg, cli);
+		if (!config_validate(cfg, &err))
+		{
+			config_free(cfg);
+			cfg = NULL;
+		}
+	}
+	if (cfg == NULL)
+	{
+		fprintf(stderr, "coord-agent: %s\n", err);
+		free(err);
+		return 1;
+	}
+	for (t = cfg->tasks; t; t = t->next)
+		ntasks++;
+	if (ntasks == 0)
+		log_warning("%s allows no task: every job claimed will fail", config_path);
+	setup_signals();
+	log_info("starting (version %s): config %s, %d task(s), host %s, %d queue(s), concurrency %d, %s%s",
+			 COORD_AGENT_VERSION, config_path, ntasks, cfg->host, cfg->nqueues, cfg->concurrency,
+			 cfg->lease > 0 ? "lease claims of " : "session-bound claims",
+			 cfg->lease > 0 ? format_duration(cfg->lease, b, sizeof(b)) : "");
+	reconnect_at = now_ms();
+
+	for (;;)
+	{
+		msec_t		now,
+					wake;
+		int			nfds = 0,
+					timeout,
+					conn_idx = -1,
+					i;
+
+		read_signals();
+		if (got_hup)
+		{
+			got_hup = false;
+			reload();
+		}
+		if (got_term)
+		{
+			got_term = false;
+			begin_drain();
+		}
+		reap_children();
+		now = now_ms();
+		check_deadlines(now);
+		finish_exited(now);
+
+		if (draining && jobs == NULL)
+			break;
+		/* draining, every child gone, and no way to report the rest: give up */
+		if (draining && drain_killed && db_state != DB_READY)
+		{
+			Job		   *j;
+			bool		running = false;
+
+			for (j = jobs; j; j = j->next)
+				running |= !j->exited;
+			if (!running)
+			{
+				while (jobs)
+				{
+					log_end(jobs, "unreported", "(shutting down without a database connection)");
+					job_remove(jobs);
+				}
+				break;
+			}
+		}
+
+		if (db_state == DB_DOWN && (!draining || jobs != NULL) && now >= reconnect_at)
+			start_connect();
+		if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
+			connect_failed("timeout expired");
+		if (db_state == DB_READY)
+		{
+			heartbeats(now);
+			finish_exited(now_ms());	/* a heartbeat may have lost the connection */
+			claim_jobs(now_ms());
+		}
+
+		/* what to wait for */
+		if (cap < njobs * 3 + 2)
+		{
+			cap = njobs * 3 + 16;
+			pfds = xrealloc(pfds, sizeof(struct pollfd) * cap);
+			pjobs = xrealloc(pjobs, sizeof(Job *) * cap);
+		}
+		pfds[nfds].fd = sigpipe_fds[0];
+		pfds[nfds].events = POLLIN;
+		pjobs[nfds++] = NULL;
+		if ((db_state == DB_READY || db_state == DB_CONNECTING) && PQsocket(conn) >= 0)
+		{
+			conn_idx = nfds;
+			pfds[nfds].fd = PQsocket(conn);
+			pfds[nfds].events = (db_state == DB_CONNECTING && connect_dir == PGRES_POLLING_WRITING)
+				? POLLOUT : POLLIN;
+			pjobs[nfds++] = NULL;
+		}
+		{
+			Job		   *j;
+
+			for (j = jobs; j; j = j->next)
+			{
+				if (j->fd_in >= 0)
+				{
+					pfds[nfds].fd = j->fd_in;
+					pfds[nfds].events = POLLOUT;
+					pjobs[nfds++] = j;
+				}
+				if (j->fd_out >= 0)
+				{
+					pfds[nfds].fd = j->fd_out;
+					pfds[nfds].events = POLLIN;
+					pjobs[nfds++] = j;
+				}
+				if (j->fd_err >= 0)
+				{
+					pfds[nfds].fd = j->fd_err;
+					pfds[nfds].events = POLLIN;
+					pjobs[nfds++] = j;
+				}
+			}
+		}
+		wake = next_wakeup();
+		now = now_ms();
+		timeout = 1000;			/* at least once a second, whatever happens */
+		if (wake != 0)
+			timeout = wake <= now ? 0 : (wake - now < 1000 ? (int) (wake - now) : 1000);
+
+		if (poll(pfds, nfds, timeout) < 0 && errno != EINTR)
+		{
+			log_error("poll: %s", strerror(errno));
+			sleep(1);
+			continue;
+		}
+
+		for (i = 0; i < nfds; i++)
+		{
+			Job		   *j = pjobs[i];
+
+			if (pfds[i].revents == 0 || j == NULL)
+				continue;
+			if (pfds[i].fd == j->fd_in)
+				child_pump_stdin(j);
+			else if (pfds[i].fd == j->fd_out || pfds[i].fd == j->fd_err)
+				child_read(j, pfds[i].fd, 16);
+		}
+		if (conn_idx >= 0 && pfds[conn_idx].revents != 0)
+		{
+			if (db_state == DB_CONNECTING)
+				advance_connect();
+			else if (db_state == DB_READY)
+			{
+				if (!PQconsumeInput(conn) || PQstatus(conn) == CONNECTION_BAD)
+					lost_connection(PQerrorMessage(conn));
+				else
+					drain_notifies();
+			}
+		}
+	}
+
+	if (conn)
+		PQfinish(conn);
+	log_info("stopped");
+	free(pfds);
+	free(pjobs);
+	config_free(cfg);
+	return 0;
+}

@@ -1,0 +1,361 @@
+/*-------------------------------------------------------------------------
+ * status.c
+ *		"coord-agent status": the state of the coordination database for a
+ *		person at a terminal -- queues, held and awaited locks, running jobs
+ *		and, once apps exist, the grid of apps by periods.
+ *
+ * Everything comes from the public views (coord.queue_stats, coord.locks,
+ * coord.jobs) and, only if it exists, coord.grid(); the function is looked
+ * up with to_regprocedure so that this works against a pg_coord without
+ * apps.  Colour (ANSI) only when stdout is a terminal, and never with
+ * --no-color or NO_COLOR set: piped output stays plain text.
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_agent.h"
+
+#define C_RESET		"\033[0m"
+#define C_BOLD		"\033[1m"
+#define C_DIM		"\033[2m"
+#define C_RED		"\033[31m"
+#define C_GREEN		"\033[32m"
+#define C_YELLOW	"\033[33m"
+#define C_CYAN		"\033[36m"
+
+static bool use_color;
+
+static const char *
+col(const char *code)
+{
+	return use_color ? code : "";
+}
+
+static const char *
+reset(void)
+{
+	return use_color ? C_RESET : "";
+}
+
+/* Display width of UTF-8 text: its code points (good enough for names). */
+static int
+text_width(const char *s)
+{
+	int			w = 0;
+
+	for (; *s; s++)
+		if (((unsigned char) *s & 0xC0) != 0x80)
+			w++;
+	return w;
+}
+
+/*
+ * Prints rows of cells in aligned columns.  cells and colors are row-major
+ * (nrows x ncols); a NULL color is the terminal's default.
+ */
+static void
+print_table(int ncols, const char *const *headers, const bool *right, int nrows,
+			char **cells, const char **colors)
+{
+	int		   *width = xmalloc(sizeof(int) * ncols);
+	int			r,
+				c;
+
+	for (c = 0; c < ncols; c++)
+	{
+		width[c] = text_width(headers[c]);
+		for (r = 0; r < nrows; r++)
+		{
+			int			w = text_width(cells[r * ncols + c]);
+
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	printf("  %s", col(C_DIM));
+	for (c = 0; c < ncols; c++)
+		printf("%s%*s", c ? "  " : "", right[c] ? width[c] : (c == ncols - 1 ? 0 : -width[c]),
+			   headers[c]);
+	printf("%s\n", reset());
+	for (r = 0; r < nrows; r++)
+	{
+		printf("  ");
+		for (c = 0; c < ncols; c++)
+		{
+			const char *cell = cells[r * ncols + c];
+			const char *color = colors ? colors[r * ncols + c] : NULL;
+			int			pad = width[c] - text_width(cell);
+
+			if (c)
+				printf("  ");
+			/* an empty last cell gets no padding: no trailing blanks */
+			if (right[c] && !(c == ncols - 1 && *cell == '\0'))
+				printf("%*s", pad, "");
+			printf("%s%s%s", color ? col(color) : "", cell, color ? reset() : "");
+			if (!right[c] && c < ncols - 1)
+				printf("%*s", pad, "");
+		}
+		printf("\n");
+	}
+	free(width);
+}
+
+static void
+section(const char *title)
+{
+	printf("\n%s%s%s\n", col(C_BOLD), title, reset());
+}
+
+static PGresult *
+query(PGconn *conn, const char *sql, bool *ok)
+{
+	PGresult   *res = PQexec(conn, sql);
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		fprintf(stderr, "coord-agent status: %s", PQerrorMessage(conn));
+		PQclear(res);
+		*ok = false;
+		return NULL;
+	}
+	return res;
+}
+
+/* An age in milliseconds (text, maybe empty) for people. */
+static char *
+age_text(const char *ms)
+{
+	char		b[32];
+
+	if (ms == NULL || *ms == '\0')
+		return xstrdup("");
+	return xstrdup(format_duration(strtoll(ms, NULL, 10), b, sizeof(b)));
+}
+
+static void
+show_queues(PGconn *conn, bool *ok)
+{
+	static const char *const headers[] = {"QUEUE", "READY", "RUNNING", "SCHEDULED", "DEAD", "DONE/1H", "OLDEST READY"};
+	static const bool right[] = {false, true, true, true, true, true, true};
+	PGresult   *res = query(conn,
+							"SELECT queue, ready, running, scheduled, dead, done_last_hour, "
+							"COALESCE(floor(extract(epoch FROM oldest_ready_age) * 1000)::bigint::text, '') "
+							"FROM coord.queue_stats ORDER BY queue", ok);
+	int			n,
+				r,
+				c;
+	char	  **cells;
+	const char **colors;
+
+	section("Queues");
+	if (res == NULL)
+		return;
+	n = PQntuples(res);
+	if (n == 0)
+	{
+		printf("  (no queue has jobs)\n");
+		PQclear(res);
+		return;
+	}
+	cells = xmalloc(sizeof(char *) * n * 7);
+	colors = xmalloc(sizeof(char *) * n * 7);
+	for (r = 0; r < n; r++)
+	{
+		long long	oldest = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+
+		for (c = 0; c < 6; c++)
+		{
+			cells[r * 7 + c] = xstrdup(PQgetvalue(res, r, c));
+			colors[r * 7 + c] = NULL;
+		}
+		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
+		colors[r * 7 + 6] = oldest > 60000 ? C_YELLOW : NULL;
+		colors[r * 7 + 0] = C_CYAN;
+		if (atoll(cells[r * 7 + 1]) > 0)
+			colors[r * 7 + 1] = oldest > 60000 ? C_YELLOW : NULL;
+		if (atoll(cells[r * 7 + 2]) > 0)
+			colors[r * 7 + 2] = C_GREEN;
+		if (atoll(cells[r * 7 + 4]) > 0)
+			colors[r * 7 + 4] = C_RED;
+	}
+	print_table(7, headers, right, n, cells, colors);
+	for (r = 0; r < n * 7; r++)
+		free(cells[r]);
+	free(cells);
+	free(colors);
+	PQclear(res);
+}
+
+static void
+show_running(PGconn *conn, bool *ok)
+{
+	static const char *const headers[] = {"JOB", "QUEUE", "TASK", "ATTEMPT", "TARGET HOST", "RUNNING FOR"};
+	static const bool right[] = {true, false, false, true, false, true};
+	PGresult   *res = query(conn,
+							"SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
+							"attempt, COALESCE(host, ''), "
+							"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
+							"count(*) OVER () "
+							"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30", ok);
+	int			n,
+				r,
+				c;
+	char	  **cells;
+
+	section("Running jobs");
+	if (res == NULL)
+		return;
+	n = PQntuples(res);
+	if (n == 0)
+	{
+		printf("  (none)\n");
+		PQclear(res);
+		return;
+	}
+	cells = xmalloc(sizeof(char *) * n * 6);
+	for (r = 0; r < n; r++)
+	{
+		for (c = 0; c < 5; c++)
+			cells[r * 6 + c] = xstrdup(PQgetvalue(res, r, c));
+		cells[r * 6 + 5] = age_text(PQgetvalue(res, r, 5));
+	}
+	print_table(6, headers, right, n, cells, NULL);
+	if (atoll(PQgetvalue(res, 0, 6)) > n)
+		printf("  ... and %lld more\n", atoll(PQgetvalue(res, 0, 6)) - n);
+	for (r = 0; r < n * 6; r++)
+		free(cells[r]);
+	free(cells);
+	PQclear(res);
+}
+
+static void
+show_locks(PGconn *conn, bool *ok)
+{
+	static const char *const headers[] = {"PATH", "MODE", "STATE", "PID", "APPLICATION", "CLIENT", "WAITING FOR"};
+	static const bool right[] = {false, false, false, true, false, false, true};
+	PGresult   *res = query(conn,
+							"SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END, pid, "
+							"COALESCE(application_name, ''), COALESCE(client_addr::text, 'local'), "
+							"COALESCE(floor(extract(epoch FROM now() - wait_start) * 1000)::bigint::text, '') "
+							"FROM coord.locks ORDER BY path, granted DESC, pid", ok);
+	int			n,
+				r,
+				c;
+	char	  **cells;
+	const char **colors;
+
+	section("Locks");
+	if (res == NULL)
+		return;
+	n = PQntuples(res);
+	if (n == 0)
+	{
+		printf("  (no lock is held or awaited)\n");
+		PQclear(res);
+		return;
+	}
+	cells = xmalloc(sizeof(char *) * n * 7);
+	colors = xmalloc(sizeof(char *) * n * 7);
+	for (r = 0; r < n; r++)
+	{
+		bool		held = strcmp(PQgetvalue(res, r, 2), "held") == 0;
+
+		for (c = 0; c < 6; c++)
+		{
+			cells[r * 7 + c] = xstrdup(PQgetvalue(res, r, c));
+			colors[r * 7 + c] = NULL;
+		}
+		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
+		colors[r * 7 + 6] = NULL;
+		colors[r * 7 + 0] = C_CYAN;
+		colors[r * 7 + 2] = held ? C_GREEN : C_YELLOW;
+	}
+	print_table(7, headers, right, n, cells, colors);
+	for (r = 0; r < n * 7; r++)
+		free(cells[r]);
+	free(cells);
+	free(colors);
+	PQclear(res);
+}
+
+/* The apps x periods grid, if this pg_coord has coord.grid(). */
+static void
+show_grid(PGconn *conn, bool *ok)
+{
+	PGresult   *res = query(conn,
+							"SELECT pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') IS NOT NULL",
+							ok);
+	bool		exists;
+	int			n,
+				r,
+				c;
+
+	if (res == NULL)
+		return;
+	exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	PQclear(res);
+	if (!exists)
+		return;
+	section("Apps (last day)");
+	res = query(conn, "SELECT * FROM coord.grid(now() - interval '1 day', now(), NULL)", ok);
+	if (res == NULL)
+		return;
+	n = PQntuples(res);
+	if (n == 0)
+		printf("  (no app runs)\n");
+	for (r = 0; r < n; r++)
+	{
+		printf("  ");
+		for (c = 0; c < PQnfields(res); c++)
+			printf("%s%s", c ? " " : "", PQgetvalue(res, r, c));
+		printf("\n");
+	}
+	PQclear(res);
+}
+
+int
+status_run(const char *conninfo, bool color)
+{
+	const char *keys[] = {"dbname", "fallback_application_name", NULL};
+	const char *vals[] = {conninfo, "coord-agent status", NULL};
+	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+	PGresult   *res;
+	bool		ok = true;
+
+	use_color = color;
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		fprintf(stderr, "coord-agent status: could not connect: %s", PQerrorMessage(conn));
+		PQfinish(conn);
+		return 1;
+	}
+	res = query(conn,
+				"SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
+				"pg_catalog.current_database(), pg_catalog.to_char(pg_catalog.now(), 'YYYY-MM-DD HH24:MI:SS TZ')",
+				&ok);
+	if (res == NULL)
+	{
+		PQfinish(conn);
+		return 1;
+	}
+	if (PQgetisnull(res, 0, 0))
+	{
+		fprintf(stderr, "coord-agent status: the pg_coord extension is not installed in database \"%s\"\n",
+				PQgetvalue(res, 0, 1));
+		PQclear(res);
+		PQfinish(conn);
+		return 1;
+	}
+	printf("%spg_coord %s%s, database %s on %s, %s\n", col(C_BOLD), PQgetvalue(res, 0, 0), reset(),
+		   PQgetvalue(res, 0, 1), PQhost(conn) ? PQhost(conn) : "localhost", PQgetvalue(res, 0, 2));
+	PQclear(res);
+
+	show_queues(conn, &ok);
+	show_running(conn, &ok);
+	show_locks(conn, &ok);
+	show_grid(conn, &ok);
+	PQfinish(conn);
+	return ok ? 0 : 1;
+}

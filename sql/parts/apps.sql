@@ -1,0 +1,90 @@
+
+-- ---------- apps: period-keyed dependency scheduling (DESIGN.md 3.5) ----------
+
+CREATE TABLE coord.app_defs (
+    name         text PRIMARY KEY,
+    starts       text CHECK (starts OPERATOR(pg_catalog.=) ANY (ARRAY['hourly', 'daily', 'weekly', 'monthly', 'yearly'])),
+    depends      jsonb NOT NULL,
+    timeout      interval,
+    host         text,
+    queue        text NOT NULL,
+    catchup_from timestamptz,
+    conf         jsonb NOT NULL,
+    grain        text NOT NULL
+                 CHECK (grain OPERATOR(pg_catalog.=) ANY (ARRAY['hourly', 'daily', 'weekly', 'monthly', 'yearly'])),
+    first_period timestamptz,
+    next_period  timestamptz,
+    created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE coord.app_defs IS
+  'Apps: period length, dependencies, timeout, host and queue of each; see coord.define_app';
+COMMENT ON COLUMN coord.app_defs.grain IS
+  'The length of the app''s periods: starts, or the coarsest period named in depends';
+COMMENT ON COLUMN coord.app_defs.first_period IS
+  'Start of the first period the app has runs for: catchup_from, else the period of the first tick after its definition';
+COMMENT ON COLUMN coord.app_defs.next_period IS
+  'Periods before this one all have a run (or never will); coord.tick creates and repairs from here';
+REVOKE ALL ON coord.app_defs FROM PUBLIC;
+
+CREATE TABLE coord.app_runs (
+    app           text NOT NULL,
+    period_start  timestamptz NOT NULL,
+    period_end    timestamptz NOT NULL,
+    queue         text NOT NULL,
+    host          text,
+    state         text NOT NULL
+                  CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['live', 'done', 'dead', 'cancelled'])),
+    attempts      integer NOT NULL DEFAULT 0,
+    job_id        bigint,
+    created_at    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at   timestamptz,
+    result        jsonb,
+    claim_token   bigint,
+    claim_seen_at timestamptz,
+    PRIMARY KEY (app, period_start)
+);
+COMMENT ON TABLE coord.app_runs IS
+  'One row per (app, period) that has a run, created once: live while its job (origin a:<app>:<YYYY-MM-DD-HH24MI>) is, then done, dead or cancelled';
+COMMENT ON COLUMN coord.app_runs.claim_token IS 'The claim of the run''s job that a tick last saw (runs with a timeout)';
+COMMENT ON COLUMN coord.app_runs.claim_seen_at IS 'The tick time at which that claim was first seen';
+REVOKE ALL ON coord.app_runs FROM PUBLIC;
+CREATE INDEX app_runs_live ON coord.app_runs (app, period_start)
+  WHERE state OPERATOR(pg_catalog.=) 'live';
+COMMENT ON INDEX coord.app_runs_live IS 'Unfinished runs: timeouts, catch-up limits, repairs';
+
+CREATE FUNCTION coord.define_app(name text, starts text DEFAULT NULL, depends jsonb DEFAULT '{}',
+                                 timeout interval DEFAULT NULL, host text DEFAULT NULL,
+                                 queue text DEFAULT 'apps', catchup_from timestamptz DEFAULT NULL,
+                                 conf jsonb DEFAULT '{}')
+RETURNS void AS 'MODULE_PATHNAME', 'coord_define_app'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb) IS
+  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly period (UTC), created when the period starts or when the runs it depends on are done';
+
+CREATE FUNCTION coord.drop_app(name text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_app'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_app(text) IS
+  'Drops an app, its runs and their unclaimed jobs; ERROR while other apps depend on it';
+
+CREATE VIEW coord.runs AS
+SELECT r.app, r.period_start, r.period_end, r.host,
+       CASE WHEN j.id IS NULL THEN
+                 CASE WHEN r.state OPERATOR(pg_catalog.=) 'live' THEN 'missing' ELSE r.state END
+            WHEN j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() OR coord.job_claimed(j.id) THEN 'running'
+            WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
+            ELSE 'ready' END AS state,
+       COALESCE(j.attempt, r.attempts) AS attempts, r.job_id, r.created_at, r.finished_at, r.result,
+       r.queue, j.last_error
+  FROM coord.app_runs AS r
+  LEFT JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id;
+COMMENT ON VIEW coord.runs IS
+  'App runs, one per (app, period): state scheduled, ready, running, done, dead, cancelled (or missing: its job was deleted; the next tick puts it back)';
+
+CREATE FUNCTION coord.grid("from" timestamptz DEFAULT pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::interval,
+                           "to" timestamptz DEFAULT pg_catalog.now(), apps text[] DEFAULT NULL)
+RETURNS SETOF text AS 'MODULE_PATHNAME', 'coord_grid'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION coord.grid(timestamptz, timestamptz, text[]) IS
+  'A text picture of apps x periods: one line per app with a symbol per run state, a header with period labels and a legend';
