@@ -21,12 +21,25 @@ SQL_FRAGMENTS = \
 	sql/parts/locks.sql \
 	sql/parts/requests.sql \
 	sql/parts/jobs.sql \
+	sql/parts/jobs_views.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
-	sql/parts/grants.sql
+	sql/parts/grants.sql \
+	sql/parts/dump.sql
 
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-DATA = $(filter-out $(DATA_built),$(wildcard sql/$(EXTENSION)--*--*.sql))
+# Update scripts are made the same way: a hand-written first part, then the
+# fragments that create what the version adds.
+UPGRADE_0_2_0 = \
+	sql/upgrade/0.1.0--0.2.0.sql \
+	sql/parts/jobs_views.sql \
+	sql/parts/schedules.sql \
+	sql/parts/apps.sql \
+	sql/parts/grants.sql \
+	sql/parts/dump.sql
+
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
+# older versions' install scripts, kept as released
+DATA = sql/$(EXTENSION)--0.1.0.sql
 
 PG_CPPFLAGS = -Isrc -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers
@@ -59,8 +72,11 @@ install-agent: agent
 clean-agent:
 	$(MAKE) -C agent clean
 
-$(DATA_built): $(SQL_FRAGMENTS) $(EXTENSION).control
+sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_FRAGMENTS) $(EXTENSION).control
 	cat $(SQL_FRAGMENTS) > $@
+
+sql/$(EXTENSION)--0.1.0--0.2.0.sql: $(UPGRADE_0_2_0)
+	cat $(UPGRADE_0_2_0) > $@
 
 # The version lives in the control file only; META.json is made from it.
 all: META.json

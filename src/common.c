@@ -836,7 +836,7 @@ CoordNameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid %s name \"%s\"", what, name),
-					 errdetail("A %s name has only letters, digits and the characters _ - . : /.", what)));
+					 errdetail("Such a name has only letters, digits and the characters _ - . : /.")));
 	}
 	return name;
 }

@@ -60,13 +60,22 @@
  * moves whole backlogs).  The choice: each backend keeps, per claim filter,
  * a frontier -- the claim-order key of the last job it claimed -- and scans
  * from there (an index range start at the same priority), so the dead
- * prefix behind it is never walked.  It scans from the head when the
- * frontier scan comes up short and at least every coord.claim_rescan_interval,
- * which bounds how long a job that appears behind the frontier (a higher
- * priority, a rolled-back claim, an expired lease put back) can wait; and it
- * probes first, by id, the jobs it skipped because a session held them, so
- * a dead worker's session-bound job is taken at once.  Measured the same
- * way: 1,785 jobs/s without the old snapshot, 1,695 with it (0.95x).
+ * prefix behind it is never walked.  Jobs can still appear behind it:
+ *	- of a higher priority: every coord.claim_rescan_interval a scan of the
+ *	  higher priorities only (which does not cross the dead prefix);
+ *	- skipped because a session held them: probed by id every 50 ms, so a
+ *	  dead worker's session-bound job is taken at once;
+ *	- claimed by a transaction that rolled back: that backend forgets its
+ *	  frontiers at abort;
+ *	- an expired lease, or a job enqueued with an old run_at: found by a scan
+ *	  from the head, which happens when the frontier scan comes up short and
+ *	  otherwise after coord.claim_rescan_interval, doubled after each head
+ *	  scan that found nothing behind the frontier, up to
+ *	  coord.claim_rescan_max (10 s), and back to the interval when one did.
+ * With 200,000 finished jobs behind an old snapshot, a head scan walks all
+ * of their index entries: the doubling is what keeps four claimers from
+ * spending most of their time doing that.  Measured figures are in
+ * bench/RESULTS.md (the oldsnap section).
  *
  * Planning.  A claim cursor has no LIMIT (rows skipped for their claim lock
  * must not count), so it is planned with a tiny cursor_tuple_fraction (an
@@ -102,6 +111,10 @@
 static bool coord_notify = true;
 static int	coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
 static int	coord_claim_rescan_interval = 1000;	/* ms; 0: always scan from the head */
+static int	coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put off */
+
+/* Whether this transaction claimed anything: an abort puts those jobs behind our frontiers. */
+static bool claimed_in_xact = false;
 
 /*
  * Where a backend last found work for a claim filter (queue, host,
@@ -117,6 +130,8 @@ typedef struct Frontier
 	TimestampTz run_at;
 	int64		id;
 	TimestampTz last_full;
+	int64		rescan_us;		/* put the next head scan off this long */
+	TimestampTz last_higher;	/* last look for jobs of a higher priority */
 	TimestampTz last_probe;
 	int			nheld;
 	int64		held[FRONTIER_HELD];
@@ -137,6 +152,7 @@ static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_candidates = NULL;
 static SPIPlanPtr plan_candidates_from = NULL;
 static SPIPlanPtr plan_candidates_held = NULL;
+static SPIPlanPtr plan_candidates_higher = NULL;
 static SPIPlanPtr plan_claim_lease = NULL;
 static SPIPlanPtr plan_claim_session = NULL;
 static SPIPlanPtr plan_complete = NULL;
@@ -228,12 +244,26 @@ JobsXactCallback(XactEvent event, void *arg)
 			}
 			wake_channels = NIL;
 			break;
-		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			/* jobs this transaction claimed are ready again, behind our frontiers */
+			if (claimed_in_xact && frontiers != NULL)
+			{
+				HASH_SEQ_STATUS seq;
+				Frontier   *f;
+
+				hash_seq_init(&seq, frontiers);
+				while ((f = hash_seq_search(&seq)) != NULL)
+					f->valid = false;
+			}
+			claimed_in_xact = false;
+			wake_channels = NIL;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
 			/* the list lived in TopTransactionContext */
+			claimed_in_xact = false;
 			wake_channels = NIL;
 			break;
 		default:
@@ -258,6 +288,12 @@ CoordJobsInit(void)
 							"Between rescans, claims skip the finished jobs behind them, which an old snapshot keeps VACUUM from removing. "
 							"0 scans from the head every time.",
 							&coord_claim_rescan_interval, 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.claim_rescan_max",
+							"The longest a claim puts off its scan from the head while those scans find nothing behind it.",
+							"Each scan from the head that finds no job behind the claim's position doubles the wait, "
+							"from coord.claim_rescan_interval up to this.",
+							&coord_claim_rescan_max, 10000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
 }
@@ -684,6 +720,11 @@ typedef struct ClaimScan
 	int32		last_priority;
 	TimestampTz last_run_at;
 	int64		last_id;
+	bool		cmp_valid;		/* a frontier to compare the jobs found with */
+	int32		cmp_priority;
+	TimestampTz cmp_run_at;
+	int64		cmp_id;
+	bool		behind;			/* found a job that sorts before that frontier */
 } ClaimScan;
 
 static Frontier *
@@ -700,6 +741,8 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	{
 		f->valid = false;
 		f->last_full = 0;
+		f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
+		f->last_higher = 0;
 		f->last_probe = 0;
 		f->nheld = 0;
 	}
@@ -832,6 +875,12 @@ ScanCandidates(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan, bool 
 				scan->last_id = id;
 				scan->last_priority = DatumGetInt32(SPI_getbinval(row, desc, 3, &isnull));
 				scan->last_run_at = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
+				if (scan->cmp_valid &&
+					(scan->last_priority > scan->cmp_priority ||
+					 (scan->last_priority == scan->cmp_priority &&
+					  (scan->last_run_at < scan->cmp_run_at ||
+					   (scan->last_run_at == scan->cmp_run_at && id < scan->cmp_id)))))
+					scan->behind = true;
 			}
 		}
 	}
@@ -925,16 +974,38 @@ coord_claim(PG_FUNCTION_ARGS)
 	scan.exhausted = NIL;
 	scan.nheld = 0;
 	scan.last_valid = false;
+	scan.cmp_valid = false;
+	scan.behind = false;
 
 	f = GetFrontier(queue, host, partition, partitions);
 	now = GetCurrentTimestamp();
 	use_frontier = coord_claim_rescan_interval > 0 && f->valid &&
-		now - f->last_full < (int64) coord_claim_rescan_interval * 1000;
+		now - f->last_full < f->rescan_us;
 
 	if (use_frontier)
 	{
 		Datum		args[8];
 		char		nulls[8];
+
+		/*
+		 * Every claim_rescan_interval, jobs of a higher priority than the
+		 * frontier's: they sort before it, but a scan for them starts at the
+		 * head of the index and meets only finished jobs of those
+		 * priorities, not the dead prefix of the frontier's own.
+		 */
+		if (now - f->last_higher >= (int64) coord_claim_rescan_interval * 1000)
+		{
+			memcpy(args, cand_args, sizeof(Datum) * 5);
+			memcpy(nulls, cand_nulls, 5);
+			args[5] = Int32GetDatum(f->priority);
+			nulls[5] = ' ';
+			f->last_higher = now;
+			ScanCandidates(CandidatePlan(&plan_candidates_higher,
+										 "AND j.priority OPERATOR(pg_catalog.>) $6 "
+										 "ORDER BY j.priority DESC, j.run_at, j.id ",
+										 6, INT4OID, InvalidOid, InvalidOid),
+						   args, nulls, &scan, true);
+		}
 
 		/*
 		 * First the jobs skipped earlier because a session held them, at most
@@ -977,16 +1048,34 @@ coord_claim(PG_FUNCTION_ARGS)
 	}
 	if (scan.got < n)
 	{
-		/* from the head: walks whatever dead entries an old snapshot keeps */
+		/*
+		 * From the head: walks whatever dead entries an old snapshot keeps.
+		 * When it finds nothing that sorts before the frontier (no expired
+		 * lease, rolled-back claim or late job behind it), the next one is
+		 * put off twice as long, up to claim_rescan_max; when it does, back
+		 * to claim_rescan_interval.
+		 */
+		scan.cmp_valid = f->valid && scan.got == 0;
+		scan.cmp_priority = f->priority;
+		scan.cmp_run_at = f->run_at;
+		scan.cmp_id = f->id;
+		scan.behind = false;
 		f->last_full = now;
 		f->nheld = 0;
 		ScanCandidates(CandidatePlan(&plan_candidates,
 									 "ORDER BY j.priority DESC, j.run_at, j.id ",
 									 5, InvalidOid, InvalidOid, InvalidOid),
 					   cand_args, cand_nulls, &scan, true);
+		if (scan.cmp_valid && !scan.behind && scan.got > 0)
+			f->rescan_us = Min(f->rescan_us * 2,
+							   Max((int64) coord_claim_rescan_max, coord_claim_rescan_interval) * 1000);
+		else
+			f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
 	}
 	got = scan.got;
 	exhausted = scan.exhausted;
+	if (got > 0)
+		claimed_in_xact = true;
 	if (scan.last_valid)
 	{
 		f->valid = true;
@@ -1459,9 +1548,12 @@ coord_retry(PG_FUNCTION_ARGS)
 										"WITH h AS (DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
 										"AND state OPERATOR(pg_catalog.=) 'dead' RETURNING *) "
 										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
-										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key) "
+										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
 										"SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
-										"0, max_attempts, token, enqueued_at, last_error, request_key FROM h "
+										"0, max_attempts, token, enqueued_at, last_error, request_key, "
+										/* still the app run's job; a schedule has put its next instance on already */
+										"CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
+										"WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END FROM h "
 										"RETURNING queue, host",
 										1, argtypes), args, NULL, false, 0),
 			 SPI_OK_INSERT_RETURNING, "retry");

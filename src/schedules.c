@@ -82,6 +82,8 @@ typedef struct ScheduleDef
 	char	   *host;
 	TimestampTz next_run_at;
 	bool		next_null;
+	TimestampTz last_run_at;
+	bool		last_null;
 } ScheduleDef;
 
 static void
@@ -149,6 +151,29 @@ FirstSlot(const ScheduleDef *d, TimestampTz now)
 }
 
 /*
+ * The slot of the first instance of a changed definition: as for a new one,
+ * but not before the new rules allow after the last run, so that changing a
+ * payload does not make an event run again at once.
+ */
+static TimestampTz
+RedefinedSlot(const ScheduleDef *d, TimestampTz now)
+{
+	TimestampTz slot;
+
+	if (d->last_null)
+		return FirstSlot(d, now);
+	if (d->cron != NULL)
+		return CronNext(&d->parsed, Max(d->last_run_at, Max(d->starts_at, now) - 1));
+	if (!d->fixed_rate)
+		return Max(d->last_run_at + d->every_us, d->starts_at);
+	if (d->last_run_at < d->starts_at)
+		return FirstSlot(d, now);
+	/* the first grid slot after the last run; one run now if that has passed */
+	slot = d->starts_at + ((d->last_run_at - d->starts_at) / d->every_us + 1) * d->every_us;
+	return slot > now ? slot : FirstSlot(d, now);
+}
+
+/*
  * The slot of the instance after one for slot `slot` that finished at
  * `finished`; see the header for the rules.
  */
@@ -207,7 +232,7 @@ GetSchedule(const char *name, ScheduleDef *d)
 	args[0] = CStringGetTextDatum(name);
 	SpiOk(SPI_execute_plan(CoordPlan(&plan_get,
 									 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
-									 "next_run_at, id FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
+									 "next_run_at, id, last_run_at FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
 									 "FOR NO KEY UPDATE",
 									 1, argtypes), args, NULL, false, 1),
 		  SPI_OK_SELECT, "reading a schedule");
@@ -230,6 +255,9 @@ GetSchedule(const char *name, ScheduleDef *d)
 	d->next_null = isnull;
 	d->next_run_at = isnull ? 0 : DatumGetTimestampTz(v);
 	d->id = DatumGetInt64(SPI_getbinval(row, desc, 10, &isnull));
+	v = SPI_getbinval(row, desc, 11, &isnull);
+	d->last_null = isnull;
+	d->last_run_at = isnull ? 0 : DatumGetTimestampTz(v);
 	return true;
 }
 
@@ -405,7 +433,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 		if (!GetSchedule(name, &d))
 			elog(ERROR, "schedule \"%s\" vanished", name);
 		if (!running)
-			(void) PutInstance(&d, FirstSlot(&d, now));
+			(void) PutInstance(&d, RedefinedSlot(&d, now));
 	}
 	else
 	{

@@ -101,6 +101,10 @@ BEGIN
 END $$;
 SELECT state, attempts, finished_at IS NOT NULL AS finished FROM coord.runs WHERE app = 'slow';
 SELECT count(*) AS live_jobs FROM coord.job WHERE queue = 'qs';
+-- coord.retry brings the dead run's job back as the run's job: completing it completes the run
+SELECT coord.retry(job_id) AS retried FROM coord.runs WHERE app = 'slow' AND state = 'dead';
+SELECT count(*) AS completed FROM coord.claim('qs', 5) AS c WHERE coord.complete(c.id, c.token, '{"late": true}');
+SELECT state, result FROM coord.runs WHERE app = 'slow' AND result IS NOT NULL;
 -- a run that completes in time is done
 SELECT coord.tick('2024-03-01 01:00Z');
 SELECT pg_temp.work('qsrc'), pg_temp.work('qs');

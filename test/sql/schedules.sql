@@ -25,6 +25,12 @@ SELECT state, run_at = (SELECT next_run_at FROM coord.schedule_defs WHERE name =
 -- completing twice changes nothing
 SELECT coord.complete(:j1, :t1) AS again, (SELECT count(*) FROM coord.job WHERE origin = 's:hourly') AS instances;
 
+-- Changing the definition after a run does not run it again at once.
+SELECT coord.schedule('hourly', 'ev', every => '1 hour', payload => '{"e": "hourly", "v": 2}') > 0 AS replaced;
+SELECT run_at = (SELECT last_run_at + interval '1 hour' FROM coord.schedule_defs WHERE name = 'hourly')
+         AS an_hour_after_the_last_run, payload
+  FROM coord.jobs WHERE origin = 's:hourly' AND state <> 'done';
+
 -- A failed instance is retried as the same job; a dead one is followed by the next.
 SELECT coord.schedule('flaky', 'fl', every => '1 hour');
 SELECT id AS f1, token AS ft1 FROM coord.claim('fl') \gset

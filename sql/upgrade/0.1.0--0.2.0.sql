@@ -1,0 +1,40 @@
+-- pg_coord 0.1.0 -> 0.2.0, part 1: the job tables.  The rest of the update
+-- script is made (by the Makefile) from the fragments that define the new
+-- objects: jobs_views.sql, schedules.sql, apps.sql and grants.sql.
+--
+-- Claims no longer move a row between states: a lease claim sets
+-- lease_until, a session-bound claim holds a lock, and "running" is derived.
+-- A job a lease claim holds keeps its lease_until; a session-bound job stays
+-- claimed by its session's lock.  The generated partition column is gone
+-- (the claim computes it), jobs gain an origin (schedules, app runs), and the
+-- history keeps one btree.
+
+\echo Use "ALTER EXTENSION pg_coord UPDATE TO '0.2.0'" to load this file. \quit
+
+DROP VIEW coord.queue_stats;
+DROP VIEW coord.jobs;
+
+DROP INDEX coord.job_lease;
+DROP INDEX coord.job_ready;
+ALTER TABLE coord.job DROP COLUMN part;
+-- a running lease claim is told apart by its lease_until from now on
+UPDATE coord.job SET lease_until = pg_catalog.now()
+ WHERE state OPERATOR(pg_catalog.=) 'running' AND lease_until IS NULL;
+ALTER TABLE coord.job DROP COLUMN state;
+ALTER TABLE coord.job ADD COLUMN origin text;
+CREATE INDEX job_ready ON coord.job (queue, priority DESC, run_at, id);
+COMMENT ON INDEX coord.job_ready IS 'The claim order: highest priority, then oldest run_at';
+CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
+COMMENT ON INDEX coord.job_origin IS
+  'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
+COMMENT ON TABLE coord.job IS
+  'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
+
+ALTER TABLE coord.job_history ADD COLUMN origin text;
+DROP INDEX coord.job_history_finished;
+DROP INDEX coord.job_history_queue;
+CREATE INDEX job_history_finished ON coord.job_history USING brin (finished_at);
+COMMENT ON INDEX coord.job_history_finished IS 'Retention and recent-history queries';
+CREATE INDEX job_history_failed ON coord.job_history (queue, finished_at)
+  WHERE state OPERATOR(pg_catalog.<>) 'done';
+COMMENT ON INDEX coord.job_history_failed IS 'Dead and cancelled jobs per queue';
