@@ -954,7 +954,13 @@ coord_claim(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (n == 0)
+	{
+		/* a worker with no free slot says it is not waiting for work */
+		SetIdle(psprintf("coord:%s", queue), false);
+		if (host != NULL)
+			SetIdle(psprintf("coord:host:%s", host), false);
 		return (Datum) 0;
+	}
 
 	ids = palloc(sizeof(int64) * n);
 	SPI_connect();
