@@ -158,13 +158,6 @@ PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
 PG_FUNCTION_INFO_V1(coord_grid);
 
-static void
-SpiOk(int rc, int expected, const char *what)
-{
-	if (rc != expected)
-		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
-}
-
 /* ---------- periods (UTC) ---------- */
 
 static Grain
@@ -330,7 +323,7 @@ LoadApps(AppGraph *g, int extra)
 	SPITupleTable *tt;
 
 	memset(g, 0, sizeof(*g));
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_defs,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
 									 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
 									 "first_period, next_period FROM coord.app_defs ORDER BY name COLLATE \"C\"",
 									 0, NULL), NULL, NULL, false, 0),
@@ -361,7 +354,7 @@ LoadApps(AppGraph *g, int extra)
 		d->next_null = isnull;
 		d->next_period = isnull ? 0 : DatumGetTimestampTz(v);
 	}
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_deps,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 									 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
 									 "pg_catalog.jsonb_each_text(a.depends) AS e "
 									 "ORDER BY a.name COLLATE \"C\", e.key COLLATE \"C\"",
@@ -395,7 +388,7 @@ HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
 	{
 		bool		isnull = true;
 
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_horizon,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_horizon,
 										 "SELECT last_tick_at FROM coord.tick_state",
 										 0, NULL), NULL, NULL, false, 1),
 			  SPI_OK_SELECT, "reading the tick state");
@@ -430,7 +423,7 @@ RunExists(const char *app, TimestampTz start)
 
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(start);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_run_exists,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_run_exists,
 									 "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
 									 "AND period_start OPERATOR(pg_catalog.=) $2",
 									 2, argtypes), args, NULL, false, 1),
@@ -494,7 +487,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			return BLOCKED;		/* the upstream started after this period */
 		args[0] = CStringGetTextDatum(u->name);
 		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_upstream,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
 										 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
 										 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
 										 "('{dead,cancelled}'::pg_catalog.text[])), "
@@ -540,7 +533,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 	{
 		args[4] = PointerGetDatum(construct_array(names, attempt == 0 ? n : 0, TEXTOID, -1, false, TYPALIGN_INT));
 		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_payload,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_payload,
 										 "SELECT pg_catalog.jsonb_build_object('app', $1, "
 										 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::text, $2), "
 										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
@@ -612,7 +605,7 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
 	nulls[4] = d->host ? ' ' : 'n';
 	args[5] = Int64GetDatum(id);
 	nulls[5] = id > 0 ? ' ' : 'n';
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_insert_run,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_run,
 									 "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
 									 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
 									 6, argtypes), args, nulls, false, 0),
@@ -681,7 +674,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum r
 	args[3] = result;
 	nulls[3] = result_null ? 'n' : ' ';
 	args[4] = Int64GetDatum(job_id);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_finish,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
 									 "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
 									 "finished_at = pg_catalog.clock_timestamp(), "
 									 "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
@@ -738,13 +731,13 @@ SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
 	if (set_first)
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_set_first,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
 										 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
 										 "WHERE name OPERATOR(pg_catalog.=) $1",
 										 3, argtypes), args, NULL, false, 0),
 			  SPI_OK_UPDATE, "tick");
 	else
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_set_next,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
 										 "UPDATE coord.app_defs SET next_period = $3 "
 										 "WHERE name OPERATOR(pg_catalog.=) $1 "
 										 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
@@ -761,7 +754,7 @@ SetRunJob(const char *app, TimestampTz start, int64 job_id)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = Int64GetDatum(job_id);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_set_job,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_job,
 									 "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
 									 "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
 									 "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
@@ -783,7 +776,7 @@ TimeOutRuns(TimestampTz now)
 	int64		touched = 0;
 
 	args[0] = TimestampTzGetDatum(now);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_timeouts,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_timeouts,
 									 "SELECT r.app, r.period_start, j.id, d.timeout "
 									 "FROM coord.app_runs AS r "
 									 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
@@ -824,7 +817,7 @@ TimeOutRuns(TimestampTz now)
 	}
 
 	/* note when a tick first saw each claim of a run with a timeout */
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_claim_seen,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_seen,
 									 "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
 									 "FROM coord.job AS j, coord.app_defs AS d "
 									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
@@ -845,7 +838,7 @@ RepairOrphans(AppGraph *g)
 	SPITupleTable *tt;
 	int64		made = 0;
 
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_orphans,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
 									 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
 									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
 									 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
@@ -923,7 +916,7 @@ CoordAppsTick(TimestampTz now)
 			bool		isnull;
 
 			args[0] = CStringGetTextDatum(d->name);
-			SpiOk(SPI_execute_plan(CoordPlan(&plan_live_count,
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live_count,
 											 "SELECT pg_catalog.count(*) FROM coord.app_runs "
 											 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
 											 1, argtypes), args, NULL, false, 0),
@@ -1101,7 +1094,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	/* the dependencies: an object of app names and periods */
 	args[0] = JsonbPGetDatum(depends);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_dep_items,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dep_items,
 									 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
 									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
 									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
@@ -1182,7 +1175,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 		Datum		v1[1];
 
 		v1[0] = CStringGetTextDatum(name);
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_get_def,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
 										 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 										 1, a1), v1, NULL, false, 1),
 			  SPI_OK_SELECT, "define_app");
@@ -1220,14 +1213,14 @@ coord_define_app(PG_FUNCTION_ARGS)
 	nulls[9] = nd.next_null ? 'n' : ' ';
 	args[10] = CStringGetTextDatum(grain_names[nd.grain]);
 	if (!exists)
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_insert_def,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
 										 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
 										 "catchup_from, conf, first_period, next_period, grain) "
 										 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 										 11, argtypes), args, nulls, false, 0),
 			  SPI_OK_INSERT, "define_app");
 	else
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_update_def,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_update_def,
 										 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
 										 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
 										 "grain = $11, "
@@ -1259,7 +1252,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	LockDefinitions();
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_dependents,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
 									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE \"C\"), "
 									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
 									 1, argtypes), args, NULL, false, 0),
@@ -1277,7 +1270,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 							   n == 1 ? "depends" : "depend", name),
 					 errhint("Drop those apps first, or redefine them without this dependency.")));
 	}
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_def,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_def,
 									 "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_DELETE, "drop_app");
@@ -1285,7 +1278,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	if (found)
 	{
 		/* a claimed run finishes; the finish hook then finds no run to record */
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_jobs,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_jobs,
 										 "DELETE FROM coord.job AS j USING coord.app_runs AS r "
 										 "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live' "
 										 "AND j.id OPERATOR(pg_catalog.=) r.job_id "
@@ -1293,7 +1286,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 										 "AND NOT coord.job_claimed(j.id)",
 										 1, argtypes), args, NULL, false, 0),
 			  SPI_OK_DELETE, "drop_app");
-		SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_runs,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_runs,
 										 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
 										 1, argtypes), args, NULL, false, 0),
 			  SPI_OK_DELETE, "drop_app");
@@ -1460,7 +1453,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_grid_apps,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
 									 "WITH RECURSIVE chain(name, depth) AS ("
 									 "SELECT name, 0 FROM coord.app_defs UNION ALL "
 									 "SELECT a.name, c.depth OPERATOR(pg_catalog.+) 1 FROM chain AS c "
@@ -1515,7 +1508,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	}
 
 	/* the runs */
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_grid_runs,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
 									 "SELECT app, period_start, period_end, state FROM coord.runs "
 									 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
 									 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",

@@ -853,3 +853,11 @@ CoordCheckPayload(Jsonb *payload)
 				 errhint("Store large data in a table and put its key in the payload.")));
 	return payload;
 }
+
+/* CoordSpiCheck raises a can't-happen error when an SPI call did not do what it must. */
+void
+CoordSpiCheck(int rc, int expected, const char *what)
+{
+	if (rc != expected)
+		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}

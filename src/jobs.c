@@ -339,13 +339,6 @@ JobTag(LOCKTAG *tag, int64 id)
 	CoordSetTag(tag, (uint64) id, COORD_NS_JOB);
 }
 
-static void
-SpiCheck(int rc, int expected, const char *what)
-{
-	if (rc != expected)
-		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
-}
-
 /* ---------- wake-ups ---------- */
 
 static void
@@ -451,7 +444,7 @@ ForgetClaimIfGone(int64 id)
 		return;
 	snprintf(sql, sizeof(sql),
 			 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) " INT64_FORMAT, id);
-	SpiCheck(SPI_execute(sql, false, 1), SPI_OK_SELECT, "checking a claim");
+	CoordSpiCheck(SPI_execute(sql, false, 1), SPI_OK_SELECT, "checking a claim");
 	if (SPI_processed == 0)
 		DropSessionClaim(id);
 }
@@ -466,13 +459,13 @@ FinishRequestKey(const char *request_key, bool done)
 
 	args[0] = CStringGetTextDatum(request_key);
 	if (done)
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
 											"UPDATE coord.request_keys SET state = 'done', "
 											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
 											1, argtypes), args, NULL, false, 0),
 				 SPI_OK_UPDATE, "marking a request done");
 	else
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
 											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
 											"AND state OPERATOR(pg_catalog.=) 'queued'",
 											1, argtypes), args, NULL, false, 0),
@@ -553,7 +546,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	{
 		bool		isnull;
 
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
 											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
 											"max_attempts, group_key, request_key) "
 											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
@@ -564,7 +557,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		/* a live job has this key: answer its id (unless it just finished) */
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
 											"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
 											"AND key OPERATOR(pg_catalog.=) $5",
 											9, argtypes), args, nulls, false, 1),
@@ -659,7 +652,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	/* ids are drawn in insertion order, which follows the array */
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
 										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
 										"SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6 "
 										"FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
@@ -1132,7 +1125,7 @@ coord_claim(PG_FUNCTION_ARGS)
 		args[0] = PointerGetDatum(construct_array(idd, got, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		args[1] = lease;
 		if (session_bound)
-			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_session,
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_session,
 												"UPDATE coord.job SET attempt = attempt OPERATOR(pg_catalog.+) 1, "
 												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
 												"lease = NULL, lease_until = NULL, claimed_at = pg_catalog.now(), "
@@ -1141,7 +1134,7 @@ coord_claim(PG_FUNCTION_ARGS)
 												1, argtypes), args, NULL, false, 0),
 					 SPI_OK_UPDATE_RETURNING, "claim");
 		else
-			SpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_lease,
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_lease,
 												"UPDATE coord.job SET attempt = attempt OPERATOR(pg_catalog.+) 1, "
 												"token = pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
 												"lease = $2, lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
@@ -1226,7 +1219,7 @@ coord_complete(PG_FUNCTION_ARGS)
 								  "AND (lease_until IS NOT NULL OR $6) RETURNING *) "
 								  HISTORY_INSERT, 3, 4, 5),
 						 6, argtypes);
-	SpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
+	CoordSpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "complete");
 	ok = (SPI_processed == 1);
 	if (ok)
@@ -1294,7 +1287,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 								  "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
 								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
 						 6, argtypes);
-	SpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
+	CoordSpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "complete");
 	done = SPI_processed;
 	{
@@ -1352,7 +1345,7 @@ MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char
 								  "AND (NOT $6 OR token OPERATOR(pg_catalog.=) $2) RETURNING *) "
 								  HISTORY_INSERT, 3, 4, 5),
 						 6, argtypes);
-	SpiCheck(SPI_execute_plan(plan_finish, args, nulls, false, 0),
+	CoordSpiCheck(SPI_execute_plan(plan_finish, args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "moving a job to the history");
 	moved = (SPI_processed == 1);
 	if (moved)
@@ -1395,7 +1388,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	args[4] = BoolGetDatum(SessionClaimLive(id));
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
 										"SELECT attempt, max_attempts FROM coord.job "
 										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
 										"AND (lease_until IS NOT NULL OR $5) "
@@ -1425,7 +1418,7 @@ coord_fail(PG_FUNCTION_ARGS)
 			args[2] = IntervalPGetDatum(delay);
 			/* $5: the attempt this claim used is given back (retry_after) */
 			args[4] = BoolGetDatum(!uses_attempt);
-			SpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
 												"UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
 												"run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
 												"last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
@@ -1479,7 +1472,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	CoordBecomeOwner(&sw);
 	if (SessionClaimLive(id))
 	{
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
 											"SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
 											"AND token OPERATOR(pg_catalog.=) $2",
 											3, argtypes), args, nulls, false, 1),
@@ -1492,7 +1485,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
 											"UPDATE coord.job SET lease = COALESCE($3, lease), "
 											"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
 											"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
@@ -1550,7 +1543,7 @@ coord_retry(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
 										"WITH h AS (DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
 										"AND state OPERATOR(pg_catalog.=) 'dead' RETURNING *) "
 										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
@@ -1604,7 +1597,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
 										"SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
 										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
 										1, argtypes), args, NULL, false, 1),
@@ -1625,7 +1618,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
 											"SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
 											1, argtypes), args, NULL, false, 1),
 				 SPI_OK_SELECT, "job_state");
@@ -1664,7 +1657,7 @@ coord_purge_jobs(PG_FUNCTION_ARGS)
 	}
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
 										"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
 										"(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
 										1, argtypes), args, NULL, false, 0),
@@ -1759,7 +1752,7 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	args[5] = CStringGetTextDatum(origin);
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_enqueue,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_enqueue,
 										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
 										"VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
 										"ON CONFLICT DO NOTHING RETURNING id",
@@ -1780,7 +1773,7 @@ CoordOriginJob(const char *origin)
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(origin);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_job,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_job,
 										"SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
 										1, argtypes), args, NULL, false, 1),
 			 SPI_OK_SELECT, "origin lookup");
@@ -1810,7 +1803,7 @@ CoordRevokeJob(int64 id, const char *error)
 	args[0] = Int64GetDatum(id);
 	args[1] = (Datum) 0;
 	args[2] = CStringGetTextDatum(error);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
 										"SELECT attempt, max_attempts FROM coord.job "
 										"WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
 										1, argtypes), args, NULL, false, 1),
@@ -1826,7 +1819,7 @@ CoordRevokeJob(int64 id, const char *error)
 	}
 	delay->time = BackoffUs(attempt);
 	args[1] = IntervalPGetDatum(delay);
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
 										"WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 										"INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
 										"attempt, max_attempts, enqueued_at, last_error, request_key, origin) "
@@ -1869,7 +1862,7 @@ CoordJobsTick(TimestampTz now)
 	args[1] = IntervalPGetDatum(keep);
 
 	/* a lease is set only by lease claims; SKIP LOCKED: a claim may be taking it now */
-	SpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_lost,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_lost,
 										"SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
 										"AND attempt OPERATOR(pg_catalog.>=) max_attempts "
 										"FOR UPDATE SKIP LOCKED",
@@ -1889,7 +1882,7 @@ CoordJobsTick(TimestampTz now)
 
 	if (coord_job_history_retention > 0)
 	{
-		SpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
 											"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
 											"($1 OPERATOR(pg_catalog.-) $2)",
 											2, argtypes), args, NULL, false, 0),

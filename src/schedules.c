@@ -86,13 +86,6 @@ typedef struct ScheduleDef
 	bool		last_null;
 } ScheduleDef;
 
-static void
-SpiOk(int rc, int expected, const char *what)
-{
-	if (rc != expected)
-		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
-}
-
 /* Parses a cron expression, or raises the error naming the bad field. */
 static void
 ParseCron(const char *expr, CoordCron *out)
@@ -230,7 +223,7 @@ GetSchedule(const char *name, ScheduleDef *d)
 	Datum		v;
 
 	args[0] = CStringGetTextDatum(name);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_get,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get,
 									 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
 									 "next_run_at, id, last_run_at FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
 									 "FOR NO KEY UPDATE",
@@ -273,7 +266,7 @@ PutInstance(const ScheduleDef *d, TimestampTz slot)
 	args[1] = TimestampTzGetDatum(slot);
 	if (slot == DT_NOEND)
 		nulls[1] = 'n';			/* a cron expression that never fires again */
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_set_next,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
 									 "UPDATE coord.schedule_defs SET next_run_at = $2 "
 									 "WHERE name OPERATOR(pg_catalog.=) $1",
 									 2, argtypes), args, nulls, false, 0),
@@ -296,7 +289,7 @@ DropUnclaimedInstance(const char *name)
 	int64		id;
 
 	args[0] = CStringGetTextDatum(SchedOrigin(name));
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_drop_instance,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_instance,
 									 "DELETE FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1 "
 									 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
 									 "AND NOT coord.job_claimed(id)",
@@ -321,7 +314,7 @@ CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_
 	args[0] = CStringGetTextDatum(name);
 	args[1] = CStringGetTextDatum(state);
 	args[2] = TimestampTzGetDatum(finished_at);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_finished,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finished,
 									 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
 									 "WHERE name OPERATOR(pg_catalog.=) $1",
 									 3, argtypes), args, NULL, false, 0),
@@ -406,7 +399,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_upsert,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
 									 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
 									 "starts_at, fixed_rate, host) "
 									 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8) "
@@ -459,7 +452,7 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_delete,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete,
 									 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_DELETE, "unschedule");
@@ -505,7 +498,7 @@ RepairSchedules(TimestampTz now)
 	char	  **names;
 	int64		made = 0;
 
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_orphans,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
 									 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
 									 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
 									 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) ORDER BY s.name",
@@ -562,7 +555,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordJobsTick(now);
 	done += CoordAppsTick(now);
 	args[0] = TimestampTzGetDatum(now);
-	SpiOk(SPI_execute_plan(CoordPlan(&plan_tick_state,
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
 									 "UPDATE coord.tick_state SET last_tick_at = $1, "
 									 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
 									 "ticked_at = pg_catalog.clock_timestamp()",
@@ -590,7 +583,7 @@ coord_cron_install(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "schedule");
 	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SPI_connect();
-	SpiOk(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
+	CoordSpiCheck(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
 					  true, 1), SPI_OK_SELECT, "cron_install");
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -600,7 +593,7 @@ coord_cron_install(PG_FUNCTION_ARGS)
 				 errhint("Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, "
 						 "and run CREATE EXTENSION pg_cron; or call coord.tick() from any scheduler once a minute.")));
 	args[0] = CStringGetTextDatum(schedule);
-	SpiOk(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
+	CoordSpiCheck(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
 								1, argtypes, args, NULL, false, 1),
 		  SPI_OK_SELECT, "cron_install");
 	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
