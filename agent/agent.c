@@ -751,9 +751,12 @@ start_job(Job *job)
 			 (long long) job->id, job->task, job->queue, job->attempt, (int) job->pid);
 }
 
+/* Whether an empty claim has marked this session idle on some queue. */
+static bool marked_idle = false;
+
 /*
  * One claim of up to n jobs from a queue; starts them.  Returns how many it
- * got, or -1 on an error.
+ * got, or -1 on an error.  n = 0 claims nothing and drops the idle mark.
  */
 static int
 claim_from(const char *queue, int n)
@@ -799,6 +802,8 @@ claim_from(const char *queue, int n)
 	got = PQntuples(res);
 	if (got > 0)
 		log_verbose("claimed %d job(s) from queue %s", got, queue);
+	else if (n > 0)
+		marked_idle = true;
 	for (r = 0; r < got && db_state == DB_READY; r++)
 	{
 		Job		   *job;
@@ -841,8 +846,19 @@ claim_jobs(msec_t now)
 {
 	int			k;
 
-	if (draining || db_state != DB_READY || njobs >= cfg->concurrency)
+	if (draining || db_state != DB_READY)
 		return;
+	if (njobs >= cfg->concurrency)
+	{
+		/* full: say we are not waiting, so that enqueues do not NOTIFY us */
+		if (marked_idle)
+		{
+			marked_idle = false;
+			for (k = 0; k < cfg->nqueues && db_state == DB_READY; k++)
+				(void) claim_from(cfg->queues[k], 0);
+		}
+		return;
+	}
 	if (!need_claim && now - last_claim < cfg->poll)
 		return;
 	need_claim = false;

@@ -22,7 +22,10 @@
 
 #include "libpq-fe.h"
 
-#define COORD_AGENT_VERSION		"0.1.0"
+/* the extension's version, from pg_coord.control (agent/Makefile) */
+#ifndef COORD_AGENT_VERSION
+#define COORD_AGENT_VERSION		"unknown"
+#endif
 #define DEFAULT_CONFIG_PATH		"/etc/coord-agent.conf"
 
 /* Queue and host names: what coord.enqueue accepts (they become channels). */

@@ -24,6 +24,7 @@ SCENARIOS=(
   "S3|crawlers: the duplicate-work coordinator (was RabbitMQ + coordinator)|demo_s3"
   "S4|mail queue runners: SKIP LOCKED claims, session-bound and leases (was per-runner hash splits)|demo_s4"
   "S5|application-server scheduler: recurring events, one run at a time|demo_s5"
+  "agent|coord-agent: S2 apps on two hosts, S1 components as agent tasks, the status view|demo_agent"
 )
 
 # ---------------------------------------------------------------- scenarios
@@ -43,6 +44,8 @@ demo_s2() { . "$EXAMPLES/s2/demo_section.sh"; s2_demo; }
 demo_s4() { . "$EXAMPLES/s4/demo_section.sh"; s4_demo; }
 
 demo_s5() { . "$EXAMPLES/s5/demo_section.sh"; s5_demo; }
+
+demo_agent() { . "$EXAMPLES/agent/demo_section.sh"; agent_demo; }
 
 # ---------------------------------------------------------------- driver
 

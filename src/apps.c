@@ -58,10 +58,12 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "jit/jit.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -1419,6 +1421,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
 	CoordUserSwitch sw;
+	int			nest;
 	GridRow    *rows;
 	int			nrows,
 				r,
@@ -1452,6 +1455,14 @@ coord_grid(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
+	/*
+	 * No JIT: the planner's guesses for these small queries can pass
+	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
+	 */
+	nest = NewGUCNestLevel();
+	if (jit_enabled)
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
 	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
 									 "WITH RECURSIVE chain(name, depth) AS ("
@@ -1579,6 +1590,7 @@ coord_grid(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	CoordRestoreUser(&sw);
+	AtEOXact_GUC(true, nest);
 	SPI_finish();
 	return (Datum) 0;
 }

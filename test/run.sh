@@ -86,6 +86,13 @@ run_tests() {
     fi
   done
 
+  log "== fuzz (its own cluster, port 54336; COORD_FUZZ_CALLS calls)"
+  if FUZZ_CALLS=${COORD_FUZZ_CALLS:-6000} bash test/fuzz/fuzz.sh >test/results/fuzz.out 2>&1; then
+    passed=$((passed + 1)); log "fuzz: ok ($(tail -1 test/results/fuzz.out))"
+  else
+    failed=$((failed + 1)); failures+=("fuzz"); log "fuzz: FAILED"; tail -20 test/results/fuzz.out >&2
+  fi
+
   log "== coord-agent (each script runs its own cluster, ports 54340-54349)"
   for t in test/agent/*.sh; do
     case "$t" in */run_all.sh|*/agent_lib.sh) continue ;; esac
