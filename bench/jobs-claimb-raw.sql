@@ -6,5 +6,5 @@ WITH c AS (
                  ORDER BY priority DESC, run_at, id
                  LIMIT 100 FOR UPDATE SKIP LOCKED)
   RETURNING id)
-SELECT array_agg(id)::text AS ids FROM c \gset
+SELECT COALESCE(array_agg(id)::text, '{}') AS ids FROM c \gset
 DELETE FROM bench_jobs WHERE id = ANY (:ids::bigint[]);

@@ -504,7 +504,7 @@ claimb-raw|raw SKIP LOCKED claim + DELETE|100 jobs/claim, 4 workers|-|count
 claimb-coord|coord.claim + complete|100 jobs/claim, 4 workers|claimb-raw|count|1.0'
 
 JOBS_BACKLOG=${JOBS_BACKLOG:-50000}
-JOBS_BACKLOG_BATCH=${JOBS_BACKLOG_BATCH:-400000}
+JOBS_BACKLOG_BATCH=${JOBS_BACKLOG_BATCH:-700000}
 
 jobs_raw_table() {
   psql -qX -d "$BENCH_DB" -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS bench_jobs" \
@@ -611,6 +611,8 @@ the hand-written queue (ratio ≥ 1.00; the machine's noise is several percent).
 
 OLDSNAP_DURATION=${OLDSNAP_DURATION:-40}
 OLDSNAP_JOBS=${OLDSNAP_JOBS:-200000}
+# jobs queued: those finished behind the snapshot, plus enough for the measured run
+OLDSNAP_BACKLOG=${OLDSNAP_BACKLOG:-320000}
 
 # oldsnap_holder_start / _stop: a session in the bench database holding a
 # REPEATABLE READ snapshot open (idle in transaction), fed through a fifo so
@@ -640,21 +642,27 @@ oldsnap_holder_stop() {
 # single claim + complete for OLDSNAP_DURATION s with pgbench -P 10, and
 # appends "system holder jobs_done tps tps_first10 tps_last10 dead_job dead_hist" to oldsnap.tsv.
 oldsnap_run() {
-  local sys=$1 holder=$2 log=$OUT/$STAMP/oldsnap-$1-$2.log have before after dead script count_sql
+  local sys=$1 holder=$2 log=$OUT/$STAMP/oldsnap-$1-$2.log have before after dead script count_sql pre
   jobs_drop_e || return 1
-  jobs_fill q "$OLDSNAP_JOBS" || return 1
+  jobs_fill q "$OLDSNAP_BACKLOG" || return 1
   if [ "$sys" = coord ]; then
     have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job WHERE queue = 'q'")
     count_sql="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
     script=jobs-claim-coord.sql
+    pre=jobs-claimb-coord.sql
   else
     have=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM bench_jobs WHERE queue = 'q' AND state = 'ready'")
     count_sql="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
     script=jobs-claim-raw.sql
+    pre=jobs-claimb-raw.sql
   fi
-  [ "$have" -ge "$OLDSNAP_JOBS" ] || { log "prefill failed: $have ready jobs in $sys"; return 1; }
-  before=$(psql -qXAt -d "$BENCH_DB" -c "$count_sql")
+  [ "$have" -ge "$OLDSNAP_BACKLOG" ] || { log "prefill failed: $have ready jobs in $sys"; return 1; }
   [ "$holder" = holder ] && { oldsnap_holder_start || return 1; }
+  # first finish OLDSNAP_JOBS jobs (batches of 100, 4 clients) behind the
+  # snapshot, in both the holder and the no-holder run; then measure
+  "$PGBENCH" -n -M prepared -c 4 -j "$BENCH_THREADS" -t $((OLDSNAP_JOBS / 400)) \
+    -f "$BENCH_DIR/$pre" "$BENCH_DB" >"$log.pre" 2>&1 || { log "oldsnap pre-phase failed; see $log.pre"; return 1; }
+  before=$(psql -qXAt -d "$BENCH_DB" -c "$count_sql")
   "$PGBENCH" -n -M prepared -c 4 -j "$BENCH_THREADS" -T "$OLDSNAP_DURATION" -P 10 \
     -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1
   local rc=$?
@@ -680,7 +688,7 @@ oldsnap_run() {
 bench_oldsnap() {
   local load_start t0
   load_start=$(cut -d' ' -f1 /proc/loadavg)
-  log "== oldsnap: 4 runs of ${OLDSNAP_DURATION} s, $OLDSNAP_JOBS jobs queued"
+  log "== oldsnap: 4 runs of ${OLDSNAP_DURATION} s after $OLDSNAP_JOBS jobs finished"
   psql -qXAt -d "$BENCH_DB" -c "SELECT 1 FROM pg_class WHERE oid = 'bench_jobs'::regclass" >/dev/null 2>&1 || jobs_raw_table
   rm -f "$OUT/oldsnap.tsv"
   t0=$(date -u '+%Y-%m-%d %H:%M')
@@ -714,21 +722,23 @@ print(f"Target (DESIGN.md 4, claim throughput with an old snapshot held stays wi
 PY
   SECTION_T0=$t0
   {
-    echo "## Jobs with an old snapshot held: claim + complete, 4 workers, $OLDSNAP_JOBS jobs queued"
+    echo "## Jobs with an old snapshot held: claim + complete, 4 workers, after $OLDSNAP_JOBS jobs finished behind it"
     echo
     echo "DESIGN.md 4: with a session holding an old snapshot open (so VACUUM can
 remove nothing), claim throughput stays within 20% of the same run without it.
-Before each run queue q of both systems is topped up to $OLDSNAP_JOBS ready jobs
+Before each run queue q of both systems is topped up to $OLDSNAP_BACKLOG ready jobs
 (enqueue_many / INSERT ... SELECT, count checked), VACUUM ANALYZE, CHECKPOINT.
-Then 4 pgbench workers run single claim + complete (bench/jobs-claim-*.sql,
-two transactions per job) for ${OLDSNAP_DURATION} s with \`-P 10\`; in the
-*holder* runs a psql session in the bench database has run \`BEGIN ISOLATION
-LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class;\` before the workers
-start and stays idle in that transaction until they end.  Dead tuples are
+In the *holder* runs a psql session in the bench database then runs \`BEGIN
+ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class;\` and stays
+idle in that transaction until the run ends.  Then, in every run, 4 pgbench
+clients finish $OLDSNAP_JOBS jobs in claims of 100 (bench/jobs-claimb-*.sql,
+\`-t $((OLDSNAP_JOBS / 400))\`), so that in the holder runs that many finished
+jobs lie behind the snapshot; then 4 pgbench workers run single claim +
+complete (bench/jobs-claim-*.sql, two transactions per job) for
+${OLDSNAP_DURATION} s with \`-P 10\`, which is what the table measures.  Dead tuples are
 \`pg_stat_user_tables.n_dead_tup\` right after the run, before the holder ends.
 One run per configuration (raw, coord, raw + holder, coord + holder, in that
-order).  With ${OLDSNAP_DURATION} s at these rates far fewer than 200,000 jobs
-finish behind the snapshot; the last-10-s column shows the trend."
+order)."
     echo
     echo "- date: $t0 – $(date -u '+%H:%M') UTC"
     machine_info
