@@ -15,6 +15,7 @@
 #include <netdb.h>
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "common/hashfn.h"
@@ -535,6 +536,17 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 {
 	int			i;
 	bool		ok = true;
+
+	/*
+	 * A lock lives in one server's lock manager: one taken on a standby is
+	 * invisible to workers on the primary, so it would coordinate nothing.
+	 */
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot take pg_coord locks during recovery"),
+				 errdetail("A lock taken on a standby is not seen by the primary's sessions."),
+				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
 
 	if (timeout_us > 0)
 		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
