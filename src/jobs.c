@@ -193,7 +193,11 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 /* Columns every statement that returns a claimed job returns, in type order. */
 #define CLAIMED_COLUMNS "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
 
-/* The history row of a job being moved out of coord.job by statement d. */
+/*
+ * The history row of a job being moved out of coord.job by statement d.  It
+ * returns what SettleFinished needs; the result only for jobs with an origin
+ * (the app-run hook reads it), so completions do not carry it back for nothing.
+ */
 /*
  * A claim that takes a job whose previous claim never finished says why in
  * last_error (fail clears claimed_at, so a failed attempt keeps its error).
@@ -209,7 +213,8 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 	"request_key, origin) SELECT d.id, d.queue, $%d, d.payload, d.run_at, d.priority, d.key, d.group_key, " \
 	"d.host, d.attempt, d.max_attempts, d.token, d.enqueued_at, d.claimed_at, " \
 	"pg_catalog.clock_timestamp(), COALESCE($%d, d.last_error), $%d, d.request_key, d.origin FROM d " \
-	"RETURNING request_key, id, origin, state, result, finished_at"
+	"RETURNING request_key, id, origin, state, " \
+	"CASE WHEN origin IS NULL THEN NULL ELSE result END, finished_at"
 
 /* The retry delay after attempt n: 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5). */
 static int64
@@ -1844,7 +1849,10 @@ CoordRevokeJob(int64 id, const char *error)
  * CoordJobsTick: the job queue's share of coord.tick.  Jobs whose last
  * attempt's lease expired die (claims would kill them too, but only when one
  * reaches them), and the history loses what is older than the retention.
- * Returns how many jobs it touched.
+ * Both go by the real clock when the tick's now is later: a tick with a
+ * simulated future time (apps are driven that way) must not expire leases
+ * that have not expired, nor purge history that is still kept.  Returns how
+ * many jobs it touched.
  */
 int64
 CoordJobsTick(TimestampTz now)
@@ -1857,7 +1865,7 @@ CoordJobsTick(TimestampTz now)
 				n;
 	int64	   *ids;
 
-	args[0] = TimestampTzGetDatum(now);
+	args[0] = TimestampTzGetDatum(Min(now, GetCurrentTimestamp()));
 	keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
 	args[1] = IntervalPGetDatum(keep);
 

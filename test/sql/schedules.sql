@@ -104,10 +104,14 @@ SELECT coord.tick('2035-06-01') >= 0 AS ticked;
 SELECT name, (SELECT count(*) FROM coord.job j WHERE j.origin = 's:' || s.name) AS instances
   FROM coord.schedule_defs s ORDER BY name;
 SELECT last_tick_at, ticks > 0 AS counted FROM coord.tick_state;
--- tick kills a job whose last attempt's lease expired
+-- tick kills a job whose last attempt's lease expired, by the real clock:
+-- a tick with a simulated later time expires nothing early
 SELECT coord.enqueue('lastlease', max_attempts => 1) AS ll \gset
 SELECT count(*) FROM coord.claim('lastlease', lease => '1 second');
-SELECT coord.tick(now() + interval '1 minute') >= 1 AS reaped;
+SELECT coord.tick(now() + interval '1 day') AS ticked_ahead;
+SELECT coord.job_state(:ll) AS still_claimed;
+SELECT pg_sleep(1.1);
+SELECT coord.tick() >= 1 AS reaped;
 SELECT coord.job_state(:ll), (SELECT last_error FROM coord.jobs WHERE id = :ll);
 
 -- The cron table: next fire times in UTC.
