@@ -32,6 +32,7 @@
 #include "utils/hsearch.h"
 #include "utils/inet.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 
 #include "common.h"
@@ -820,6 +821,31 @@ CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 		*slot = plan;
 	}
 	return *slot;
+}
+
+/*
+ * CoordPlanGeneration returns the generation of a saved plan's generic plan
+ * when the next execution will use it as it is, or -1 when it will plan
+ * first (not planned yet, invalidated, transient, or made for another
+ * search_path or role).  Callers that steer planning with settings set them
+ * only then, and compare generations after the execution to catch a replan
+ * that an invalidation arriving in between caused.
+ */
+int
+CoordPlanGeneration(SPIPlanPtr plan)
+{
+	List	   *sources = SPI_plan_get_plan_sources(plan);
+	CachedPlanSource *ps;
+
+	if (list_length(sources) != 1)
+		return -1;
+	ps = (CachedPlanSource *) linitial(sources);
+	if (!ps->is_valid || ps->gplan == NULL || !ps->gplan->is_valid ||
+		TransactionIdIsValid(ps->gplan->saved_xmin) ||
+		(ps->search_path != NULL && !OverrideSearchPathMatchesCurrent(ps->search_path)) ||
+		(ps->gplan->dependsOnRole && ps->gplan->planRoleId != GetUserId()))
+		return -1;
+	return ps->generation;
 }
 
 /* Queue and host names become NOTIFY channels: a short, plain alphabet. */

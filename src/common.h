@@ -133,6 +133,7 @@ extern Oid	CoordOwnerId(void);
 extern void CoordBecomeOwner(CoordUserSwitch *sw);
 extern void CoordRestoreUser(const CoordUserSwitch *sw);
 extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
+extern int	CoordPlanGeneration(SPIPlanPtr plan);
 extern void CoordSpiCheck(int rc, int expected, const char *what);
 extern text *CoordSpiText(const char *s);
 extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);

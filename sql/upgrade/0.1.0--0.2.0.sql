@@ -7,7 +7,8 @@
 -- A job a lease claim holds keeps its lease_until; a session-bound job stays
 -- claimed by its session's lock.  The generated partition column is gone
 -- (the claim computes it), jobs gain an origin (schedules, app runs), and the
--- history keeps one btree.
+-- history keeps one btree and no CHECK on state.  Claims are one statement
+-- (coord.claim_take), over a claim index that leads with a hash of the queue.
 
 \echo Use "ALTER EXTENSION pg_coord UPDATE TO '0.2.0'" to load this file. \quit
 
@@ -22,8 +23,8 @@ UPDATE coord.job SET lease_until = pg_catalog.now()
  WHERE state OPERATOR(pg_catalog.=) 'running' AND lease_until IS NULL;
 ALTER TABLE coord.job DROP COLUMN state;
 ALTER TABLE coord.job ADD COLUMN origin text;
-CREATE INDEX job_ready ON coord.job (queue, priority DESC, run_at, id);
-COMMENT ON INDEX coord.job_ready IS 'The claim order: highest priority, then oldest run_at';
+CREATE INDEX job_ready ON coord.job (pg_catalog.hashtextextended(queue, 0), priority DESC, run_at, id);
+COMMENT ON INDEX coord.job_ready IS 'The claim order within a queue: highest priority, then oldest run_at';
 CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
 COMMENT ON INDEX coord.job_origin IS
   'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
@@ -31,6 +32,8 @@ COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 
 ALTER TABLE coord.job_history ADD COLUMN origin text;
+ALTER TABLE coord.job_history DROP CONSTRAINT job_history_state_check;
+COMMENT ON COLUMN coord.job_history.state IS 'done, dead or cancelled';
 DROP INDEX coord.job_history_finished;
 DROP INDEX coord.job_history_queue;
 CREATE INDEX job_history_finished ON coord.job_history USING brin (finished_at);
@@ -38,3 +41,11 @@ COMMENT ON INDEX coord.job_history_finished IS 'Retention and recent-history que
 CREATE INDEX job_history_failed ON coord.job_history (queue, finished_at)
   WHERE state OPERATOR(pg_catalog.<>) 'done';
 COMMENT ON INDEX coord.job_history_failed IS 'Dead and cancelled jobs per queue';
+
+-- Claims are one statement, which calls this for each row it has locked.
+CREATE FUNCTION coord.claim_take(id bigint, spent boolean, priority integer, run_at timestamptz,
+                                 group_key text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_take'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz, text) IS
+  'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
