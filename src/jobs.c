@@ -5,9 +5,10 @@
  *
  * Tables.  coord.job holds live work only (scheduled, ready, running);
  * complete, fail-to-dead and cancel move a job to coord.job_history in the
- * same statement, so the hot table and its indexes stay the size of the
- * live work.  "Scheduled" is a ready row whose run_at is in the future: a
- * claim sees due work without any tick.
+ * same transaction (a DELETE ... RETURNING, then ArchiveJobs inserts the
+ * history row through the table AM), so the hot table and its indexes stay
+ * the size of the live work.  "Scheduled" is a ready row whose run_at is in
+ * the future: a claim sees due work without any tick.
  *
  * Claims.  A claim is one UPDATE: its subquery walks the claim index
  * (hash of the queue, priority DESC, run_at, id) with FOR UPDATE SKIP
@@ -90,9 +91,14 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
+#include "executor/executor.h"
 #include "common/pg_prng.h"
 #include "funcapi.h"
 #include "jit/jit.h"
@@ -102,7 +108,9 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
@@ -193,11 +201,6 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 #define CLAIMED_COLUMNS "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
 
 /*
- * The history row of a job being moved out of coord.job by statement d.  It
- * returns what SettleFinished needs; the result only for jobs with an origin
- * (the app-run hook reads it), so completions do not carry it back for nothing.
- */
-/*
  * A claim that takes a job whose previous claim never finished says why in
  * last_error (fail clears claimed_at, so a failed attempt keeps its error).
  */
@@ -205,15 +208,6 @@ PG_FUNCTION_INFO_V1(coord_mark_queued_job);
 	"last_error = CASE WHEN claimed_at IS NULL THEN last_error " \
 	"WHEN lease_until IS NULL THEN 'claim lost: the claiming session ended' " \
 	"ELSE 'claim lost: the lease expired' END "
-
-#define HISTORY_INSERT \
-	"INSERT INTO coord.job_history (id, queue, state, payload, run_at, priority, key, group_key, " \
-	"host, attempt, max_attempts, token, enqueued_at, claimed_at, finished_at, last_error, result, " \
-	"request_key, origin) SELECT d.id, d.queue, $%d, d.payload, d.run_at, d.priority, d.key, d.group_key, " \
-	"d.host, d.attempt, d.max_attempts, d.token, d.enqueued_at, d.claimed_at, " \
-	"pg_catalog.clock_timestamp(), COALESCE($%d, d.last_error), $%d, d.request_key, d.origin FROM d " \
-	"RETURNING request_key, id, origin, state, " \
-	"CASE WHEN origin IS NULL THEN NULL ELSE result END, finished_at"
 
 /* The retry delay after attempt n: 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5). */
 static int64
@@ -477,40 +471,167 @@ FinishRequestKey(const char *request_key, bool done)
 }
 
 /*
- * After a statement that moved jobs to the history (its RETURNING list is
- * HISTORY_INSERT's): settle their request keys, and tell the schedule or app
- * run a job came from that it finished, in this same transaction.
+ * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
+ * coord.job (the SPI result) into coord.job_history as state st, then
+ * settles their request keys and tells the schedule or app run a job came
+ * from that it finished, in this same transaction.  error, when given,
+ * replaces last_error; result is stored for completed jobs.  Returns how
+ * many jobs it moved.  Inside SPI.
+ *
+ * The history row is inserted through the table access method and
+ * ExecInsertIndexTuples rather than by an INSERT in the DELETE's statement:
+ * a completion then costs one executor start, not a CTE with two
+ * ModifyTables.  Columns are matched by name, so the two tables' column
+ * orders (and columns dropped by updates) do not matter; the history's own
+ * (state, finished_at, result) are set here.
  */
-static void
-SettleFinished(bool done)
+static uint64
+ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 {
-	uint64		i;
 	SPITupleTable *tt = SPI_tuptable;
 	uint64		n = SPI_processed;
+	TupleDesc	jdesc = tt->tupdesc;
+	Oid			relid;
+	Relation	rel;
+	TupleDesc	hdesc;
+	int		   *src;
+	int			i,
+				k;
+	uint64		r;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	Datum	   *values;
+	bool	   *nulls;
+	Datum		state = CStringGetTextDatum(st);
+	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
+	TimestampTz *finished = palloc(sizeof(TimestampTz) * Max(n, 1));
+	int			c_request_key = SPI_fnumber(jdesc, "request_key");
+	int			c_origin = SPI_fnumber(jdesc, "origin");
+	int			c_id = SPI_fnumber(jdesc, "id");
+	bool		done = strcmp(st, "done") == 0;
 
-	for (i = 0; i < n; i++)
+	if (n == 0)
+		return 0;
+	if (c_request_key <= 0 || c_origin <= 0 || c_id <= 0)
+		elog(ERROR, "a job row without id, request_key or origin");
+	relid = get_relname_relid("job_history", get_namespace_oid(COORD_SCHEMA, false));
+	if (!OidIsValid(relid))
+		elog(ERROR, "coord.job_history does not exist");
+	rel = table_open(relid, RowExclusiveLock);
+	hdesc = RelationGetDescr(rel);
+
+	/* where each history column comes from: a job column, or -1 / -2 / -3 / -4 */
+	src = palloc(sizeof(int) * hdesc->natts);
+	for (i = 0; i < hdesc->natts; i++)
 	{
-		HeapTuple	row = tt->vals[i];
-		char	   *rk = SPI_getvalue(row, tt->tupdesc, 1);
-		char	   *origin = SPI_getvalue(row, tt->tupdesc, 3);
+		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
+		const char *name = NameStr(ha->attname);
+
+		src[i] = 0;
+		if (ha->attisdropped)
+			continue;
+		if (strcmp(name, "state") == 0)
+			src[i] = -1;
+		else if (strcmp(name, "finished_at") == 0)
+			src[i] = -2;
+		else if (strcmp(name, "result") == 0)
+			src[i] = -3;
+		else if (strcmp(name, "last_error") == 0 && error != NULL)
+			src[i] = -4;
+		else
+			for (k = 0; k < jdesc->natts; k++)
+			{
+				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
+
+				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0 &&
+					ja->atttypid == ha->atttypid)
+				{
+					src[i] = k + 1;
+					break;
+				}
+			}
+	}
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, hdesc, &TTSOpsHeapTuple);
+	values = palloc(sizeof(Datum) * hdesc->natts);
+	nulls = palloc(sizeof(bool) * hdesc->natts);
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		HeapTuple	h;
+
+		finished[r] = GetCurrentTimestamp();
+		for (i = 0; i < hdesc->natts; i++)
+		{
+			nulls[i] = false;
+			switch (src[i])
+			{
+				case 0:
+					values[i] = (Datum) 0;
+					nulls[i] = true;
+					break;
+				case -1:
+					values[i] = state;
+					break;
+				case -2:
+					values[i] = TimestampTzGetDatum(finished[r]);
+					break;
+				case -3:
+					values[i] = done ? result : (Datum) 0;
+					nulls[i] = !done || result_null;
+					break;
+				case -4:
+					values[i] = err;
+					break;
+				default:
+					values[i] = SPI_getbinval(row, jdesc, src[i], &nulls[i]);
+					break;
+			}
+			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)
+				elog(ERROR, "no value for column %s of coord.job_history",
+					 NameStr(TupleDescAttr(hdesc, i)->attname));
+		}
+		h = heap_form_tuple(hdesc, values, nulls);
+		ExecStoreHeapTuple(h, slot, false);
+		table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+		if (rri->ri_NumIndices > 0)
+			(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+		ExecClearTuple(slot);
+		heap_freetuple(h);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+
+	/* then what depends on the jobs finishing */
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
+		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
 
 		if (rk != NULL)
 			FinishRequestKey(rk, done);
 		if (origin != NULL)
 		{
 			bool		isnull;
-			int64		id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
-			char	   *state = SPI_getvalue(row, tt->tupdesc, 4);
-			Datum		result = SPI_getbinval(row, tt->tupdesc, 5, &isnull);
-			bool		result_null = isnull;
-			TimestampTz finished = DatumGetTimestampTz(SPI_getbinval(row, tt->tupdesc, 6, &isnull));
+			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
 
 			if (strncmp(origin, COORD_ORIGIN_SCHEDULE, strlen(COORD_ORIGIN_SCHEDULE)) == 0)
-				CoordScheduleFinished(origin + strlen(COORD_ORIGIN_SCHEDULE), state, finished);
+				CoordScheduleFinished(origin + strlen(COORD_ORIGIN_SCHEDULE), st, finished[r]);
 			else if (strncmp(origin, COORD_ORIGIN_APP, strlen(COORD_ORIGIN_APP)) == 0)
-				CoordAppRunFinished(origin, id, state, result, result_null);
+				CoordAppRunFinished(origin, id, st, result, !done || result_null);
 		}
 	}
+	return n;
 }
 
 /* ---------- enqueue ---------- */
@@ -1299,40 +1420,29 @@ Datum
 coord_complete(PG_FUNCTION_ARGS)
 {
 	int64		id;
-	Oid			argtypes[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', 'n', ' ', ' '};
+	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
+	Datum		args[3];
 	CoordUserSwitch sw;
 	bool		ok;
 
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
 	id = PG_GETARG_INT64(0);
-	args[5] = BoolGetDatum(SessionClaimLive(id));
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
-	args[2] = CStringGetTextDatum("done");
-	args[3] = (Datum) 0;
-	args[4] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[4] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[2] = BoolGetDatum(SessionClaimLive(id));
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	if (plan_complete == NULL)
-		(void) CoordPlan(&plan_complete,
-						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-								  "AND token OPERATOR(pg_catalog.=) $2 "
-								  "AND (lease_until IS NOT NULL OR $6) RETURNING *) "
-								  HISTORY_INSERT, 3, 4, 5),
-						 6, argtypes);
-	CoordSpiCheck(SPI_execute_plan(plan_complete, args, nulls, false, 0),
-			 SPI_OK_INSERT_RETURNING, "complete");
-	ok = (SPI_processed == 1);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete,
+											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+											 "AND token OPERATOR(pg_catalog.=) $2 "
+											 "AND (lease_until IS NOT NULL OR $3) RETURNING *",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "complete");
+	ok = ArchiveJobs("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)
-	{
-		SettleFinished(true);
 		DropSessionClaim(id);
-	}
 	else
 		ForgetClaimIfGone(id);
 	CoordRestoreUser(&sw);
@@ -1346,9 +1456,8 @@ coord_complete_many(PG_FUNCTION_ARGS)
 {
 	ArrayType  *ids,
 			   *tokens;
-	Oid			argtypes[6] = {INT8ARRAYOID, INT8ARRAYOID, TEXTOID, TEXTOID, JSONBOID, INT8ARRAYOID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', 'n', 'n', ' '};
+	Oid			argtypes[3] = {INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum		args[3];
 	CoordUserSwitch sw;
 	uint64		done;
 	uint64		r;
@@ -1379,35 +1488,31 @@ coord_complete_many(PG_FUNCTION_ARGS)
 			held[nheld++] = elems[i];
 	args[0] = PointerGetDatum(ids);
 	args[1] = PointerGetDatum(tokens);
-	args[2] = CStringGetTextDatum("done");
-	args[3] = (Datum) 0;
-	args[4] = (Datum) 0;
-	args[5] = PointerGetDatum(construct_array(held, nheld, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(held, nheld, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	if (plan_complete_many == NULL)
-		(void) CoordPlan(&plan_complete_many,
-						 psprintf("WITH d AS (DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
-								  "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
-								  "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($6)) "
-								  "RETURNING j.*) " HISTORY_INSERT, 3, 4, 5),
-						 6, argtypes);
-	CoordSpiCheck(SPI_execute_plan(plan_complete_many, args, nulls, false, 0),
-			 SPI_OK_INSERT_RETURNING, "complete");
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_many,
+											 "DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
+											 "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
+											 "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
+											 "RETURNING j.*",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "complete");
 	done = SPI_processed;
 	{
 		/* the completed ones: let their claims go; the others: only if gone */
 		SPITupleTable *tt = SPI_tuptable;
 		int64	   *completed = palloc(sizeof(int64) * Max(done, 1));
+		int			c_id = SPI_fnumber(tt->tupdesc, "id");
 
 		for (r = 0; r < done; r++)
 		{
 			bool		isnull;
 
-			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, c_id, &isnull));
 		}
-		SettleFinished(true);
+		(void) ArchiveJobs("done", NULL, (Datum) 0, true);
 		for (i = 0; i < n; i++)
 		{
 			int64		id = DatumGetInt64(elems[i]);
@@ -1433,30 +1538,18 @@ coord_complete_many(PG_FUNCTION_ARGS)
 static bool
 MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
 {
-	Oid			argtypes[6] = {INT8OID, INT8OID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', 'n', ' '};
-	bool		moved;
+	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
+	Datum		args[3];
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
-	args[2] = CStringGetTextDatum(st);
-	args[3] = error ? CStringGetTextDatum(error) : (Datum) 0;
-	nulls[3] = error ? ' ' : 'n';
-	args[4] = (Datum) 0;
-	args[5] = BoolGetDatum(with_token);
-	if (plan_finish == NULL)
-		(void) CoordPlan(&plan_finish,
-						 psprintf("WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-								  "AND (NOT $6 OR token OPERATOR(pg_catalog.=) $2) RETURNING *) "
-								  HISTORY_INSERT, 3, 4, 5),
-						 6, argtypes);
-	CoordSpiCheck(SPI_execute_plan(plan_finish, args, nulls, false, 0),
-			 SPI_OK_INSERT_RETURNING, "moving a job to the history");
-	moved = (SPI_processed == 1);
-	if (moved)
-		SettleFinished(strcmp(st, "done") == 0);
-	return moved;
+	args[2] = BoolGetDatum(with_token);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
+											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+											 "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "moving a job to the history");
+	return ArchiveJobs(st, error, (Datum) 0, true) == 1;
 }
 
 /*
