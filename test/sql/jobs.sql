@@ -154,3 +154,31 @@ SELECT coord.job_state(-1) IS NULL AS unknown_job, coord.cancel(-1), coord.retry
        coord.complete(-1, 1), coord.fail(-1, 1) IS NULL AS fail_unknown, coord.heartbeat(-1, 1) IS NULL AS hb_unknown;
 SELECT count(*) AS claimed_from_unknown_queue FROM coord.claim('no-such-queue');
 SELECT pg_advisory_unlock_all();
+
+-- Claims write their rows through the table AM (ClaimRow): when a page is
+-- full the update is not HOT and ClaimRow inserts the index entries itself.
+-- amcheck's heapallindexed finds any row version missing from an index.
+CREATE EXTENSION amcheck;
+SELECT count(*) AS padded FROM (
+  SELECT coord.enqueue('nh', jsonb_build_object('pad', repeat('x', 1500), 'i', g), key => 'k' || g,
+                       group_key => CASE WHEN g % 3 = 0 THEN 'g' || g END)
+    FROM generate_series(1, 120) g) s;
+BEGIN;
+SELECT n_tup_upd AS upd0, n_tup_hot_upd AS hot0
+  FROM pg_stat_xact_user_tables WHERE relid = 'coord.job'::regclass \gset
+SELECT count(*) AS lease_claims FROM coord.claim('nh', 80);
+SELECT count(*) AS session_claims FROM coord.claim('nh', 20, session_bound => true);
+SELECT n_tup_upd - :upd0 AS updates, n_tup_upd - :upd0 > n_tup_hot_upd - :hot0 AS some_not_hot
+  FROM pg_stat_xact_user_tables WHERE relid = 'coord.job'::regclass;
+COMMIT;
+SELECT c.relname AS checked_index
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid,
+       LATERAL (SELECT bt_index_check(i.indexrelid, true)) AS chk
+ WHERE i.indrelid = 'coord.job'::regclass ORDER BY 1;
+SET enable_seqscan = off;
+SELECT count(*) AS by_key FROM coord.job WHERE queue = 'nh' AND key IS NOT NULL;
+RESET enable_seqscan;
+SELECT count(*) FILTER (WHERE state = 'running') AS running, count(*) AS live
+  FROM coord.jobs WHERE queue = 'nh';
+SELECT pg_advisory_unlock_all();
+DROP EXTENSION amcheck;
