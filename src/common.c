@@ -245,12 +245,19 @@ typedef struct Hold
 static HTAB *holds = NULL;
 static bool holds_pending = false;
 
+/* Does this backend hold anything?  Lets callers skip building hold keys. */
+bool
+CoordHoldsAny(void)
+{
+	return holds != NULL && hash_get_num_entries(holds) > 0;
+}
+
 static Hold *
 FindHold(const char *key)
 {
 	Hold	   *h;
 
-	if (holds == NULL)
+	if (!CoordHoldsAny())
 		return NULL;
 	h = hash_search(holds, key, HASH_FIND, NULL);
 	if (h != NULL && !LockHeldByMe(&h->tag, ExclusiveLock))

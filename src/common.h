@@ -118,6 +118,7 @@ typedef enum CoordHoldStatus
 	HOLD_ACTIVE,
 	HOLD_RELEASING
 } CoordHoldStatus;
+extern bool CoordHoldsAny(void);
 extern void CoordHoldTaken(const char *key, const LOCKTAG *tag);
 extern void CoordHoldRelease(const char *key);
 extern void CoordHoldKeep(const char *key);

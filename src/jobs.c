@@ -101,16 +101,16 @@
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "commands/sequence.h"
-#include "executor/executor.h"
 #include "common/pg_prng.h"
+#include "executor/executor.h"
 #include "funcapi.h"
-#include "jit/jit.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -264,6 +264,8 @@ JobsXactCallback(XactEvent event, void *arg)
 	}
 }
 
+static void JobColsInval(Datum arg, Oid relid);
+
 void
 CoordJobsInit(void)
 {
@@ -289,6 +291,7 @@ CoordJobsInit(void)
 							&coord_claim_rescan_max, 10000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
+	CacheRegisterRelcacheCallback(JobColsInval, (Datum) 0);
 }
 
 /* ---------- arguments ---------- */
@@ -403,14 +406,14 @@ ClaimKey(int64 id)
 static bool
 HoldsSessionClaim(int64 id)
 {
-	return CoordHoldState(ClaimKey(id)) != HOLD_NONE;
+	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) != HOLD_NONE;
 }
 
 /* Is this session's session-bound claim on the job live (not being let go)? */
 static bool
 SessionClaimLive(int64 id)
 {
-	return CoordHoldState(ClaimKey(id)) == HOLD_ACTIVE;
+	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) == HOLD_ACTIVE;
 }
 
 /*
@@ -420,7 +423,8 @@ SessionClaimLive(int64 id)
 static void
 DropSessionClaim(int64 id)
 {
-	CoordHoldRelease(ClaimKey(id));
+	if (CoordHoldsAny())
+		CoordHoldRelease(ClaimKey(id));
 }
 
 /*
@@ -500,7 +504,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	bool	   *nulls;
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
-	TimestampTz *finished = palloc(sizeof(TimestampTz) * Max(n, 1));
+	TimestampTz *finished;
 	int			c_request_key = SPI_fnumber(jdesc, "request_key");
 	int			c_origin = SPI_fnumber(jdesc, "origin");
 	int			c_id = SPI_fnumber(jdesc, "id");
@@ -508,6 +512,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 
 	if (n == 0)
 		return 0;
+	finished = palloc(sizeof(TimestampTz) * n);
 	if (c_request_key <= 0 || c_origin <= 0 || c_id <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
 	relid = get_relname_relid("job_history", get_namespace_oid(COORD_SCHEMA, false));
@@ -535,17 +540,22 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		else if (strcmp(name, "last_error") == 0 && error != NULL)
 			src[i] = -4;
 		else
+		{
 			for (k = 0; k < jdesc->natts; k++)
 			{
 				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
 
-				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0 &&
-					ja->atttypid == ha->atttypid)
+				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
 				{
+					if (ja->atttypid != ha->atttypid)
+						elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
 					src[i] = k + 1;
 					break;
 				}
 			}
+			if (src[i] == 0 && strcmp(name, "last_error") != 0)
+				elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+		}
 	}
 
 	estate = CreateExecutorState();
@@ -823,7 +833,6 @@ static bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st
 typedef struct ClaimScan
 {
 	bool		session_bound;
-	const char *queue;
 	bool		moves_frontier; /* whether the running statement moves the frontier */
 	MemoryContext cxt;			/* the claim call's: for what outlives a statement */
 	int			n;
@@ -884,7 +893,6 @@ typedef enum ClaimKind
 
 /* [kind][partitioned] */
 static SPIPlanPtr plan_claims[CLAIM_KINDS][2];
-static SPIPlanPtr plan_group_blocked = NULL;
 
 #define CLAIM_NARGS 10
 
@@ -930,7 +938,7 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 			types[5] = INT8ARRAYOID;
 		sql = psprintf("SELECT c.tid, c.id FROM ("
 					   "SELECT j.ctid AS tid, j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts AS spent, "
-					   "j.priority, j.run_at, j.group_key FROM coord.job AS j "
+					   "j.priority, j.run_at FROM coord.job AS j "
 					   "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
 					   "pg_catalog.hashtextextended($1, 0) "
 					   "AND j.queue OPERATOR(pg_catalog.=) $1 "
@@ -938,8 +946,15 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 					   "AND (j.lease_until IS NULL "
 					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
+					   "AND (j.group_key IS NULL OR NOT EXISTS ("
+					   "     SELECT 1 FROM coord.job AS g WHERE g.queue OPERATOR(pg_catalog.=) j.queue "
+					   "     AND g.group_key OPERATOR(pg_catalog.=) j.group_key "
+					   "     AND g.id OPERATOR(pg_catalog.<>) j.id "
+					   "     AND (g.id OPERATOR(pg_catalog.<) j.id "
+					   "          OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
+					   "          OR coord.job_claimed(g.id)))) "
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
-					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at, c.group_key) "
+					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
 					   partitioned ? "AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 " : "",
 					   tails[kind]);
@@ -952,42 +967,10 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 }
 
 /*
- * Does an earlier job of the group wait, or another of it run?  A group runs
- * one job at a time, in enqueue order.  Read with the claim statement's
- * snapshot; runs only for jobs that have a group.
- */
-static bool
-GroupBlocked(const char *queue, text *group_key, int64 id)
-{
-	Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
-	Datum		args[3];
-	bool		blocked;
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(group_key);
-	args[2] = Int64GetDatum(id);
-	SPI_connect();
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_blocked,
-											 "SELECT 1 FROM coord.job AS g "
-											 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
-											 "AND g.group_key OPERATOR(pg_catalog.=) $2 "
-											 "AND g.id OPERATOR(pg_catalog.<>) $3 "
-											 "AND (g.id OPERATOR(pg_catalog.<) $3 "
-											 "     OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
-											 "     OR coord.job_claimed(g.id)) LIMIT 1",
-											 3, types), args, NULL, true, 1),
-				  SPI_OK_SELECT, "checking a job's group");
-	blocked = (SPI_processed > 0);
-	SPI_finish();
-	return blocked;
-}
-
-/*
- * coord.claim_take(id, spent, priority, run_at, group_key): called by a
- * claim statement for each row it has locked, in claim order.  Takes the
- * job's claim lock; a job a session holds is skipped (and remembered), one
- * whose group is busy is skipped, one whose attempts are used up is set
- * aside to die.  True when the job counts.
+ * coord.claim_take(id, spent, priority, run_at): called by a claim
+ * statement for each row it has locked, in claim order.  Takes the job's
+ * claim lock; a job a session holds is skipped (and remembered), one whose
+ * attempts are used up is set aside to die.  True when the job counts.
  */
 Datum
 coord_claim_take(PG_FUNCTION_ARGS)
@@ -1016,8 +999,6 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	for (k = 0; k < scan->got; k++)
 		if (scan->ids[k] == id)
 			PG_RETURN_BOOL(false);
-	if (!PG_ARGISNULL(4) && GroupBlocked(scan->queue, PG_GETARG_TEXT_PP(4), id))
-		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
 	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
@@ -1115,6 +1096,14 @@ JobCol(TupleDesc desc, const char *name)
 	return 0;					/* keep compiler quiet */
 }
 
+/* Forget the column numbers when coord.job's relcache entry goes. */
+static void
+JobColsInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == jobcols.relid)
+		jobcols.relid = InvalidOid;
+}
+
 static void
 LoadJobCols(Relation rel)
 {
@@ -1194,8 +1183,8 @@ ClaimWriterClose(ClaimWriter *w)
  * ClaimRow claims the locked row at tid: attempt + 1, a new token, the lease
  * (or none for a session-bound claim), claimed_at, and in last_error why an
  * unfinished previous claim was lost.  Returns the claimed job as a row of
- * outdesc (coord.claimed_job), in the claim call's context; NULL if the row
- * could not be updated (which the row lock rules out).
+ * outdesc (coord.claimed_job), in the claim call's context.  The row lock
+ * rules out a concurrent change, so anything but success is an error.
  */
 static HeapTuple
 ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
@@ -1218,7 +1207,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 	int			i;
 
 	if (!table_tuple_fetch_row_version(w->rel, tid, SnapshotAny, w->old))
-		return NULL;
+		elog(ERROR, "a job the claim locked is gone");
 	slot_getallattrs(w->old);
 	ExecClearTuple(w->new);
 	v = w->new->tts_values;
@@ -1260,10 +1249,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 							 GetActiveSnapshot(), InvalidSnapshot, true,
 							 &tmfd, &lockmode, &update_indexes);
 	if (res != TM_Ok)
-	{
-		ExecClearTuple(w->old);
-		return NULL;
-	}
+		elog(ERROR, "unexpected table_tuple_update status %d for a job the claim locked", (int) res);
 	if (update_indexes)
 	{
 		if (w->rri == NULL)
@@ -1276,7 +1262,10 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 			ExecOpenIndices(w->rri, false);
 			MemoryContextSwitchTo(o);
 		}
-		/* update = false: true would read the range table we have none of (it only hints) */
+		/*
+		 * update = false: true would read the range table we have none of.
+		 * It only hints bottom-up index deletion; a claim is rarely not HOT.
+		 */
 		(void) ExecInsertIndexTuples(w->rri, w->new, w->estate, false, false, NULL, NIL);
 		ResetPerTupleExprContext(w->estate);
 	}
@@ -1482,7 +1471,6 @@ coord_claim(PG_FUNCTION_ARGS)
 
 	memset(&scan, 0, sizeof(scan));
 	scan.session_bound = session_bound;
-	scan.queue = queue;
 	scan.cxt = callcxt;
 	scan.n = n;
 	scan.ids = ids;

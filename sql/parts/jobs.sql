@@ -43,8 +43,11 @@ CREATE TABLE coord.job (
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 REVOKE ALL ON coord.job FROM PUBLIC;
--- A claim changes only unindexed columns (token, attempt, lease, claimed_at),
--- so it is a HOT update: no index grows when work is claimed.  The claim
+-- A claim changes only unindexed columns (attempt, token, lease,
+-- lease_until, claimed_at, last_error), so it is a HOT update: no index grows
+-- when work is claimed.  Claims update rows, and completions insert history
+-- rows, through the table access method: triggers, CHECK constraints,
+-- defaults and generated columns added to these two tables would not apply.  The claim
 -- index leads with a hash of the queue rather than its name: every key is
 -- then of fixed width, and a btree scan, which tests each entry of a leaf
 -- page against its keys, reads them at cached offsets (a claim spent a
@@ -137,11 +140,10 @@ COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer,
 
 -- Internal: the claim statement calls it for each row it has locked.  Not
 -- granted to anyone: coord.claim runs its statement as the extension owner.
-CREATE FUNCTION coord.claim_take(id bigint, spent boolean, priority integer, run_at timestamptz,
-                                 group_key text)
+CREATE FUNCTION coord.claim_take(id bigint, spent boolean, priority integer, run_at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_take'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz, text) IS
+COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
   'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
 
 CREATE FUNCTION coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL)

@@ -43,9 +43,8 @@ CREATE INDEX job_history_failed ON coord.job_history (queue, finished_at)
 COMMENT ON INDEX coord.job_history_failed IS 'Dead and cancelled jobs per queue';
 
 -- Claims are one statement, which calls this for each row it has locked.
-CREATE FUNCTION coord.claim_take(id bigint, spent boolean, priority integer, run_at timestamptz,
-                                 group_key text)
+CREATE FUNCTION coord.claim_take(id bigint, spent boolean, priority integer, run_at timestamptz)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_take'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz, text) IS
+COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
   'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
