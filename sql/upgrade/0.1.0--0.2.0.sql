@@ -48,3 +48,11 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_take'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
   'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
+
+-- Internal: the claim statement's group check (one job of a group at a time,
+-- in enqueue order).  Not granted to anyone.
+CREATE FUNCTION coord.job_group_free(queue text, group_key text, id bigint)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_group_free'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.job_group_free(text, text, bigint) IS
+  'Internal to coord.claim: whether no earlier job of the group waits and none of it runs';
