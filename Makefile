@@ -84,7 +84,7 @@ META.json: META.json.in $(EXTENSION).control
 	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
 
 # One suite at a time, so that the runner can count and report each.
-.PHONY: installcheck-regress installcheck-isolation test demo bench
+.PHONY: installcheck-regress installcheck-isolation test demo bench callgrind
 installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) --dbname=contrib_regression $(REGRESS)
 installcheck-isolation:
@@ -96,3 +96,6 @@ demo:
 	./test/run.sh demo
 bench:
 	./test/run.sh bench
+# instructions per job (valgrind), after make install: bench/callgrind.sh
+callgrind:
+	./bench/callgrind.sh

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench/callgrind.sh: instructions per job, counted by valgrind's callgrind,
+# for pg_coord's claim + complete and for the hand-written SKIP LOCKED queue
+# of bench/run.sh.  Instruction counts do not depend on the machine's load,
+# so they show a change of a few percent that make bench's throughput
+# figures (noisy on a shared 2-core machine) cannot.
+#
+#   bench/callgrind.sh [jobs]      (default 3000; needs valgrind)
+#
+# A private cluster (fsync off) gets 40,000 ready jobs in coord.job and in
+# the raw table; then `postgres --single` runs under callgrind, once per
+# side, one prepared statement per job and transaction:
+#   coord: SELECT coord.complete(id, token) FROM coord.claim('q')
+#   raw:   WITH c AS (UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING id)
+#          DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id
+# Each side also runs 0 jobs (start-up and PREPARE only), which is
+# subtracted.  Both run claim and complete in one statement here (make bench
+# runs them as two transactions), so only the ratio and the changes between
+# commits mean anything.  Uses the installed pg_coord.
+set -eu
+JOBS=${1:-3000}
+DIR=$(cd "$(dirname "$0")/.." && pwd)
+. "$DIR/test/lib.sh"
+command -v valgrind >/dev/null || { log "valgrind is not installed (apt-get install valgrind)"; exit 2; }
+
+TMP=$(mktemp -d /tmp/pg_coord_cg.XXXXXX)
+chmod 755 "$TMP"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$TMP"
+DATA=$TMP/data
+as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+cat >>"$DATA/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$TMP'
+port = ${COORD_PGPORT:-54361}
+fsync = off
+synchronous_commit = off
+CONF
+as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w start >/dev/null
+trap 'as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
+psql -qX -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE EXTENSION pg_coord;
+SELECT count(*) FROM coord.enqueue_many('q', array_fill('{"x":1}'::jsonb, ARRAY[40000]));
+CREATE TABLE bench_jobs (id bigserial PRIMARY KEY, queue text NOT NULL, payload jsonb NOT NULL,
+  run_at timestamptz NOT NULL DEFAULT now(), priority int NOT NULL DEFAULT 0,
+  state text NOT NULL DEFAULT 'ready', attempts int NOT NULL DEFAULT 0, locked_until timestamptz);
+CREATE INDEX bench_jobs_ready ON bench_jobs (queue, priority DESC, run_at, id) WHERE state = 'ready';
+INSERT INTO bench_jobs (queue, payload) SELECT 'q', '{"x":1}' FROM generate_series(1, 40000);
+VACUUM ANALYZE;
+SQL
+as_pg "$PGBIN/pg_ctl" -D "$DATA" -w stop >/dev/null
+
+declare -A PREP=(
+  [coord]="PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
+  [raw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
+)
+# instructions of one single-user run of n jobs, on a fresh copy of the data
+count() {
+  local side=$1 n=$2 copy=$TMP/run
+  rm -rf "$copy" && cp -a "$DATA" "$copy" && chmod 700 "$copy"
+  { echo "${PREP[$side]}"; for _ in $(seq "$n"); do echo "EXECUTE j;"; done; } >"$TMP/script.sql"
+  chown postgres: "$TMP/script.sql" 2>/dev/null || true
+  as_pg valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
+    "$PGBIN/postgres" --single -D "$copy" -c shared_preload_libraries= postgres \
+    <"$TMP/script.sql" >"$TMP/single.log" 2>&1
+  sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$TMP/single.log"
+}
+printf '%-6s %14s %16s\n' side "jobs" "instructions/job"
+for side in coord raw; do
+  base=$(count "$side" 0)
+  full=$(count "$side" "$JOBS")
+  printf '%-6s %14s %16s\n' "$side" "$JOBS" "$(( (full - base) / JOBS ))"
+done
