@@ -1014,7 +1014,6 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	bool		spent;
 	LOCKTAG		tag;
 	LockAcquireResult r;
-	int			k;
 
 	if (scan == NULL)
 		ereport(ERROR,
@@ -1027,12 +1026,12 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	if (scan->got >= scan->n)
 		PG_RETURN_BOOL(false);
 
-	/* a job this session already holds, or already took in this call */
+	/*
+	 * A job this session already holds.  One this call already took (or set
+	 * aside) holds our claim lock too: LockAcquire says so below.
+	 */
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
-	for (k = 0; k < scan->got; k++)
-		if (scan->ids[k] == id)
-			PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
 	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
@@ -1044,7 +1043,7 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	}
 	if (r != LOCKACQUIRE_OK)
 	{
-		/* held by this transaction already: not a new claim */
+		/* held by this session or transaction already: not a new claim */
 		LockRelease(&tag, ExclusiveLock, scan->session_bound);
 		PG_RETURN_BOOL(false);
 	}
@@ -1397,14 +1396,14 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 			bool		isnull;
 			ItemPointer tid = (ItemPointer) DatumGetPointer(SPI_getbinval(row, tt->tupdesc, 1, &isnull));
 			int64		id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
-			int			i;
+			int			i = first + (int) r;
 
-			for (i = first; i < scan->got; i++)
-				if (scan->ids[i] == id)
-				{
-					rows[i] = ClaimRow(&w, tid, scan->session_bound, args[9], outdesc, scan->cxt);
-					break;
-				}
+			/* rows come in the order claim_take took them; search if not */
+			if (i >= scan->got || scan->ids[i] != id)
+				for (i = first; i < scan->got && scan->ids[i] != id; i++)
+					;
+			if (i < scan->got)
+				rows[i] = ClaimRow(&w, tid, scan->session_bound, args[9], outdesc, scan->cxt);
 		}
 		ClaimWriterClose(&w);
 	}
