@@ -265,7 +265,7 @@ JobsXactCallback(XactEvent event, void *arg)
 	}
 }
 
-static void JobColsInval(Datum arg, Oid relid);
+static void JobRelsInval(Datum arg, Oid relid);
 
 void
 CoordJobsInit(void)
@@ -292,7 +292,7 @@ CoordJobsInit(void)
 							&coord_claim_rescan_max, 10000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
-	CacheRegisterRelcacheCallback(JobColsInval, (Datum) 0);
+	CacheRegisterRelcacheCallback(JobRelsInval, (Datum) 0);
 }
 
 /* ---------- arguments ---------- */
@@ -470,6 +470,143 @@ FinishRequestKey(const char *request_key, bool done)
 				 SPI_OK_DELETE, "removing a request");
 }
 
+/* Where the claim reads and writes coord.job's columns (attribute numbers). */
+typedef struct JobCols
+{
+	Oid			relid;
+	TupleDesc	desc;			/* the relcache's, to notice a changed table */
+	AttrNumber	id,
+				queue,
+				payload,
+				attempt,
+				token,
+				lease,
+				lease_until,
+				key,
+				group_key,
+				host,
+				run_at,
+				claimed_at,
+				last_error;
+} JobCols;
+
+static JobCols jobcols;
+
+/*
+ * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
+ * up by name once, and the history's column map (ArchiveJobs); forgotten
+ * when the relcache entry of any of them is invalidated (DDL, DROP and
+ * CREATE EXTENSION), so the next call looks again.
+ */
+static struct
+{
+	Oid			job;
+	Oid			history;
+	Oid			token_seq;
+	/* ArchiveJobs' map, valid for hist_desc and a RETURNING * of jnatts columns */
+	TupleDesc	hist_desc;
+	int			jnatts;
+	int		   *src;			/* per history column: job column, or -1..-3 */
+	int			h_last_error;	/* the history's last_error (0-based) */
+	int			c_request_key,
+				c_origin,
+				c_id;
+} jobrels;
+
+static void
+JobRelsInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
+		relid == jobrels.token_seq)
+	{
+		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
+		jobrels.hist_desc = NULL;
+		jobcols.relid = InvalidOid;
+	}
+}
+
+static void
+LookupJobRels(void)
+{
+	Oid			nsp;
+
+	if (OidIsValid(jobrels.job))
+		return;
+	nsp = get_namespace_oid(COORD_SCHEMA, false);
+	jobrels.history = get_relname_relid("job_history", nsp);
+	jobrels.token_seq = get_relname_relid("job_token_seq", nsp);
+	jobrels.job = get_relname_relid("job", nsp);
+	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq))
+	{
+		jobrels.job = InvalidOid;
+		elog(ERROR, "coord.job, coord.job_history or coord.job_token_seq does not exist");
+	}
+}
+
+/*
+ * Where each history column comes from: a column of the job rows jdesc
+ * describes, or -1 state, -2 finished_at, -3 result (0: a dropped column).
+ * Built on the first completion, by name, so that the two tables' column
+ * orders (and columns dropped by updates) do not matter.  last_error comes
+ * from the job unless the caller gives one.
+ */
+static void
+LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
+{
+	int			i,
+				k;
+
+	if (jobrels.hist_desc == hdesc && jobrels.jnatts == jdesc->natts)
+		return;
+	jobrels.hist_desc = NULL;
+	jobrels.h_last_error = -1;
+	if (jobrels.src != NULL)
+		pfree(jobrels.src);
+	jobrels.src = MemoryContextAlloc(TopMemoryContext, sizeof(int) * Max(hdesc->natts, 1));
+	for (i = 0; i < hdesc->natts; i++)
+	{
+		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
+		const char *name = NameStr(ha->attname);
+		int		   *src = &jobrels.src[i];
+
+		*src = 0;
+		if (ha->attisdropped)
+			continue;
+		if (strcmp(name, "state") == 0)
+			*src = -1;
+		else if (strcmp(name, "finished_at") == 0)
+			*src = -2;
+		else if (strcmp(name, "result") == 0)
+			*src = -3;
+		else
+		{
+			if (strcmp(name, "last_error") == 0)
+				jobrels.h_last_error = i;
+			for (k = 0; k < jdesc->natts; k++)
+			{
+				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
+
+				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
+				{
+					if (ja->atttypid != ha->atttypid)
+						elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
+					*src = k + 1;
+					break;
+				}
+			}
+			if (*src == 0)
+				elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+		}
+	}
+	jobrels.c_request_key = SPI_fnumber(jdesc, "request_key");
+	jobrels.c_origin = SPI_fnumber(jdesc, "origin");
+	jobrels.c_id = SPI_fnumber(jdesc, "id");
+	if (jobrels.c_request_key <= 0 || jobrels.c_origin <= 0 || jobrels.c_id <= 0)
+		elog(ERROR, "a job row without id, request_key or origin");
+	jobrels.jnatts = jdesc->natts;
+	jobrels.hist_desc = hdesc;
+}
+
 /*
  * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
  * coord.job (the SPI result) into coord.job_history as state st, then
@@ -491,12 +628,9 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	SPITupleTable *tt = SPI_tuptable;
 	uint64		n = SPI_processed;
 	TupleDesc	jdesc = tt->tupdesc;
-	Oid			relid;
 	Relation	rel;
 	TupleDesc	hdesc;
-	int		   *src;
-	int			i,
-				k;
+	int			i;
 	uint64		r;
 	EState	   *estate;
 	ResultRelInfo *rri;
@@ -506,58 +640,23 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
-	int			c_request_key = SPI_fnumber(jdesc, "request_key");
-	int			c_origin = SPI_fnumber(jdesc, "origin");
-	int			c_id = SPI_fnumber(jdesc, "id");
 	bool		done = strcmp(st, "done") == 0;
+	const int  *src;
+	int			c_request_key,
+				c_origin,
+				c_id;
 
 	if (n == 0)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
-	if (c_request_key <= 0 || c_origin <= 0 || c_id <= 0)
-		elog(ERROR, "a job row without id, request_key or origin");
-	relid = get_relname_relid("job_history", get_namespace_oid(COORD_SCHEMA, false));
-	if (!OidIsValid(relid))
-		elog(ERROR, "coord.job_history does not exist");
-	rel = table_open(relid, RowExclusiveLock);
+	LookupJobRels();
+	rel = table_open(jobrels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
-
-	/* where each history column comes from: a job column, or -1 / -2 / -3 / -4 */
-	src = palloc(sizeof(int) * hdesc->natts);
-	for (i = 0; i < hdesc->natts; i++)
-	{
-		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
-		const char *name = NameStr(ha->attname);
-
-		src[i] = 0;
-		if (ha->attisdropped)
-			continue;
-		if (strcmp(name, "state") == 0)
-			src[i] = -1;
-		else if (strcmp(name, "finished_at") == 0)
-			src[i] = -2;
-		else if (strcmp(name, "result") == 0)
-			src[i] = -3;
-		else if (strcmp(name, "last_error") == 0 && error != NULL)
-			src[i] = -4;
-		else
-		{
-			for (k = 0; k < jdesc->natts; k++)
-			{
-				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
-
-				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
-				{
-					if (ja->atttypid != ha->atttypid)
-						elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
-					src[i] = k + 1;
-					break;
-				}
-			}
-			if (src[i] == 0 && strcmp(name, "last_error") != 0)
-				elog(ERROR, "coord.job has no column %s for coord.job_history", name);
-		}
-	}
+	LoadArchiveMap(hdesc, jdesc);
+	src = jobrels.src;
+	c_request_key = jobrels.c_request_key;
+	c_origin = jobrels.c_origin;
+	c_id = jobrels.c_id;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -591,11 +690,11 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 					values[i] = done ? result : (Datum) 0;
 					nulls[i] = !done || result_null;
 					break;
-				case -4:
-					values[i] = err;
-					break;
 				default:
-					values[i] = SPI_getbinval(row, jdesc, src[i], &nulls[i]);
+					if (i == jobrels.h_last_error && error != NULL)
+						values[i] = err;
+					else
+						values[i] = SPI_getbinval(row, jdesc, src[i], &nulls[i]);
 					break;
 			}
 			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)
@@ -1094,28 +1193,6 @@ ExecClaim(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan)
 	PG_END_TRY();
 }
 
-/* Where the claim reads and writes coord.job's columns (attribute numbers). */
-typedef struct JobCols
-{
-	Oid			relid;
-	TupleDesc	desc;			/* the relcache's, to notice a changed table */
-	AttrNumber	id,
-				queue,
-				payload,
-				attempt,
-				token,
-				lease,
-				lease_until,
-				key,
-				group_key,
-				host,
-				run_at,
-				claimed_at,
-				last_error;
-} JobCols;
-
-static JobCols jobcols;
-
 static AttrNumber
 JobCol(TupleDesc desc, const char *name)
 {
@@ -1127,14 +1204,6 @@ JobCol(TupleDesc desc, const char *name)
 			return i + 1;
 	elog(ERROR, "coord.job has no column %s", name);
 	return 0;					/* keep compiler quiet */
-}
-
-/* Forget the column numbers when coord.job's relcache entry goes. */
-static void
-JobColsInval(Datum arg, Oid relid)
-{
-	if (relid == InvalidOid || relid == jobcols.relid)
-		jobcols.relid = InvalidOid;
 }
 
 static void
@@ -1184,13 +1253,9 @@ typedef struct ClaimWriter
 static void
 ClaimWriterOpen(ClaimWriter *w)
 {
-	Oid			nsp = get_namespace_oid(COORD_SCHEMA, false);
-	Oid			relid = get_relname_relid("job", nsp);
-
-	w->token_seq = get_relname_relid("job_token_seq", nsp);
-	if (!OidIsValid(relid) || !OidIsValid(w->token_seq))
-		elog(ERROR, "coord.job or coord.job_token_seq does not exist");
-	w->rel = table_open(relid, RowExclusiveLock);
+	LookupJobRels();
+	w->token_seq = jobrels.token_seq;
+	w->rel = table_open(jobrels.job, RowExclusiveLock);
 	LoadJobCols(w->rel);
 	w->old = table_slot_create(w->rel, NULL);
 	w->new = MakeSingleTupleTableSlot(RelationGetDescr(w->rel), &TTSOpsVirtual);
