@@ -59,6 +59,9 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: every object depends on every header.
+$(OBJS): $(wildcard src/*.h)
+
 # coord-agent, the per-host job manager: agent/ has its own PGXS Makefile
 # (a program linking libpq only); built, installed and cleaned with the rest.
 .PHONY: agent install-agent clean-agent

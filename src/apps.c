@@ -327,7 +327,7 @@ LoadApps(AppGraph *g, int extra)
 	memset(g, 0, sizeof(*g));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
 									 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-									 "first_period, next_period FROM coord.app_defs ORDER BY name COLLATE \"C\"",
+									 "first_period, next_period FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading apps");
 	n = SPI_processed;
@@ -359,7 +359,7 @@ LoadApps(AppGraph *g, int extra)
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 									 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
 									 "pg_catalog.jsonb_each_text(a.depends) AS e "
-									 "ORDER BY a.name COLLATE \"C\", e.key COLLATE \"C\"",
+									 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading app dependencies");
 	tt = SPI_tuptable;
@@ -493,8 +493,8 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 										 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
 										 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
 										 "('{dead,cancelled}'::pg_catalog.text[])), "
-										 "COALESCE(pg_catalog.jsonb_agg(COALESCE(result, 'null'::jsonb) ORDER BY period_start) "
-										 "FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), '[]'::jsonb) "
+										 "COALESCE(pg_catalog.jsonb_agg(COALESCE(result, 'null'::pg_catalog.jsonb) ORDER BY period_start) "
+										 "FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), '[]'::pg_catalog.jsonb) "
 										 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
 										 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
 										 2, argtypes), args, NULL, false, 0),
@@ -537,13 +537,13 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_payload,
 										 "SELECT pg_catalog.jsonb_build_object('app', $1, "
-										 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::text, $2), "
+										 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $2), "
 										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-										 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::text, $3), "
+										 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $3), "
 										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
 										 "'period', $7, 'conf', $4, 'upstream', "
 										 "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
-										 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::jsonb))",
+										 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::pg_catalog.jsonb))",
 										 7, argtypes), args, NULL, false, 1),
 			  SPI_OK_SELECT, "building a run's payload");
 		payload = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
@@ -787,7 +787,7 @@ TimeOutRuns(TimestampTz now)
 									 "AND j.claimed_at IS NOT NULL "
 									 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
 									 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.+) d.timeout OPERATOR(pg_catalog.<) $1 "
-									 "ORDER BY r.app COLLATE \"C\", r.period_start",
+									 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
@@ -844,7 +844,7 @@ RepairOrphans(AppGraph *g)
 									 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
 									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
 									 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
-									 "ORDER BY r.app COLLATE \"C\", r.period_start LIMIT 1000",
+									 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start LIMIT 1000",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
@@ -1101,7 +1101,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
 									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
 									 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
-									 "ORDER BY e.key COLLATE \"C\"",
+									 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
 									 1, argtypes + 2), args, NULL, false, 0),
 		  SPI_OK_SELECT, "define_app");
 	{
@@ -1255,7 +1255,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	CoordBecomeOwner(&sw);
 	LockDefinitions();
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
-									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE \"C\"), "
+									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
 									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_SELECT, "drop_app");
@@ -1475,8 +1475,8 @@ coord_grid(PG_FUNCTION_ARGS)
 									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
 									 "UNION ALL "
 									 "SELECT a.name, a.grain, (SELECT pg_catalog.max(c.depth) FROM chain AS c "
-									 "WHERE c.name OPERATOR(pg_catalog.=) a.name)::bigint FROM coord.app_defs AS a WHERE $1 IS NULL"
-									 ") AS x ORDER BY x.k, x.name COLLATE \"C\"",
+									 "WHERE c.name OPERATOR(pg_catalog.=) a.name)::pg_catalog.int8 FROM coord.app_defs AS a WHERE $1 IS NULL"
+									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
 									 3, argtypes), args, nulls, false, 0),
 		  SPI_OK_SELECT, "grid");
 	nrows = SPI_processed;

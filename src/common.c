@@ -748,10 +748,27 @@ CoordOwnerId(void)
 }
 
 /*
- * CoordBecomeOwner switches to the extension owner for SPI work.  The
- * restricted-operation flag keeps the owner's rights from being used for
- * anything but our own statements; an error restores the caller's identity
- * through transaction abort.
+ * CoordBecomeOwner switches to the extension owner for SPI work: the one
+ * owner switch, which every statement pg_coord runs as the owner goes
+ * through.  Three things change together:
+ *
+ * - the user becomes the owner of schema coord;
+ * - SECURITY_RESTRICTED_OPERATION keeps the owner's rights from being used
+ *   for anything but our own statements (no SET ROLE, no temp objects);
+ * - search_path is pinned to "pg_catalog, pg_temp" in a GUC nest level of
+ *   its own, as a function's SET clause would do.  Without it, a name in
+ *   statement text would be resolved through the caller's search_path, and
+ *   the caller's temporary schema is searched first for types and
+ *   relations: a temporary domain named "jsonb" whose CHECK calls the
+ *   caller's function would run that function as the owner.  pg_temp is
+ *   named last so that it cannot come first.  Statement texts also name
+ *   every object with its schema (test/static/qualified.sh checks it).
+ *
+ * CoordRestoreUser undoes all three.  An error undoes them through
+ * (sub)transaction abort, which restores the user id and pops GUC nest
+ * levels.  A nested switch (a finish hook inside a completion) finds the
+ * path pinned already and leaves the GUC alone: setting it costs a
+ * recomputation of the namespace search path on each side.
  */
 void
 CoordBecomeOwner(CoordUserSwitch *sw)
@@ -760,11 +777,23 @@ CoordBecomeOwner(CoordUserSwitch *sw)
 	SetUserIdAndSecContext(CoordOwnerId(),
 						   sw->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
+	if (namespace_search_path != NULL &&
+		strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) == 0)
+		sw->save_nestlevel = 0;
+	else
+	{
+		sw->save_nestlevel = NewGUCNestLevel();
+		(void) set_config_option("search_path", COORD_OWNER_SEARCH_PATH,
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
 }
 
 void
 CoordRestoreUser(const CoordUserSwitch *sw)
 {
+	if (sw->save_nestlevel > 0)
+		AtEOXact_GUC(true, sw->save_nestlevel);
 	SetUserIdAndSecContext(sw->save_userid, sw->save_sec_context);
 }
 

@@ -55,12 +55,19 @@ typedef struct CoordPath
 	uint64		keys[COORD_PATH_MAX_DEPTH];
 } CoordPath;
 
-/* Saved user id and security context while running as the extension owner. */
+/*
+ * Saved user id, security context and GUC nest level while running as the
+ * extension owner (CoordBecomeOwner .. CoordRestoreUser).
+ */
 typedef struct CoordUserSwitch
 {
 	Oid			save_userid;
 	int			save_sec_context;
+	int			save_nestlevel; /* 0: search_path was already pinned */
 } CoordUserSwitch;
+
+/* The search_path every statement run as the owner sees. */
+#define COORD_OWNER_SEARCH_PATH	"pg_catalog, pg_temp"
 
 /* Module init hooks, one per concern; called from _PG_init. */
 extern void CoordCommonInit(void);
