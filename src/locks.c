@@ -97,6 +97,7 @@ static SPIPlanPtr plan_fence = NULL;
 static SPIPlanPtr plan_fence_ok = NULL;
 
 PG_FUNCTION_INFO_V1(coord_lock);
+PG_FUNCTION_INFO_V1(coord_purge_lock_names);
 PG_FUNCTION_INFO_V1(coord_try_lock);
 PG_FUNCTION_INFO_V1(coord_unlock);
 PG_FUNCTION_INFO_V1(coord_unlock_all);
@@ -748,4 +749,30 @@ Datum
 coord_lock_status(PG_FUNCTION_ARGS)
 {
 	return CoordLockStatus(fcinfo, COORD_NS_PATH);
+}
+
+/*
+ * coord.purge_lock_names(): deletes the registry rows of paths no session
+ * holds or awaits now.  A C function so that it runs through the owner
+ * switch: coord_admin, to whom it is granted, has no rights on the table.
+ */
+Datum
+coord_purge_lock_names(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_purge = NULL;
+	CoordUserSwitch sw;
+	int64		n;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+											 "DELETE FROM coord.lock_names AS n "
+											 "WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+											 "WHERE s.key OPERATOR(pg_catalog.=) n.key)",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_DELETE, "purging lock names");
+	n = (int64) SPI_processed;
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT64(n);
 }

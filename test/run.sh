@@ -41,6 +41,17 @@ run_tests() {
     slow_pids+=("$!"); slow_names+=("$t")
   done
 
+  log "== static checks"
+  local c
+  for c in test/static/*.py; do
+    if python3 "$c" . >"test/results/static_$(basename "$c").out" 2>&1; then
+      passed=$((passed + 1)); log "$(basename "$c"): ok ($(tail -1 "test/results/static_$(basename "$c").out"))"
+    else
+      failed=$((failed + 1)); failures+=("static: $(basename "$c")")
+      log "$(basename "$c"): FAILED"; tail -20 "test/results/static_$(basename "$c").out" >&2
+    fi
+  done
+
   log "== cron parser (C harness)"
   if bash test/cron/run.sh >test/results/cron_harness.out 2>&1; then
     passed=$((passed + 1)); log "cron harness: ok ($(tail -1 test/results/cron_harness.out))"

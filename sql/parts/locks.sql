@@ -103,16 +103,7 @@ COMMENT ON VIEW coord.locks IS
 
 -- Forgets registered names no session holds or awaits now.
 CREATE FUNCTION coord.purge_lock_names()
-RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-  WITH gone AS (
-    DELETE FROM coord.lock_names AS n
-     WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s
-                        WHERE s.key OPERATOR(pg_catalog.=) n.key)
-    RETURNING 1)
-  SELECT pg_catalog.count(*) FROM gone
-$$;
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_purge_lock_names'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.purge_lock_names() IS
   'Deletes registry rows of paths no session holds or awaits now; returns how many';

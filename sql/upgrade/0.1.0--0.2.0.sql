@@ -12,6 +12,15 @@
 
 \echo Use "ALTER EXTENSION pg_coord UPDATE TO '0.2.0'" to load this file. \quit
 
+-- purge_lock_names runs through the owner switch (a SQL function ran as
+-- its caller, and coord_admin has no rights on coord.lock_names)
+DROP FUNCTION coord.purge_lock_names();
+CREATE FUNCTION coord.purge_lock_names()
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_purge_lock_names'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.purge_lock_names() IS
+  'Deletes registry rows of paths no session holds or awaits now; returns how many';
+
 DROP VIEW coord.queue_stats;
 DROP VIEW coord.jobs;
 
