@@ -31,6 +31,7 @@
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inet.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/syscache.h"
@@ -428,11 +429,22 @@ CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 		SettleHolds(true, mySubid, parentSubid);
 }
 
+/* The owner of schema coord, looked up once per backend (CoordOwnerId). */
+static Oid	owner_cache = InvalidOid;
+
+/* Any change to pg_namespace (ALTER SCHEMA OWNER, DROP EXTENSION) forgets it. */
+static void
+OwnerCacheInval(Datum arg, int cacheid, uint32 hashvalue)
+{
+	owner_cache = InvalidOid;
+}
+
 void
 CoordCommonInit(void)
 {
 	RegisterXactCallback(CommonXactCallback, NULL);
 	RegisterSubXactCallback(CommonSubXactCallback, NULL);
+	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
 }
 
 static inline void
@@ -725,14 +737,19 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 
 /*
  * CoordOwnerId returns the owner of schema coord, which the install script
- * creates, so it is the role that installed the extension.
+ * creates, so it is the role that installed the extension.  Cached until
+ * pg_namespace changes: every call of every function asks.
  */
 Oid
 CoordOwnerId(void)
 {
-	Oid			nspid = get_namespace_oid(COORD_SCHEMA, true);
+	Oid			nspid;
 	HeapTuple	tup;
 	Oid			owner;
+
+	if (OidIsValid(owner_cache))
+		return owner_cache;
+	nspid = get_namespace_oid(COORD_SCHEMA, true);
 
 	if (!OidIsValid(nspid))
 		ereport(ERROR,
@@ -744,6 +761,7 @@ CoordOwnerId(void)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
+	owner_cache = owner;
 	return owner;
 }
 
