@@ -114,6 +114,8 @@ ag_write_config() {   # HOST APP...
     echo "# coord-agent on $host (written by examples/agent/demo_section.sh)"
     echo "dbname = dbname=$AG_DB application_name=coord-agent:$host"
     echo "concurrency = 4"
+    echo "# the S1 tasks use psql with the agent's PG* settings"
+    echo "pass_env = PG*"
     echo "grace = 20s"
     echo "timeout = 2m"
     for app; do

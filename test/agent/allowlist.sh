@@ -16,6 +16,8 @@ agent_setup
 marker=$W/marker
 write_conf() {
   cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = work, unlisted, apps
 concurrency = 2
 poll = 200ms
