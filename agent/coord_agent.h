@@ -7,7 +7,8 @@
  * self-pipe (signals), the libpq socket and the pipes of its children.
  * agent.c is that loop and all the SQL; child.c starts, feeds, reads and
  * kills the child processes; config.c reads the allow-list; status.c is
- * "coord-agent status"; util.c holds logging, clocks, buffers and parsing.
+ * "coord-agent status"; util.c holds logging, clocks, buffers, parsing,
+ * escaping and password masking.
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_H

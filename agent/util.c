@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  * util.c
  *		coord-agent: logging, the monotonic clock, memory and byte buffers,
- *		text cleaning and the duration syntax of the options and the config.
+ *		text cleaning and escaping, password masking, and the duration
+ *		syntax of the options and the config.
  *
  * Log lines go to stderr, one per event, with a wall-clock timestamp and the
  * agent's pid, so that several agents logging into one journal can be told
- * apart.  Allocation failures end the agent: it cannot do anything useful
+ * apart.  Every line passes redact() (the connection string's password
+ * never shows) and escape_text() (no control character from the database
+ * reaches a terminal).  Allocation failures end the agent: it cannot do anything useful
  * without memory, and a half-handled job would be worse than a restart.
  *-------------------------------------------------------------------------
  */

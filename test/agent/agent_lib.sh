@@ -21,7 +21,7 @@
 # tests independent of the machine's speed: nothing finishes before the
 # test has done what it must do while the jobs run.
 
-AGENT_BIN=$COORD_ROOT/agent/coord-agent
+AGENT_BIN=${COORD_AGENT_BIN:-$COORD_ROOT/agent/coord-agent}   # COORD_AGENT_BIN: try another build
 declare -A AGENT_PID=()
 FAILS=0
 CHECKS=0
