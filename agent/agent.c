@@ -311,7 +311,14 @@ wait_result(msec_t deadline, bool *timed_out)
 			pfd.revents = 0;
 			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
 			if (rc < 0 && errno != EINTR)
-				break;
+			{
+				/* cannot wait: treat it as no answer (PQgetResult would block) */
+				log_error("poll: %s", strerror(errno));
+				*timed_out = true;
+				if (first)
+					PQclear(first);
+				return NULL;
+			}
 			/* an error here leaves the connection bad: PQgetResult says why */
 			if (rc > 0 && !PQconsumeInput(conn))
 				break;

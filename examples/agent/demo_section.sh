@@ -126,6 +126,7 @@ ag_write_config() {   # HOST APP...
     printf '\n[task s1-histogram]\ncommand = %s histogram 2 400\nenv = S1_LOGDIR=%s\n' \
       "'$tasks/s1-component.sh'" "$AG_TMP/s1"
   } >"$AG_TMP/$host.conf"
+  chmod go-w "$AG_TMP/$host.conf"   # the agent refuses a file others may write
 }
 
 agent_demo_run() {

@@ -87,6 +87,8 @@ EOF
 # start_agent NAME CONFIG [ARGS...]
 start_agent() {
   local name=$1 conf=$2; shift 2
+  # the agent refuses a config file others may write (whatever the umask)
+  [ -O "$conf" ] && chmod go-w "$conf"
   "$AGENT_BIN" -f "$conf" -d "dbname=agent_test application_name=$name" "$@" >>"$W/$name.log" 2>&1 &
   AGENT_PID[$name]=$!
 }
