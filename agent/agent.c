@@ -1379,6 +1379,13 @@ agent_run(const char *config_path, const CliOverrides *cli)
 		return 1;
 	}
 	free(mask_conninfo(cfg->dbname));	/* remembers its password for redact() */
+	{
+		char	   *w = config_password_warning(cfg);
+
+		if (w)
+			log_warning("%s", w);
+		free(w);
+	}
 	for (t = cfg->tasks; t; t = t->next)
 		ntasks++;
 	if (ntasks == 0)

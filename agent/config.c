@@ -417,7 +417,7 @@ set_task_key(TaskConfig *t, const char *key, const char *value, char **why)
  * keep its directory as tight.)
  */
 static bool
-safe_file(FILE *f, const char *path, char **errmsg)
+safe_file(FILE *f, const char *path, unsigned int *mode, char **errmsg)
 {
 	struct stat st;
 
@@ -444,6 +444,7 @@ safe_file(FILE *f, const char *path, char **errmsg)
 							(unsigned int) (st.st_mode & 07777));
 		return false;
 	}
+	*mode = (unsigned int) (st.st_mode & 07777);
 	return true;
 }
 
@@ -491,7 +492,7 @@ config_load(const char *path, bool must_exist, char **errmsg)
 		config_free(cfg);
 		return NULL;
 	}
-	if (!safe_file(f, path, errmsg))
+	if (!safe_file(f, path, &cfg->file_mode, errmsg))
 	{
 		fclose(f);
 		config_free(cfg);
@@ -692,6 +693,28 @@ config_validate(AgentConfig *cfg, char **errmsg)
 	return true;
 }
 
+/*
+ * A warning when the file's dbname holds a password and others may read
+ * the file, or NULL.  (Only a warning: the file may be meant to be read by
+ * a group, and a password-less dbname is common.)
+ */
+char *
+config_password_warning(const AgentConfig *cfg)
+{
+	char	   *masked;
+	bool		has_password;
+
+	if (cfg->path == NULL || cfg->dbname == NULL || (cfg->file_mode & 077) == 0)
+		return NULL;
+	masked = mask_conninfo(cfg->dbname);
+	has_password = strcmp(masked, cfg->dbname) != 0;
+	free(masked);
+	if (!has_password)
+		return NULL;
+	return xasprintf("config file \"%s\" has a password in dbname and is readable by others (mode %04o): chmod 600 it, or use ~/.pgpass",
+					 cfg->path, cfg->file_mode);
+}
+
 /* For "coord-agent check": what the agent would do with this file. */
 void
 config_print(const AgentConfig *cfg, FILE *out)
@@ -746,4 +769,11 @@ config_print(const AgentConfig *cfg, FILE *out)
 	}
 	if (cfg->tasks == NULL)
 		fprintf(out, "no tasks: every job would fail\n");
+	{
+		char	   *w = config_password_warning(cfg);
+
+		if (w)
+			fprintf(out, "WARNING: %s\n", w);
+		free(w);
+	}
 }

@@ -86,6 +86,7 @@ typedef struct AgentConfig
 	msec_t		lock_timeout;	/* the session's; 0: none */
 	char	  **pass_env;		/* default of the tasks' pass_env */
 	int			npass_env;
+	unsigned int file_mode;		/* the file's permission bits */
 	TaskConfig *tasks;
 } AgentConfig;
 
@@ -109,6 +110,7 @@ extern void config_free(AgentConfig *cfg);
 extern TaskConfig *config_find_task(const AgentConfig *cfg, const char *name);
 extern bool valid_name(const char *s);
 extern void config_print(const AgentConfig *cfg, FILE *out);
+extern char *config_password_warning(const AgentConfig *cfg);
 
 /* ---------- children (child.c) ---------- */
 

@@ -3,8 +3,9 @@
 #   - a config file writable by group or others, or owned by another user,
 #     is refused (check, run, and a SIGHUP keeps the old configuration);
 #   - a password in the connection string is never printed: check shows
-#     password=********, and libpq's error quoting a bad URI is masked in
-#     the agent's log and in status;
+#     password=******** (and warns when the file holding it is readable by
+#     others), and libpq's error quoting a bad URI is masked in the agent's
+#     log and in status;
 #   - children get no PG* variable of the agent's (PGPASSWORD, PGHOST, ...)
 #     unless the task's pass_env names it;
 #   - COORD_APP / COORD_PERIOD_* from a payload are capped: 200 KB values
@@ -74,6 +75,11 @@ check "check masks a key=value password" \
 out=$("$AGENT_BIN" -f "$W/agent.conf" -d "postgresql://postgres:s3cr3tpw@/agent_test?host=$PGHOST" check 2>&1)
 check "check masks a URI password" \
   eq "$(grep -c 's3cr3t' <<<"$out") $(grep -c 'postgres:\*\*\*\*\*\*\*\*@' <<<"$out")" "0 1"
+{ echo "dbname = host=$PGHOST port=$PGPORT dbname=agent_test password=s3cr3tpw"; cat "$W/agent.conf"; } >"$W/pw.conf"
+chmod 644 "$W/pw.conf"
+out=$("$AGENT_BIN" -f "$W/pw.conf" check 2>&1)
+check "check warns about a password in a file others can read, and masks it" \
+  eq "$(grep -c 'has a password in dbname and is readable by others (mode 0644)' <<<"$out") $(grep -c 's3cr3t' <<<"$out")" "1 0"
 bad_uri="postgresql://postgres:s3cr%zzpw@/agent_test"
 start_agent badpw "$W/agent.conf" -d "$bad_uri"
 wait_log badpw 'could not connect' 10 || true
