@@ -10,7 +10,12 @@
  * asynchronously (PQconnectStart/PQconnectPoll), so that a database that
  * is down or slow never stops timeouts, kills or a SIGTERM from being
  * handled.  The short statements (claim, complete, fail, heartbeat) are
- * synchronous: each is one round trip.
+ * one round trip each, and bounded: the session runs with
+ * statement_timeout and lock_timeout (a few seconds; a statement that hits
+ * them is an error like any other, logged and tried again on a later
+ * loop), and the agent waits for an answer at most statement_timeout plus
+ * STATEMENT_GRACE_MS before it gives the connection up as broken.  So no
+ * lock held by someone else and no stuck server stops the loop for longer.
  *
  * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
@@ -25,7 +30,14 @@
  * children of those jobs.  In lease mode the claims outlive the connection
  * until their lease runs out, so the children go on running through a
  * reconnect and are reported afterwards; a child whose lease ran out (by
- * our own clock, which starts before the server's) is killed.
+ * our own clock, which starts before the server's) is killed, connected or
+ * not: its job may be claimed again by anyone.
+ *
+ * A claim whose result cannot be read (the wrong shape, a row without id or
+ * token, an error libpq made up rather than one the server sent) may have
+ * claimed jobs we know nothing of: the agent drops the connection, which
+ * releases session-bound claims at once (lease claims come back when their
+ * lease runs out).
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -43,6 +55,10 @@
 #define CONNECT_TIMEOUT_MS	10000
 #define BACKOFF_FIRST_MS	100
 #define BACKOFF_CAP_MS		5000
+/* how much longer than statement_timeout we wait for the server's answer */
+#define STATEMENT_GRACE_MS	2000
+/* the reconnect after an unreadable claim: not at once, it may recur */
+#define BROKEN_CLAIM_DELAY_MS 1000
 
 typedef enum DbState
 {
@@ -264,21 +280,109 @@ lost_connection(const char *why)
 }
 
 /*
+ * Waits for the answer to the statement just sent, at most until deadline
+ * (0: no limit); returns its first result (NULL: none), the rest is read
+ * and dropped.  *timed_out says the deadline passed first.
+ */
+static PGresult *
+wait_result(msec_t deadline, bool *timed_out)
+{
+	PGresult   *first = NULL;
+	PGresult   *r;
+
+	*timed_out = false;
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			struct pollfd pfd;
+			msec_t		left = deadline ? deadline - now_ms() : 1000;
+			int			rc;
+
+			if (left <= 0)
+			{
+				*timed_out = true;
+				if (first)
+					PQclear(first);
+				return NULL;
+			}
+			pfd.fd = PQsocket(conn);
+			pfd.events = POLLIN;
+			pfd.revents = 0;
+			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
+			if (rc < 0 && errno != EINTR)
+			{
+				/* cannot wait: treat it as no answer (PQgetResult would block) */
+				log_error("poll: %s", strerror(errno));
+				*timed_out = true;
+				if (first)
+					PQclear(first);
+				return NULL;
+			}
+			/* an error here leaves the connection bad: PQgetResult says why */
+			if (rc > 0 && !PQconsumeInput(conn))
+				break;
+		}
+		r = PQgetResult(conn);
+		if (r == NULL)
+			break;
+		if (first == NULL)
+			first = r;
+		else
+			PQclear(r);
+		if (PQstatus(conn) == CONNECTION_BAD)
+			break;
+	}
+	return first;
+}
+
+/* lost_connection, and no reconnect before delay ms. */
+static void
+lost_connection_after(const char *why, msec_t delay)
+{
+	lost_connection(why);
+	if (reconnect_at < now_ms() + delay)
+		reconnect_at = now_ms() + delay;
+}
+
+/*
  * Runs one statement; returns its result when it has the expected status,
  * else NULL (after handling a lost connection).  sqlstate, if given, gets
- * the error's SQLSTATE.
+ * the error's SQLSTATE: empty when the server sent none (libpq's own error:
+ * the statement may have done its work).  A statement that the server does
+ * not answer within statement_timeout plus a grace period is given up with
+ * its connection.
  */
 static PGresult *
 run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType want,
 		char *sqlstate)
 {
 	PGresult   *res;
+	bool		timed_out;
+	msec_t		deadline = cfg->statement_timeout > 0
+		? now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS : 0;
 
 	if (sqlstate)
 		sqlstate[0] = '\0';
 	if (db_state != DB_READY)
 		return NULL;
-	res = PQexecParams(conn, sql, nparams, NULL, values, NULL, NULL, 0);
+	if (!PQsendQueryParams(conn, sql, nparams, NULL, values, NULL, NULL, 0))
+		res = NULL;
+	else
+	{
+		res = wait_result(deadline, &timed_out);
+		if (timed_out)
+		{
+			char		b[32];
+			char	   *why = xasprintf("no answer within %s (statement_timeout and %d ms)",
+										format_duration(cfg->statement_timeout, b, sizeof(b)),
+										STATEMENT_GRACE_MS);
+
+			lost_connection(why);
+			free(why);
+			return NULL;
+		}
+	}
 	if (res && PQresultStatus(res) == want)
 	{
 		drain_notifies();
@@ -303,6 +407,30 @@ run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType 
 		PQclear(res);
 	drain_notifies();
 	return NULL;
+}
+
+/*
+ * The session's statement_timeout and lock_timeout, from the
+ * configuration: at connect, and again after a reload.
+ */
+static bool
+set_session_limits(void)
+{
+	char		st[32],
+				lt[32];
+	const char *values[2] = {st, lt};
+	PGresult   *res;
+
+	snprintf(st, sizeof(st), "%lldms", (long long) cfg->statement_timeout);
+	snprintf(lt, sizeof(lt), "%lldms", (long long) cfg->lock_timeout);
+	res = run_sql("SELECT pg_catalog.set_config('statement_timeout', $1, false), "
+				  "pg_catalog.set_config('lock_timeout', $2, false)",
+				  2, values, PGRES_TUPLES_OK, NULL);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	log_verbose("session: statement_timeout %s, lock_timeout %s", st, lt);
+	return true;
 }
 
 /* LISTEN on every channel that can bring us work. */
@@ -338,12 +466,14 @@ session_ready(void)
 	char	   *why = NULL;
 
 	PQsetNoticeProcessor(conn, notice_processor, NULL);
-	if (PQsetClientEncoding(conn, "UTF8") != 0)
-		log_warning("could not set client_encoding to UTF8: %s", PQerrorMessage(conn));
 	db_state = DB_READY;
-	res = run_sql("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
+	if (!set_session_limits())
+		why = xstrdup("could not set statement_timeout and lock_timeout");
+	res = why ? NULL : run_sql("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
 				  0, NULL, PGRES_TUPLES_OK, NULL);
-	if (res == NULL)
+	if (why != NULL)
+		;
+	else if (res == NULL)
 		why = xstrdup("could not check for the pg_coord extension");
 	else if (PQntuples(res) == 0)
 		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
@@ -396,8 +526,9 @@ connect_failed(const char *why)
 static void
 start_connect(void)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {cfg->dbname, "coord-agent", NULL};
+	/* after dbname, so that they win over its client_encoding */
+	const char *keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
+	const char *vals[] = {cfg->dbname, "coord-agent", "UTF8", NULL};
 
 	conn = PQconnectStartParams(keys, vals, 1);
 	if (conn == NULL)
@@ -468,6 +599,13 @@ fail_job(const Job *job, const char *error, msec_t retry_after)
 	free(clean);
 	if (res == NULL)
 		return NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("job %lld: coord.fail returned %d row(s) of %d column(s)",
+				  (long long) job->id, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return NULL;
+	}
 	state = xstrdup(PQgetisnull(res, 0, 0) ? "lost" : PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return state;
@@ -507,6 +645,13 @@ complete_job(const Job *job, const char *result, bool *kept)
 	}
 	if (res == NULL)
 		return NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("job %lld: coord.complete returned %d row(s) of %d column(s)",
+				  (long long) job->id, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return NULL;
+	}
 	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
 	PQclear(res);
 	return state;
@@ -733,7 +878,7 @@ start_job(Job *job)
 	job->started = now;
 	job->deadline = job->timeout > 0 ? now + job->timeout : 0;
 	job->next_heartbeat = now + (job->session_bound ? cfg->check : job->lease / 3);
-	if (!child_start(job, task, cfg->host, &err))
+	if (!child_start(job, task, cfg, &err))
 	{
 		char	   *error = xasprintf("coord-agent could not start the task: %s", err);
 		char	   *state;
@@ -749,6 +894,47 @@ start_job(Job *job)
 	}
 	log_info("job %lld start task=%s queue=%s attempt=%d pid=%d",
 			 (long long) job->id, job->task, job->queue, job->attempt, (int) job->pid);
+}
+
+/* Whether text is a whole decimal integer (what the claim's numbers must be). */
+static bool
+is_integer(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '\0' || strlen(s) > 19)
+		return false;
+	return strspn(s, "0123456789") == strlen(s);
+}
+
+/*
+ * Why a claim's result cannot be used, or NULL if it can: the columns the
+ * statement asks for, at most n rows, and in every row an id, a queue, a
+ * payload, an attempt and a token.
+ */
+static const char *
+unreadable_claim(const PGresult *res, int n)
+{
+	int			r;
+
+	if (PQnfields(res) != 9)
+		return "wrong number of columns";
+	if (PQntuples(res) > n)
+		return "more rows than asked for";
+	for (r = 0; r < PQntuples(res); r++)
+	{
+		int			c;
+
+		for (c = 0; c < 5; c++)
+			if (PQgetisnull(res, r, c))
+				return "a row with a NULL id, queue, payload, attempt or token";
+		if (!is_integer(PQgetvalue(res, r, 0)) || !is_integer(PQgetvalue(res, r, 3)) ||
+			!is_integer(PQgetvalue(res, r, 4)))
+			return "a row whose id, attempt or token is not an integer";
+		if (!valid_name(PQgetvalue(res, r, 1)))
+			return "a row with an invalid queue name";
+	}
+	return NULL;
 }
 
 /* Whether an empty claim has marked this session idle on some queue. */
@@ -774,6 +960,7 @@ claim_from(const char *queue, int n)
 				r;
 	bool		session_bound = cfg->lease == 0;
 	msec_t		sent = now_ms();
+	const char *why;
 
 	snprintf(nbuf, sizeof(nbuf), "%d", n);
 	snprintf(lease, sizeof(lease), "%lld milliseconds", (long long) (session_bound ? 300000 : cfg->lease));
@@ -783,6 +970,25 @@ claim_from(const char *queue, int n)
 	values[3] = cfg->host;
 	values[4] = session_bound ? "true" : "false";
 	res = run_sql(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
+	{
+		/* not the server's error: it may have claimed, and we cannot know what */
+		char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
+								  queue, conn_error());
+
+		log_error("%s", m);
+		free(m);
+		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+		return -1;
+	}
+	if (res != NULL && (why = unreadable_claim(res, n)) != NULL)
+	{
+		log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
+				  queue, why);
+		PQclear(res);
+		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+		return -1;
+	}
 	if (res == NULL)
 	{
 		if (db_state == DB_READY)
@@ -910,6 +1116,9 @@ heartbeats(msec_t now)
 		if (res == NULL)
 		{
 			/* lost connection (handled) or an error: try again later */
+			if (db_state == DB_READY)
+				log_warning("job %lld: heartbeat failed (%s); trying again later",
+							(long long) j->id, conn_error());
 			j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
 			continue;
 		}
@@ -963,11 +1172,16 @@ check_deadlines(msec_t now)
 			child_signal(j, SIGKILL);
 			j->kill_at = 0;
 		}
-		if (!j->session_bound && db_state != DB_READY && j->killed != KILL_LOST &&
-			now >= j->lease_valid_until)
+		/*
+		 * Connected or not: once the lease may have run out (heartbeats
+		 * failing, or none possible), anyone may claim the job again.
+		 */
+		if (!j->session_bound && j->killed != KILL_LOST && now >= j->lease_valid_until)
 		{
-			log_info("job %lld: lease ran out while disconnected: killing pid %d",
-					 (long long) j->id, (int) j->pid);
+			log_info("job %lld: lease ran out (by the agent's clock) %s: killing pid %d",
+					 (long long) j->id,
+					 db_state == DB_READY ? "while its heartbeats failed" : "while disconnected",
+					 (int) j->pid);
 			j->killed = KILL_LOST;
 			child_signal(j, SIGKILL);
 		}
@@ -1069,6 +1283,7 @@ reload(void)
 		free(err);
 		return;
 	}
+	free(mask_conninfo(n->dbname));	/* remembers its password for redact() */
 	relisten = !same_channels(cfg, n);
 	config_free(cfg);
 	cfg = n;
@@ -1076,6 +1291,8 @@ reload(void)
 		ntasks++;
 	log_info("SIGHUP: reloaded %s: %d task(s), %d queue(s), concurrency %d",
 			 cfg->path, ntasks, cfg->nqueues, cfg->concurrency);
+	if (db_state == DB_READY)
+		(void) set_session_limits();
 	if (relisten && db_state == DB_READY)
 	{
 		PGresult   *res = run_sql("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
@@ -1126,7 +1343,7 @@ next_wakeup(void)
 		t = min_deadline(t, j->kill_at);
 		if (db_state == DB_READY && j->killed == KILL_NONE)
 			t = min_deadline(t, j->next_heartbeat);
-		if (!j->session_bound && db_state != DB_READY && j->killed != KILL_LOST)
+		if (!j->session_bound && j->killed != KILL_LOST)
 			t = min_deadline(t, j->lease_valid_until);
 	}
 	return t;
@@ -1160,6 +1377,14 @@ agent_run(const char *config_path, const CliOverrides *cli)
 		fprintf(stderr, "coord-agent: %s\n", err);
 		free(err);
 		return 1;
+	}
+	free(mask_conninfo(cfg->dbname));	/* remembers its password for redact() */
+	{
+		char	   *w = config_password_warning(cfg);
+
+		if (w)
+			log_warning("%s", w);
+		free(w);
 	}
 	for (t = cfg->tasks; t; t = t->next)
 		ntasks++;

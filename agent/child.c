@@ -14,7 +14,11 @@
  *
  * Nothing from the job ever reaches a command line: the argv comes from
  * the config file, the job only from COORD_* environment variables and the
- * payload JSON on stdin.
+ * payload JSON on stdin.  Values from the payload are set only up to a size
+ * (ENV_*_MAX), so that no job can make the exec fail.  The agent's own
+ * database settings (the PG* variables: PGPASSWORD, PGHOST, ...) are not
+ * handed on unless the task's pass_env names them: a task gets no access
+ * to the database the agent's credentials give.
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -49,14 +53,52 @@ env_put(char ***envp, int *n, char *entry)
 	(*envp)[*n] = NULL;
 }
 
+/* Whether a PG* variable ("NAME=value") is one pass_env lets through. */
+static bool
+pass_pg(const char *entry, char *const *pass, int npass)
+{
+	size_t		namelen = strcspn(entry, "=");
+	int			i;
+
+	for (i = 0; i < npass; i++)
+	{
+		size_t		k = strlen(pass[i]);
+
+		if (k > 0 && pass[i][k - 1] == '*')
+		{
+			if (namelen >= k - 1 && strncmp(entry, pass[i], k - 1) == 0)
+				return true;
+		}
+		else if (k == namelen && strncmp(entry, pass[i], k) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Sets NAME=value from the payload if it is not too long; says so if it is. */
+static void
+env_put_capped(char ***envp, int *n, const Job *job, const char *name, const char *value, size_t max)
+{
+	size_t		len = strlen(value);
+
+	if (len <= max)
+		env_put(envp, n, xasprintf("%s=%s", name, value));
+	else
+		log_warning("job %lld: %s not set: the payload's value is %zu bytes (at most %zu; the payload is on stdin)",
+					(long long) job->id, name, len, max);
+}
+
 /*
  * The child's environment: the agent's own (without stale COORD_
- * variables), the task's env lines, then the job.  Built before fork, so
- * that the child only has to exec.
+ * variables, and without PG* ones unless the task passes them), the task's
+ * env lines, then the job.  Built before fork, so that the child only has
+ * to exec.
  */
 static char **
-build_env(const Job *job, const TaskConfig *task, const char *host)
+build_env(const Job *job, const TaskConfig *task, const AgentConfig *cfg)
 {
+	char	  **pass = task->pass_env_set ? task->pass_env : cfg->pass_env;
+	int			npass = task->pass_env_set ? task->npass_env : cfg->npass_env;
 	char	  **envp = NULL;
 	int			n = 0;
 	char	  **e;
@@ -65,7 +107,8 @@ build_env(const Job *job, const TaskConfig *task, const char *host)
 	envp = xmalloc(sizeof(char *));
 	envp[0] = NULL;
 	for (e = environ; *e; e++)
-		if (strncmp(*e, "COORD_", 6) != 0)
+		if (strncmp(*e, "COORD_", 6) != 0 &&
+			(strncmp(*e, "PG", 2) != 0 || pass_pg(*e, pass, npass)))
 			env_put(&envp, &n, xstrdup(*e));
 	for (i = 0; i < task->nenv; i++)
 		env_put(&envp, &n, xstrdup(task->env[i]));
@@ -74,15 +117,15 @@ build_env(const Job *job, const TaskConfig *task, const char *host)
 	env_put(&envp, &n, xasprintf("COORD_QUEUE=%s", job->queue));
 	env_put(&envp, &n, xasprintf("COORD_ATTEMPT=%d", job->attempt));
 	env_put(&envp, &n, xasprintf("COORD_TASK=%s", job->task));
-	env_put(&envp, &n, xasprintf("COORD_HOST=%s", host));
+	env_put(&envp, &n, xasprintf("COORD_HOST=%s", cfg->host));
 	if (strlen(job->payload) <= ENV_PAYLOAD_MAX)
 		env_put(&envp, &n, xasprintf("COORD_PAYLOAD=%s", job->payload));
 	if (job->app)
-		env_put(&envp, &n, xasprintf("COORD_APP=%s", job->app));
+		env_put_capped(&envp, &n, job, "COORD_APP", job->app, ENV_APP_MAX);
 	if (job->period_start)
-		env_put(&envp, &n, xasprintf("COORD_PERIOD_START=%s", job->period_start));
+		env_put_capped(&envp, &n, job, "COORD_PERIOD_START", job->period_start, ENV_PERIOD_MAX);
 	if (job->period_end)
-		env_put(&envp, &n, xasprintf("COORD_PERIOD_END=%s", job->period_end));
+		env_put_capped(&envp, &n, job, "COORD_PERIOD_END", job->period_end, ENV_PERIOD_MAX);
 	return envp;
 }
 
@@ -111,7 +154,7 @@ close_pair(int p[2])
  * to its stderr and exits 127, so it fails like any other failing command.
  */
 bool
-child_start(Job *job, const TaskConfig *task, const char *host, char **errmsg)
+child_start(Job *job, const TaskConfig *task, const AgentConfig *cfg, char **errmsg)
 {
 	int			in[2] = {-1, -1},
 				out[2] = {-1, -1},
@@ -130,7 +173,7 @@ child_start(Job *job, const TaskConfig *task, const char *host, char **errmsg)
 		close_pair(err);
 		return false;
 	}
-	envp = build_env(job, task, host);
+	envp = build_env(job, task, cfg);
 
 	/*
 	 * Block signals across fork: until the child has reset the handlers, a

@@ -13,6 +13,9 @@
  *
  * A file that fails to parse is refused as a whole, so that a SIGHUP with
  * a broken file keeps the old allow-list instead of half of a new one.
+ * So is a file that someone other than the agent's user (or root) could
+ * have written, as sshd and sudo refuse theirs: whoever can write it
+ * chooses the commands the agent runs.
  *-------------------------------------------------------------------------
  */
 #include <ctype.h>
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "coord_agent.h"
@@ -161,6 +165,7 @@ task_free(TaskConfig *t)
 	free(t->name);
 	free_strings(t->argv, t->argc);
 	free_strings(t->env, t->nenv);
+	free_strings(t->pass_env, t->npass_env);
 	free(t->dir);
 	free(t);
 }
@@ -177,6 +182,7 @@ config_free(AgentConfig *cfg)
 	free(cfg->dbname);
 	free_strings(cfg->queues, cfg->nqueues);
 	free(cfg->host);
+	free_strings(cfg->pass_env, cfg->npass_env);
 	for (t = cfg->tasks; t; t = next)
 	{
 		next = t->next;
@@ -210,6 +216,27 @@ set_name_list(char ***arr, int *n, const char *value)
 	for (tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save))
 		add_string(arr, n, tok);
 	free(copy);
+}
+
+/* pass_env: names of variables, or prefixes ending in '*' ("PG*"). */
+static bool
+set_pass_env(char ***arr, int *n, const char *value, char **why)
+{
+	int			i;
+
+	set_name_list(arr, n, value);
+	for (i = 0; i < *n; i++)
+	{
+		const char *v = (*arr)[i];
+		size_t		k = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+		if (k == 0 || !(v[k] == '\0' || (v[k] == '*' && v[k + 1] == '\0')))
+		{
+			*why = xasprintf("pass_env: \"%s\" is not a variable name (or a prefix ending in *)", v);
+			return false;
+		}
+	}
+	return true;
 }
 
 static bool
@@ -249,6 +276,8 @@ set_global(AgentConfig *cfg, const char *key, const char *value, char **why)
 		cfg->host = xstrdup(value);
 		return true;
 	}
+	if (strcmp(key, "pass_env") == 0)
+		return set_pass_env(&cfg->pass_env, &cfg->npass_env, value, why);
 	if (strcmp(key, "concurrency") == 0)
 	{
 		if (!parse_int(value, &cfg->concurrency))
@@ -267,7 +296,8 @@ set_global(AgentConfig *cfg, const char *key, const char *value, char **why)
 	{
 		if (strcmp(key, "lease") == 0 || strcmp(key, "grace") == 0 || strcmp(key, "poll") == 0 ||
 			strcmp(key, "kill_after") == 0 || strcmp(key, "check") == 0 ||
-			strcmp(key, "timeout") == 0 || strcmp(key, "retry_after") == 0)
+			strcmp(key, "timeout") == 0 || strcmp(key, "retry_after") == 0 ||
+			strcmp(key, "statement_timeout") == 0 || strcmp(key, "lock_timeout") == 0)
 			*why = xasprintf("\"%s\" is not a duration (examples: 500ms, 30s, 5m, 2h)", value);
 		else
 			*why = xasprintf("unknown key \"%s\"", key);
@@ -287,6 +317,10 @@ set_global(AgentConfig *cfg, const char *key, const char *value, char **why)
 		cfg->timeout = ms;
 	else if (strcmp(key, "retry_after") == 0)
 		cfg->retry_after = ms;
+	else if (strcmp(key, "statement_timeout") == 0)
+		cfg->statement_timeout = ms;
+	else if (strcmp(key, "lock_timeout") == 0)
+		cfg->lock_timeout = ms;
 	else
 	{
 		*why = xasprintf("unknown key \"%s\"", key);
@@ -340,6 +374,11 @@ set_task_key(TaskConfig *t, const char *key, const char *value, char **why)
 		add_string(&t->env, &t->nenv, value);
 		return true;
 	}
+	if (strcmp(key, "pass_env") == 0)
+	{
+		t->pass_env_set = true;
+		return set_pass_env(&t->pass_env, &t->npass_env, value, why);
+	}
 	if (strcmp(key, "dir") == 0)
 	{
 		if (value[0] != '/')
@@ -366,9 +405,47 @@ set_task_key(TaskConfig *t, const char *key, const char *value, char **why)
 			t->retry_after = ms;
 		return true;
 	}
-	*why = xasprintf("unknown key \"%s\" in a task section (known: command, timeout, retry_after, dir, env)",
+	*why = xasprintf("unknown key \"%s\" in a task section (known: command, timeout, retry_after, dir, env, pass_env)",
 					 key);
 	return false;
+}
+
+/*
+ * Whether the open config file is one only the agent's user or root can
+ * have written: a regular file, owned by the effective uid or by root, not
+ * writable by group or others.  (The file itself, as sudo checks sudoers;
+ * keep its directory as tight.)
+ */
+static bool
+safe_file(FILE *f, const char *path, unsigned int *mode, char **errmsg)
+{
+	struct stat st;
+
+	if (fstat(fileno(f), &st) != 0)
+	{
+		*errmsg = xasprintf("could not stat config file \"%s\": %s", path, strerror(errno));
+		return false;
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		*errmsg = xasprintf("config file \"%s\" is not a regular file", path);
+		return false;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+	{
+		*errmsg = xasprintf("config file \"%s\" is owned by uid %d, not by the agent's user (uid %d) or root: refusing it, since it decides which commands run",
+							path, (int) st.st_uid, (int) geteuid());
+		return false;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+	{
+		*errmsg = xasprintf("config file \"%s\" is writable by %s (mode %04o): refusing it, since it decides which commands run (chmod go-w)",
+							path, (st.st_mode & S_IWOTH) ? "others" : "its group",
+							(unsigned int) (st.st_mode & 07777));
+		return false;
+	}
+	*mode = (unsigned int) (st.st_mode & 07777);
+	return true;
 }
 
 /*
@@ -398,6 +475,8 @@ config_load(const char *path, bool must_exist, char **errmsg)
 	cfg->check = 5 * 1000;
 	cfg->timeout = 0;
 	cfg->retry_after = 30 * 1000;
+	cfg->statement_timeout = 5 * 1000;
+	cfg->lock_timeout = 2 * 1000;
 	cfg->path = path ? xstrdup(path) : NULL;
 	tail = &cfg->tasks;
 	*errmsg = NULL;
@@ -410,6 +489,12 @@ config_load(const char *path, bool must_exist, char **errmsg)
 		if (!must_exist && errno == ENOENT)
 			return cfg;
 		*errmsg = xasprintf("could not open config file \"%s\": %s", path, strerror(errno));
+		config_free(cfg);
+		return NULL;
+	}
+	if (!safe_file(f, path, &cfg->file_mode, errmsg))
+	{
+		fclose(f);
 		config_free(cfg);
 		return NULL;
 	}
@@ -593,7 +678,41 @@ config_validate(AgentConfig *cfg, char **errmsg)
 		*errmsg = xstrdup("poll and check must be at least 10ms");
 		return false;
 	}
+	/* the server's limit for both settings */
+	if (cfg->statement_timeout > INT_MAX || cfg->lock_timeout > INT_MAX)
+	{
+		*errmsg = xstrdup("statement_timeout and lock_timeout must be at most 24d");
+		return false;
+	}
+	if ((cfg->statement_timeout > 0 && cfg->statement_timeout < 100) ||
+		(cfg->lock_timeout > 0 && cfg->lock_timeout < 100))
+	{
+		*errmsg = xstrdup("statement_timeout and lock_timeout must be 0 (none) or at least 100ms");
+		return false;
+	}
 	return true;
+}
+
+/*
+ * A warning when the file's dbname holds a password and others may read
+ * the file, or NULL.  (Only a warning: the file may be meant to be read by
+ * a group, and a password-less dbname is common.)
+ */
+char *
+config_password_warning(const AgentConfig *cfg)
+{
+	char	   *masked;
+	bool		has_password;
+
+	if (cfg->path == NULL || cfg->dbname == NULL || (cfg->file_mode & 077) == 0)
+		return NULL;
+	masked = mask_conninfo(cfg->dbname);
+	has_password = strcmp(masked, cfg->dbname) != 0;
+	free(masked);
+	if (!has_password)
+		return NULL;
+	return xasprintf("config file \"%s\" has a password in dbname and is readable by others (mode %04o): chmod 600 it, or use ~/.pgpass",
+					 cfg->path, cfg->file_mode);
 }
 
 /* For "coord-agent check": what the agent would do with this file. */
@@ -606,7 +725,12 @@ config_print(const AgentConfig *cfg, FILE *out)
 	int			i;
 
 	fprintf(out, "config:      %s\n", cfg->path ? cfg->path : "(none)");
-	fprintf(out, "dbname:      %s\n", cfg->dbname ? cfg->dbname : "(PG* environment variables)");
+	{
+		char	   *masked = mask_conninfo(cfg->dbname);
+
+		fprintf(out, "dbname:      %s\n", cfg->dbname ? masked : "(PG* environment variables)");
+		free(masked);
+	}
 	fprintf(out, "host:        %s\n", cfg->host);
 	fprintf(out, "queues:     ");
 	for (i = 0; i < cfg->nqueues; i++)
@@ -617,6 +741,9 @@ config_print(const AgentConfig *cfg, FILE *out)
 	else
 		fprintf(out, "claims:      session-bound\n");
 	fprintf(out, "grace:       %s\n", format_duration(cfg->grace, b1, sizeof(b1)));
+	fprintf(out, "statement_timeout: %s, lock_timeout: %s\n",
+			cfg->statement_timeout > 0 ? format_duration(cfg->statement_timeout, b1, sizeof(b1)) : "none",
+			cfg->lock_timeout > 0 ? format_duration(cfg->lock_timeout, b2, sizeof(b2)) : "none");
 	for (t = cfg->tasks; t; t = t->next)
 	{
 		msec_t		to = t->timeout >= 0 ? t->timeout : cfg->timeout;
@@ -628,9 +755,25 @@ config_print(const AgentConfig *cfg, FILE *out)
 		fprintf(out, "\n  timeout: %s, retry_after: %s\n",
 				to > 0 ? format_duration(to, b1, sizeof(b1)) : "none",
 				format_duration(ra, b2, sizeof(b2)));
+		{
+			char	  **pe = t->pass_env_set ? t->pass_env : cfg->pass_env;
+			int			npe = t->pass_env_set ? t->npass_env : cfg->npass_env;
+
+			fprintf(out, "  pass_env:");
+			for (i = 0; i < npe; i++)
+				fprintf(out, " %s", pe[i]);
+			fprintf(out, "%s\n", npe == 0 ? " (no PG* variable)" : "");
+		}
 		if (access(t->argv[0], X_OK) != 0)
 			fprintf(out, "  WARNING: %s is not executable: %s\n", t->argv[0], strerror(errno));
 	}
 	if (cfg->tasks == NULL)
 		fprintf(out, "no tasks: every job would fail\n");
+	{
+		char	   *w = config_password_warning(cfg);
+
+		if (w)
+			fprintf(out, "WARNING: %s\n", w);
+		free(w);
+	}
 }

@@ -7,7 +7,8 @@
  * self-pipe (signals), the libpq socket and the pipes of its children.
  * agent.c is that loop and all the SQL; child.c starts, feeds, reads and
  * kills the child processes; config.c reads the allow-list; status.c is
- * "coord-agent status"; util.c holds logging, clocks, buffers and parsing.
+ * "coord-agent status"; util.c holds logging, clocks, buffers, parsing,
+ * escaping and password masking.
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_H
@@ -59,6 +60,9 @@ typedef struct TaskConfig
 	char	   *dir;			/* working directory, or NULL */
 	msec_t		timeout;		/* 0: no limit; -1: the global default */
 	msec_t		retry_after;	/* delay after exit 75; -1: the global default */
+	char	  **pass_env;		/* PG* variables the child may see (NAME or PREFIX*) */
+	int			npass_env;
+	bool		pass_env_set;	/* false: the global pass_env */
 	struct TaskConfig *next;
 } TaskConfig;
 
@@ -78,6 +82,11 @@ typedef struct AgentConfig
 	msec_t		check;			/* heartbeat of session-bound claims */
 	msec_t		timeout;		/* default task timeout, 0: none */
 	msec_t		retry_after;	/* default delay after exit 75 */
+	msec_t		statement_timeout;	/* the session's; 0: none */
+	msec_t		lock_timeout;	/* the session's; 0: none */
+	char	  **pass_env;		/* default of the tasks' pass_env */
+	int			npass_env;
+	unsigned int file_mode;		/* the file's permission bits */
 	TaskConfig *tasks;
 } AgentConfig;
 
@@ -101,6 +110,7 @@ extern void config_free(AgentConfig *cfg);
 extern TaskConfig *config_find_task(const AgentConfig *cfg, const char *name);
 extern bool valid_name(const char *s);
 extern void config_print(const AgentConfig *cfg, FILE *out);
+extern char *config_password_warning(const AgentConfig *cfg);
 
 /* ---------- children (child.c) ---------- */
 
@@ -166,7 +176,15 @@ typedef struct Job
 	struct Job *next;
 } Job;
 
-extern bool child_start(Job *job, const TaskConfig *task, const char *host, char **errmsg);
+/*
+ * Environment values from the job's payload: longer ones are not set (the
+ * child has the payload on stdin), so that no payload can make the exec
+ * fail (E2BIG) or fill the child's environment.
+ */
+#define ENV_APP_MAX				1024
+#define ENV_PERIOD_MAX			64
+
+extern bool child_start(Job *job, const TaskConfig *task, const AgentConfig *cfg, char **errmsg);
 extern void child_pump_stdin(Job *job);
 extern void child_read(Job *job, int fd, int max_chunks);
 extern void child_drain_and_close(Job *job);
@@ -178,7 +196,8 @@ extern void job_free(Job *job);
 /* ---------- the loop (agent.c) and status (status.c) ---------- */
 
 extern int agent_run(const char *config_path, const CliOverrides *cli);
-extern int status_run(const char *conninfo, bool color);
+extern int status_run(const char *conninfo, bool color, msec_t statement_timeout,
+					  msec_t lock_timeout);
 
 /* ---------- util.c ---------- */
 
@@ -197,6 +216,9 @@ extern void buf_append(Buf *b, const char *data, size_t n);
 extern void buf_reset(Buf *b);
 extern void buf_free(Buf *b);
 extern char *clean_text(const char *s, size_t len);
+extern char *escape_text(const char *s);
+extern char *redact(const char *s);
+extern char *mask_conninfo(const char *s);
 extern bool parse_duration(const char *s, msec_t *ms);
 extern char *format_duration(msec_t ms, char *out, size_t outlen);
 extern char *trim(char *s);

@@ -199,7 +199,7 @@ main(int argc, char **argv)
 		}
 		dbname = cli.dbname ? cli.dbname : cfg->dbname;
 		color = !no_color && isatty(STDOUT_FILENO) && getenv("NO_COLOR") == NULL;
-		rc = status_run(dbname, color);
+		rc = status_run(dbname, color, cfg->statement_timeout, cfg->lock_timeout);
 		config_free(cfg);
 		return rc;
 	}

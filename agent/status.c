@@ -7,7 +7,10 @@
  * Everything comes from the public views (coord.queue_stats, coord.locks,
  * coord.jobs) and, only if it exists, coord.grid(); the function is looked
  * up with to_regprocedure so that this works against a pg_coord without
- * apps.  Colour (ANSI) only when stdout is a terminal, and never with
+ * apps.  Every text from the database is printed with its control
+ * characters escaped (a job's task name could carry terminal escapes), and
+ * the session has the agent's statement_timeout and lock_timeout, so that
+ * a lock held elsewhere cannot hang it.  Colour (ANSI) only when stdout is a terminal, and never with
  * --no-color or NO_COLOR set: piped output stays plain text.
  *-------------------------------------------------------------------------
  */
@@ -108,6 +111,25 @@ section(const char *title)
 	printf("\n%s%s%s\n", col(C_BOLD), title, reset());
 }
 
+/* An error for stderr: no password, no control character. */
+static void
+print_error(const char *what, const char *msg)
+{
+	char	   *red = redact(msg);
+	char	   *esc = escape_text(trim(red));
+
+	fprintf(stderr, "coord-agent status: %s%s\n", what, esc);
+	free(esc);
+	free(red);
+}
+
+/* A cell: the value with its control characters escaped. */
+static char *
+cell(const PGresult *res, int r, int c)
+{
+	return escape_text(PQgetvalue(res, r, c));
+}
+
 static PGresult *
 query(PGconn *conn, const char *sql, bool *ok)
 {
@@ -115,7 +137,7 @@ query(PGconn *conn, const char *sql, bool *ok)
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
-		fprintf(stderr, "coord-agent status: %s", PQerrorMessage(conn));
+		print_error("", PQerrorMessage(conn));
 		PQclear(res);
 		*ok = false;
 		return NULL;
@@ -167,7 +189,7 @@ show_queues(PGconn *conn, bool *ok)
 
 		for (c = 0; c < 6; c++)
 		{
-			cells[r * 7 + c] = xstrdup(PQgetvalue(res, r, c));
+			cells[r * 7 + c] = cell(res, r, c);
 			colors[r * 7 + c] = NULL;
 		}
 		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
@@ -218,7 +240,7 @@ show_running(PGconn *conn, bool *ok)
 	for (r = 0; r < n; r++)
 	{
 		for (c = 0; c < 5; c++)
-			cells[r * 6 + c] = xstrdup(PQgetvalue(res, r, c));
+			cells[r * 6 + c] = cell(res, r, c);
 		cells[r * 6 + 5] = age_text(PQgetvalue(res, r, 5));
 	}
 	print_table(6, headers, right, n, cells, NULL);
@@ -264,7 +286,7 @@ show_locks(PGconn *conn, bool *ok)
 
 		for (c = 0; c < 6; c++)
 		{
-			cells[r * 7 + c] = xstrdup(PQgetvalue(res, r, c));
+			cells[r * 7 + c] = cell(res, r, c);
 			colors[r * 7 + c] = NULL;
 		}
 		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
@@ -309,28 +331,51 @@ show_grid(PGconn *conn, bool *ok)
 	{
 		printf("  ");
 		for (c = 0; c < PQnfields(res); c++)
-			printf("%s%s", c ? " " : "", PQgetvalue(res, r, c));
+		{
+			char	   *v = cell(res, r, c);
+
+			printf("%s%s", c ? " " : "", v);
+			free(v);
+		}
 		printf("\n");
 	}
 	PQclear(res);
 }
 
 int
-status_run(const char *conninfo, bool color)
+status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lock_timeout)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", NULL};
-	const char *vals[] = {conninfo, "coord-agent status", NULL};
-	PGconn	   *conn = PQconnectdbParams(keys, vals, 1);
+	const char *keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
+	const char *vals[] = {conninfo, "coord-agent status", "UTF8", NULL};
+	PGconn	   *conn;
 	PGresult   *res;
 	bool		ok = true;
+	char		st[32],
+				lt[32];
+	const char *limits[2] = {st, lt};
 
+	free(mask_conninfo(conninfo));	/* remembers its password for redact() */
+	conn = PQconnectdbParams(keys, vals, 1);
 	use_color = color;
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
-		fprintf(stderr, "coord-agent status: could not connect: %s", PQerrorMessage(conn));
+		print_error("could not connect: ", PQerrorMessage(conn));
 		PQfinish(conn);
 		return 1;
 	}
+	snprintf(st, sizeof(st), "%lldms", (long long) statement_timeout);
+	snprintf(lt, sizeof(lt), "%lldms", (long long) lock_timeout);
+	res = PQexecParams(conn, "SELECT pg_catalog.set_config('statement_timeout', $1, false), "
+					   "pg_catalog.set_config('lock_timeout', $2, false)",
+					   2, NULL, limits, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		print_error("", PQerrorMessage(conn));
+		PQclear(res);
+		PQfinish(conn);
+		return 1;
+	}
+	PQclear(res);
 	res = query(conn,
 				"SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
 				"pg_catalog.current_database(), pg_catalog.to_char(pg_catalog.now(), 'YYYY-MM-DD HH24:MI:SS TZ')",
@@ -342,14 +387,25 @@ status_run(const char *conninfo, bool color)
 	}
 	if (PQgetisnull(res, 0, 0))
 	{
-		fprintf(stderr, "coord-agent status: the pg_coord extension is not installed in database \"%s\"\n",
-				PQgetvalue(res, 0, 1));
+		char	   *db = cell(res, 0, 1);
+
+		fprintf(stderr, "coord-agent status: the pg_coord extension is not installed in database \"%s\"\n", db);
+		free(db);
 		PQclear(res);
 		PQfinish(conn);
 		return 1;
 	}
-	printf("%spg_coord %s%s, database %s on %s, %s\n", col(C_BOLD), PQgetvalue(res, 0, 0), reset(),
-		   PQgetvalue(res, 0, 1), PQhost(conn) ? PQhost(conn) : "localhost", PQgetvalue(res, 0, 2));
+	{
+		char	   *v = cell(res, 0, 0),
+				   *db = cell(res, 0, 1),
+				   *h = escape_text(PQhost(conn) ? PQhost(conn) : "localhost");
+
+		printf("%spg_coord %s%s, database %s on %s, %s\n", col(C_BOLD), v, reset(), db, h,
+			   PQgetvalue(res, 0, 2));
+		free(v);
+		free(db);
+		free(h);
+	}
 	PQclear(res);
 
 	show_queues(conn, &ok);

@@ -1,11 +1,14 @@
 /*-------------------------------------------------------------------------
  * util.c
  *		coord-agent: logging, the monotonic clock, memory and byte buffers,
- *		text cleaning and the duration syntax of the options and the config.
+ *		text cleaning and escaping, password masking, and the duration
+ *		syntax of the options and the config.
  *
  * Log lines go to stderr, one per event, with a wall-clock timestamp and the
  * agent's pid, so that several agents logging into one journal can be told
- * apart.  Allocation failures end the agent: it cannot do anything useful
+ * apart.  Every line passes redact() (the connection string's password
+ * never shows) and escape_text() (no control character from the database
+ * reaches a terminal).  Allocation failures end the agent: it cannot do anything useful
  * without memory, and a half-handled job would be worse than a restart.
  *-------------------------------------------------------------------------
  */
@@ -68,9 +71,21 @@ log_line(const char *level, const char *fmt, va_list ap)
 		}
 		*w = '\0';
 	}
-	/* one fprintf per line: lines of concurrent writers do not interleave */
-	fprintf(stderr, "%s.%03d coord-agent[%d]: %s%s\n",
-			stamp, (int) (tv.tv_usec / 1000), (int) getpid(), level, msg);
+	/*
+	 * Names, payload fields and server messages come from the database:
+	 * a password never appears, and no control character reaches the
+	 * terminal or journal that shows this line.
+	 */
+	{
+		char	   *red = redact(msg);
+		char	   *esc = escape_text(red);
+
+		/* one fprintf per line: lines of concurrent writers do not interleave */
+		fprintf(stderr, "%s.%03d coord-agent[%d]: %s%s\n",
+				stamp, (int) (tv.tv_usec / 1000), (int) getpid(), level, esc);
+		free(esc);
+		free(red);
+	}
 	fflush(stderr);
 }
 
@@ -254,6 +269,227 @@ utf8_seq(const unsigned char *s, size_t len)
 		cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
 		return 0;
 	return n;
+}
+
+/*
+ * A copy of s fit for a terminal: control characters (C0, DEL, and the C1
+ * range U+0080-U+009F, which some terminals obey too), and bytes that are
+ * not UTF-8, become \xNN; a backslash stays a backslash.
+ */
+char *
+escape_text(const char *s)
+{
+	size_t		len = strlen(s);
+	char	   *out = xmalloc(len * 4 + 1);
+	size_t		i = 0,
+				o = 0;
+
+	while (i < len)
+	{
+		const unsigned char *u = (const unsigned char *) s + i;
+		int			n = utf8_seq(u, len - i);
+		int			k;
+
+		if (n == 0 || (n == 1 && (u[0] < 0x20 || u[0] == 0x7F)) ||
+			(n == 2 && u[0] == 0xC2 && u[1] < 0xA0))
+		{
+			if (n == 0)
+				n = 1;
+			for (k = 0; k < n; k++)
+				o += sprintf(out + o, "\\x%02x", u[k]);
+		}
+		else
+		{
+			memcpy(out + o, u, n);
+			o += n;
+		}
+		i += n;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* ---------- passwords ---------- */
+
+#define MAX_SECRETS 8
+static char *secrets[MAX_SECRETS];
+static int	nsecrets;
+
+/*
+ * Remembers a password that must never be printed: redact() replaces it
+ * wherever it shows up (libpq quotes parts of a bad connection string in
+ * its errors).  Very short ones are not remembered: masking them would
+ * garble every line, and they are not secrets anyway.
+ */
+static void
+add_secret(const char *s, size_t n)
+{
+	int			i;
+
+	if (n < 4 || nsecrets >= MAX_SECRETS)
+		return;
+	for (i = 0; i < nsecrets; i++)
+		if (strlen(secrets[i]) == n && memcmp(secrets[i], s, n) == 0)
+			return;
+	secrets[nsecrets] = xmalloc(n + 1);
+	memcpy(secrets[nsecrets], s, n);
+	secrets[nsecrets][n] = '\0';
+	nsecrets++;
+}
+
+/* A copy of s with every remembered password replaced by "********". */
+char *
+redact(const char *s)
+{
+	Buf			b = {0};
+	const char *p = s;
+
+	buf_append(&b, "", 0);
+	while (*p)
+	{
+		int			i;
+		size_t		n = 0;
+
+		for (i = 0; i < nsecrets; i++)
+			if (strncmp(p, secrets[i], strlen(secrets[i])) == 0)
+			{
+				n = strlen(secrets[i]);
+				break;
+			}
+		if (n > 0)
+		{
+			buf_append(&b, "********", 8);
+			p += n;
+		}
+		else
+			buf_append(&b, p++, 1);
+	}
+	return b.data;
+}
+
+static bool
+is_uri(const char *s)
+{
+	return strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0;
+}
+
+/*
+ * A copy of a connection string (key=value or URI) with its passwords
+ * replaced by "********", for display; each password is also remembered
+ * for redact().  Works on the text alone, so that also a connection string
+ * libpq refuses (whose error may quote it) is masked.
+ */
+static char *
+mask_text(const char *s)
+{
+	Buf			b = {0};
+	const char *p = s;
+
+	buf_append(&b, "", 0);
+	if (s == NULL)
+		return b.data;
+	if (is_uri(s))
+	{
+		const char *auth = strstr(s, "://") + 3;
+		size_t		authlen = strcspn(auth, "/?");
+		const char *at = NULL;
+		const char *q;
+
+		/* user:password@ -- the last '@' of the authority */
+		for (q = auth; q < auth + authlen; q++)
+			if (*q == '@')
+				at = q;
+		if (at != NULL)
+		{
+			const char *colon = memchr(auth, ':', at - auth);
+
+			if (colon != NULL)
+			{
+				buf_append(&b, s, colon + 1 - s);
+				add_secret(colon + 1, at - colon - 1);
+				buf_append(&b, "********", 8);
+				p = at;
+			}
+		}
+		/* ?...&password=...& */
+		while (*p)
+		{
+			if ((*p == '?' || *p == '&') && strncmp(p + 1, "password=", 9) == 0)
+			{
+				size_t		n = strcspn(p + 10, "&");
+
+				buf_append(&b, p, 10);
+				add_secret(p + 10, n);
+				buf_append(&b, "********", 8);
+				p += 10 + n;
+			}
+			else
+				buf_append(&b, p++, 1);
+		}
+		return b.data;
+	}
+	while (*p)
+	{
+		const char *k = p;
+
+		/* at the start of a key: is it "password" (blanks allowed before '=')? */
+		if ((k == s || isspace((unsigned char) k[-1])) && strncmp(k, "password", 8) == 0)
+		{
+			const char *v = k + 8;
+
+			while (isspace((unsigned char) *v))
+				v++;
+			if (*v == '=')
+			{
+				const char *start;
+
+				v++;
+				while (isspace((unsigned char) *v))
+					v++;
+				buf_append(&b, k, v - k);
+				start = v;
+				if (*v == '\'')
+				{
+					for (v++; *v && *v != '\''; v++)
+						if (*v == '\\' && v[1])
+							v++;
+					add_secret(start + 1, v - start - 1);
+					if (*v == '\'')
+						v++;
+				}
+				else
+				{
+					while (*v && !isspace((unsigned char) *v))
+						v++;
+				}
+				add_secret(start, v - start);
+				buf_append(&b, "********", 8);
+				p = v;
+				continue;
+			}
+		}
+		buf_append(&b, p++, 1);
+	}
+	return b.data;
+}
+
+char *
+mask_conninfo(const char *s)
+{
+	char	   *masked = mask_text(s);
+	PQconninfoOption *opts;
+
+	/* and the password as libpq decodes it (quotes, %-escapes) */
+	if (s != NULL && (opts = PQconninfoParse(s, NULL)) != NULL)
+	{
+		PQconninfoOption *o;
+
+		for (o = opts; o->keyword; o++)
+			if (strcmp(o->keyword, "password") == 0 && o->val != NULL)
+				add_secret(o->val, strlen(o->val));
+		PQconninfoFree(opts);
+	}
+	return masked;
 }
 
 /*

@@ -114,6 +114,8 @@ ag_write_config() {   # HOST APP...
     echo "# coord-agent on $host (written by examples/agent/demo_section.sh)"
     echo "dbname = dbname=$AG_DB application_name=coord-agent:$host"
     echo "concurrency = 4"
+    echo "# the S1 tasks use psql with the agent's PG* settings"
+    echo "pass_env = PG*"
     echo "grace = 20s"
     echo "timeout = 2m"
     for app; do
@@ -124,6 +126,7 @@ ag_write_config() {   # HOST APP...
     printf '\n[task s1-histogram]\ncommand = %s histogram 2 400\nenv = S1_LOGDIR=%s\n' \
       "'$tasks/s1-component.sh'" "$AG_TMP/s1"
   } >"$AG_TMP/$host.conf"
+  chmod go-w "$AG_TMP/$host.conf"   # the agent refuses a file others may write
 }
 
 agent_demo_run() {

@@ -21,7 +21,7 @@
 # tests independent of the machine's speed: nothing finishes before the
 # test has done what it must do while the jobs run.
 
-AGENT_BIN=$COORD_ROOT/agent/coord-agent
+AGENT_BIN=${COORD_AGENT_BIN:-$COORD_ROOT/agent/coord-agent}   # COORD_AGENT_BIN: try another build
 declare -A AGENT_PID=()
 FAILS=0
 CHECKS=0
@@ -87,6 +87,8 @@ EOF
 # start_agent NAME CONFIG [ARGS...]
 start_agent() {
   local name=$1 conf=$2; shift 2
+  # the agent refuses a config file others may write (whatever the umask)
+  [ -O "$conf" ] && chmod go-w "$conf"
   "$AGENT_BIN" -f "$conf" -d "dbname=agent_test application_name=$name" "$@" >>"$W/$name.log" 2>&1 &
   AGENT_PID[$name]=$!
 }

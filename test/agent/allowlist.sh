@@ -16,6 +16,8 @@ agent_setup
 marker=$W/marker
 write_conf() {
   cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = work, unlisted, apps
 concurrency = 2
 poll = 200ms
@@ -61,12 +63,13 @@ wait_log L 'SIGHUP: keeping the old' 5 || true
 app3=$(sql "SELECT coord.enqueue('apps', '{\"app\": \"nightly\", \"period_start\": \"2026-11-30\", \"period_end\": \"2026-12-01\"}', max_attempts => 1)")
 wait_sql "coord.job_state($app3) IN ('done', 'dead')" 30 || true
 check "after SIGHUP with a broken file, the error is logged with its line" \
-  grep -q "SIGHUP: keeping the old configuration: .*agent.conf:10: a section header must end with ']'" "$W/L.log"
+  grep -q "SIGHUP: keeping the old configuration: .*agent.conf:12: a section header must end with ']'" "$W/L.log"
 check "... and the old allow-list still runs the app" eq "$(sql "SELECT coord.job_state($app3)")" done
 
 echo "== coord-agent check"
 printf '[task rel]\ncommand = bin/job.sh\n' >"$W/rel.conf"
 printf 'concurency = 3\n' >"$W/typo.conf"
+chmod go-w "$W/rel.conf" "$W/typo.conf"
 rel_out=$("$AGENT_BIN" -f "$W/rel.conf" check 2>&1) && rel_rc=0 || rel_rc=$?
 typo_out=$("$AGENT_BIN" -f "$W/typo.conf" check 2>&1) && typo_rc=0 || typo_rc=$?
 check "a relative command path is refused" eq "$rel_rc: $rel_out" \

@@ -51,6 +51,8 @@ exit 3
 EOF
 chmod +x "$W"/*.sh
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 # basic.sh
 queues = work, plain, apps
 host = testhost

@@ -16,6 +16,8 @@ export COORD_PGPORT=54346
 agent_setup
 
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 concurrency = 2
 poll = 200ms
 kill_after = 1s

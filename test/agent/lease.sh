@@ -18,6 +18,8 @@ export COORD_PGPORT=54348
 agent_setup
 
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 concurrency = 3
 poll = 200ms
 check = 500ms

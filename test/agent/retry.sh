@@ -32,6 +32,8 @@ echo "{\"runs\": $runs}"
 EOF
 chmod +x "$W/flaky.sh"
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = retry
 concurrency = 2
 poll = 200ms

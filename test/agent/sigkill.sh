@@ -15,6 +15,8 @@ agent_setup
 
 for n in A B; do
   cat >"$W/$n.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = work
 concurrency = 4
 poll = 200ms

@@ -25,6 +25,8 @@ export COORD_PGPORT=54345
 agent_setup
 
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = work
 concurrency = 4
 poll = 200ms

@@ -26,6 +26,8 @@ done
 EOF
 chmod +x "$W/stubborn.sh"
 cat >"$W/agent.conf" <<EOF
+# the test tasks reach the database with the agent's PG* variables
+pass_env = PG*
 queues = slow
 concurrency = 2
 poll = 200ms
