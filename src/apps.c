@@ -1424,7 +1424,77 @@ typedef struct GridRow
 	char	   *app;
 	Grain		grain;
 	char	   *cells;
+	int			depth;			/* the longest chain of upstreams above it */
 } GridRow;
+
+/*
+ * GridDepths: for each app of g, the length of its longest chain of
+ * upstreams (0 for an app without any), at most 64.  An iterative
+ * depth-first search that computes each app once, so it is linear in the
+ * graph whatever its shape (counting chains one by one is exponential in a
+ * graph of diamonds).
+ */
+static int *
+GridDepths(AppGraph *g)
+{
+	int		   *depth = palloc0(sizeof(int) * Max(g->n, 1));
+	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
+	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));
+	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));
+	int			root;
+
+	for (root = 0; root < g->n; root++)
+	{
+		int			sp = 0;
+
+		if (state[root] != 0)
+			continue;
+		stack[sp++] = root;
+		state[root] = 1;
+		while (sp > 0)
+		{
+			int			v = stack[sp - 1];
+			AppDef	   *d = &g->apps[v];
+			AppDef	   *u;
+			int			ui;
+
+			CHECK_FOR_INTERRUPTS();
+			if (next[v] >= d->ndeps)
+			{
+				state[v] = 2;
+				sp--;
+				continue;
+			}
+			u = FindApp(g, d->deps[next[v]++].app);
+			if (u == NULL)
+				continue;
+			ui = u - g->apps;
+			if (state[ui] == 0)
+			{
+				/* come back to this dependency once u is done */
+				next[v]--;
+				state[ui] = 1;
+				stack[sp++] = ui;
+				continue;
+			}
+			/* state 1: a cycle (define_app refuses them); it adds nothing */
+			if (state[ui] == 2)
+				depth[v] = Min(Max(depth[v], depth[ui] + 1), 64);
+		}
+	}
+	return depth;
+}
+
+static int
+GridRowCmp(const void *a, const void *b)
+{
+	const GridRow *x = a;
+	const GridRow *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return strcmp(x->app, y->app);
+}
 
 /* How a state shows, and how much it matters when several runs share a cell. */
 static char
@@ -1584,17 +1654,11 @@ coord_grid(PG_FUNCTION_ARGS)
 								 GUC_ACTION_SAVE, true, 0, false);
 	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-									 "WITH RECURSIVE chain(name, depth) AS ("
-									 "SELECT name, 0 FROM coord.app_defs UNION ALL "
-									 "SELECT a.name, c.depth OPERATOR(pg_catalog.+) 1 FROM chain AS c "
-									 "JOIN coord.app_defs AS a ON a.depends OPERATOR(pg_catalog.?) c.name "
-									 "WHERE c.depth OPERATOR(pg_catalog.<) 64) "
 									 "SELECT x.name, x.grain FROM ("
 									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
 									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
 									 "UNION ALL "
-									 "SELECT a.name, a.grain, (SELECT pg_catalog.max(c.depth) FROM chain AS c "
-									 "WHERE c.name OPERATOR(pg_catalog.=) a.name)::pg_catalog.int8 FROM coord.app_defs AS a WHERE $1 IS NULL"
+									 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
 									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
 									 3, argtypes), args, nulls, false, 0),
 		  SPI_OK_SELECT, "grid");
@@ -1614,6 +1678,22 @@ coord_grid(PG_FUNCTION_ARGS)
 		width = Max(width, (int) strlen(rows[i].app));
 	}
 	width += 2;
+	/* all apps: upstream ones first, by the longest chain of upstreams above them */
+	if (PG_ARGISNULL(2) && nrows > 1)
+	{
+		AppGraph	g;
+		int		   *depth;
+
+		LoadApps(&g, 0);
+		depth = GridDepths(&g);
+		for (r = 0; r < nrows; r++)
+		{
+			AppDef	   *d = FindApp(&g, rows[r].app);
+
+			rows[r].depth = d ? depth[d - g.apps] : 0;
+		}
+		qsort(rows, nrows, sizeof(GridRow), GridRowCmp);
+	}
 
 	/* the columns */
 	for (;;)

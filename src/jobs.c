@@ -1210,9 +1210,16 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
-	CoordLockBudget(1);
+	/*
+	 * Session-bound claims count against coord.max_locks_per_session; a
+	 * lease claim's lock is only a probe, gone at commit, and one call takes
+	 * at most CLAIM_MAX_N of them.
+	 */
+	if (scan->session_bound)
+		CoordLockBudget(1);
 	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
-	CoordLockCounted(&tag, r, scan->session_bound);
+	if (scan->session_bound)
+		CoordLockCounted(&tag, r, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 	{
 		/* a session holds it: look again first next time */

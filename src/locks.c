@@ -166,7 +166,7 @@ CoordLocksInit(void)
 							 "that share a name key.  Without it coord.locks shows keys.",
 							 &coord_register_lock_names,
 							 true,
-							 PGC_USERSET,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 	RegisterXactCallback(LocksXactCallback, NULL);
