@@ -60,18 +60,18 @@ SELECT coord.complete(id, token, jsonb_build_object('x', repeat('x', 900000))) F
 SELECT coord.define_app('bd-big', starts => 'hourly', conf => jsonb_build_object('x', repeat('x', 70000)));
 SELECT count(*) FROM coord.app_defs WHERE name = 'bd-big';
 
--- Idle marks: a session that claims from 15,000 empty queues stays idle on
+-- Idle marks: a session that claims from 30,000 empty queues stays idle on
 -- the most recent coord.max_idle_marks (256) only, and keeps at most 1024
--- claim frontiers (the former code held 15,000 locks and about 11 MB).
-DO $$BEGIN FOR i IN 1..15000 LOOP PERFORM coord.claim('bounds-idle-' || i); END LOOP; END$$;
+-- claim frontiers (the former code filled the lock table, and 736 bytes a queue).
+DO $$BEGIN FOR i IN 1..30000 LOOP PERFORM coord.claim('bounds-idle-' || i); END LOOP; END$$;
 SELECT count(*) AS idle_marks FROM pg_locks
   WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND objsubid = 17205;
 SELECT total_bytes < 2 * 1024 * 1024 AS frontiers_bounded FROM pg_backend_memory_contexts
   WHERE name = 'pg_coord claim frontiers';
 -- the most recent marks are the ones kept: an enqueue there wakes this session
-LISTEN "coord:bounds-idle-15000";
+LISTEN "coord:bounds-idle-30000";
 SELECT count(*) FROM pg_locks l WHERE pid = pg_backend_pid() AND objsubid = 17205
-  AND (objid::bigint | (classid::bigint << 32)) = coord.key_hash('coord:bounds-idle-15000');
+  AND (objid::bigint | (classid::bigint << 32)) = coord.key_hash('coord:bounds-idle-30000');
 
 -- The per-session cap on pg_coord locks (coord.max_locks_per_session, 1000
 -- by default): 53400 before the lock table runs out.  In one transaction a
