@@ -56,6 +56,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "jit/jit.h"
@@ -136,6 +137,8 @@ static SPIPlanPtr plan_horizon = NULL;
 static SPIPlanPtr plan_finish = NULL;
 static SPIPlanPtr plan_run_exists = NULL;
 static SPIPlanPtr plan_upstream = NULL;
+static SPIPlanPtr plan_upstream_results = NULL;
+static SPIPlanPtr plan_upstream_array = NULL;
 static SPIPlanPtr plan_payload = NULL;
 static SPIPlanPtr plan_insert_run = NULL;
 static SPIPlanPtr plan_live_count = NULL;
@@ -434,8 +437,72 @@ RunExists(const char *app, TimestampTz start)
 }
 
 /*
+ * UpstreamResults: the results of app's done runs starting at starts (a
+ * timestamptz[]), as a JSON array in period order; inside SPI.  Results can
+ * each be up to COORD_RESULT_MAX_BYTES and a window can hold thousands of
+ * periods, so they are added up (by their uncompressed sizes, without
+ * detoasting) against what is left of the payload's budget first: over it,
+ * the result is 0 and *budget negative, and RunPayload leaves the upstream
+ * results out.  Without that, jsonb_agg over them could exceed jsonb's
+ * limits and fail every completion of the upstream runs.
+ */
+static Datum
+UpstreamResults(const char *app, Datum starts, int64 *budget)
+{
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZARRAYOID};
+	Datum		args[2];
+	Datum	   *elems;
+	bool	   *enulls;
+	uint64		n,
+				r;
+	bool		isnull;
+	Datum		out;
+
+	if (*budget < 0)
+		return (Datum) 0;
+	args[0] = CStringGetTextDatum(app);
+	args[1] = starts;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_results,
+									 "SELECT result FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+									 "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
+									 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
+									 2, argtypes), args, NULL, false, 0),
+		  SPI_OK_SELECT, "reading upstream results");
+	n = SPI_processed;
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	enulls = palloc(sizeof(bool) * Max(n, 1));
+	for (r = 0; r < n; r++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &enulls[r]);
+		*budget -= enulls[r] ? 8 : (int64) toast_raw_datum_size(elems[r]) + 8;
+		if (*budget < 0)
+			return (Datum) 0;
+		if (!enulls[r])
+			elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
+	}
+	{
+		int			dims[1] = {(int) n};
+		int			lbs[1] = {1};
+		Oid			jargtypes[1] = {JSONBARRAYOID};
+		Datum		jargs[1];
+
+		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
+													  TYPALIGN_INT));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
+										 "SELECT pg_catalog.to_jsonb($1)",
+										 1, jargtypes), jargs, NULL, false, 1),
+			  SPI_OK_SELECT, "reading upstream results");
+		out = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
+								false, -1);
+	}
+	return out;
+}
+
+/*
  * Whether every upstream run of period [start, end) of d is done; when
- * READY, names[]/results[] get each upstream's results in period order.
+ * READY, names[]/results[] get each upstream's results in period order
+ * (results[i] 0: left out, they would not fit in the payload).
  */
 static Readiness
 CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
@@ -443,6 +510,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 {
 	int			i;
 	Readiness	r = READY;
+	int64		budget = COORD_PAYLOAD_MAX_BYTES - (int64) VARSIZE(DatumGetPointer(d->conf));
 
 	for (i = 0; i < d->ndeps; i++)
 	{
@@ -460,6 +528,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		int64		ndone,
 					nfailed;
 
+		CHECK_FOR_INTERRUPTS();
 		if (u == NULL)
 			return BLOCKED;		/* dropped */
 		if (u->first_null)
@@ -478,6 +547,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		starts = palloc(sizeof(Datum) * cap);
 		for (; s < wend; s = PeriodNext(u->grain, s))
 		{
+			CHECK_FOR_INTERRUPTS();
 			if (nstarts == cap)
 			{
 				cap *= 2;
@@ -492,9 +562,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
 										 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
 										 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
-										 "('{dead,cancelled}'::pg_catalog.text[])), "
-										 "COALESCE(pg_catalog.jsonb_agg(COALESCE(result, 'null'::pg_catalog.jsonb) ORDER BY period_start) "
-										 "FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), '[]'::pg_catalog.jsonb) "
+										 "('{dead,cancelled}'::pg_catalog.text[])) "
 										 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
 										 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
 										 2, argtypes), args, NULL, false, 0),
@@ -505,11 +573,10 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			return BLOCKED;
 		if (ndone != nstarts)
 			r = WAITING;
-		else if (names)
+		else if (names && r == READY)
 		{
 			names[i] = CStringGetTextDatum(u->name);
-			results[i] = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
-										   false, -1);
+			results[i] = UpstreamResults(u->name, args[1], &budget);
 		}
 	}
 	return r;
@@ -533,6 +600,19 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 	/* a payload over the job limit (a yearly rollup of hourly results) goes without results */
 	for (attempt = 0; attempt < 2; attempt++)
 	{
+		int			k;
+
+		for (k = 0; attempt == 0 && k < n; k++)
+			if (results[k] == (Datum) 0)
+				break;
+		if (attempt == 0 && k < n)
+		{
+			ereport(WARNING,
+					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+					 errdetail("With them the payload would have more than %d bytes; read them from coord.runs.",
+							   COORD_PAYLOAD_MAX_BYTES)));
+			continue;
+		}
 		args[4] = PointerGetDatum(construct_array(names, attempt == 0 ? n : 0, TEXTOID, -1, false, TYPALIGN_INT));
 		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_payload,
@@ -963,35 +1043,72 @@ LockDefinitions(void)
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
-/* Depth-first from d through its upstreams; ERROR on reaching a cycle. */
+/*
+ * CheckCycles: an iterative depth-first search with colours over the whole
+ * graph, so each app and each dependency is visited once (linear in the
+ * graph, whatever its shape) and no recursion depth depends on the caller.
+ * ERROR on reaching an app that is on the current path.
+ */
 static void
-CheckCycles(AppGraph *g, AppDef *d, char **path, int depth)
+CheckCycles(AppGraph *g)
 {
-	int			i,
-				j;
+	char	   *colour = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
+	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));	/* the path */
+	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));	/* next dependency to follow */
+	int			root;
 
-	for (i = 0; i < depth; i++)
-		if (strcmp(path[i], d->name) == 0)
-		{
-			StringInfoData s;
-
-			initStringInfo(&s);
-			for (j = i; j < depth; j++)
-				appendStringInfo(&s, "%s -> ", path[j]);
-			appendStringInfoString(&s, d->name);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_RECURSION),
-					 errmsg("app dependencies would form a cycle through app \"%s\"", d->name),
-					 errdetail("Following the dependencies: %s.", s.data)));
-		}
-	path[depth] = d->name;
-	for (i = 0; i < d->ndeps; i++)
+	for (root = 0; root < g->n; root++)
 	{
-		AppDef	   *u = FindApp(g, d->deps[i].app);
+		int			depth = 0;
 
-		if (u)
-			CheckCycles(g, u, path, depth + 1);
+		if (colour[root] != 0)
+			continue;
+		stack[depth++] = root;
+		colour[root] = 1;
+		while (depth > 0)
+		{
+			int			v = stack[depth - 1];
+			AppDef	   *d = &g->apps[v];
+			AppDef	   *u;
+			int			ui;
+
+			CHECK_FOR_INTERRUPTS();
+			if (next[v] >= d->ndeps)
+			{
+				colour[v] = 2;
+				depth--;
+				continue;
+			}
+			u = FindApp(g, d->deps[next[v]++].app);
+			if (u == NULL)
+				continue;
+			ui = u - g->apps;
+			if (colour[ui] == 1)
+			{
+				StringInfoData s;
+				int			j = depth - 1;
+
+				while (j > 0 && stack[j] != ui)
+					j--;
+				initStringInfo(&s);
+				for (; j < depth; j++)
+					appendStringInfo(&s, "%s -> ", g->apps[stack[j]].name);
+				appendStringInfoString(&s, u->name);
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_RECURSION),
+						 errmsg("app dependencies would form a cycle through app \"%s\"", u->name),
+						 errdetail("Following the dependencies: %s.", s.data)));
+			}
+			if (colour[ui] == 0)
+			{
+				colour[ui] = 1;
+				stack[depth++] = ui;
+			}
+		}
 	}
+	pfree(colour);
+	pfree(stack);
+	pfree(next);
 }
 
 /* Every app's dependencies: known apps, periods no finer than theirs, no cycle. */
@@ -1000,7 +1117,6 @@ ValidateGraph(AppGraph *g)
 {
 	int			i,
 				j;
-	char	  **path = palloc(sizeof(char *) * (g->n + 1));
 
 	for (i = 0; i < g->n; i++)
 	{
@@ -1009,6 +1125,8 @@ ValidateGraph(AppGraph *g)
 		for (j = 0; j < d->ndeps; j++)
 		{
 			AppDef	   *u = FindApp(g, d->deps[j].app);
+
+			CHECK_FOR_INTERRUPTS();
 
 			if (u == NULL)
 				ereport(ERROR,
@@ -1025,8 +1143,7 @@ ValidateGraph(AppGraph *g)
 								   u->name, grain_names[u->grain], grain_names[u->grain])));
 		}
 	}
-	for (i = 0; i < g->n; i++)
-		CheckCycles(g, &g->apps[i], path, 0);
+	CheckCycles(g);
 }
 
 /*
@@ -1071,6 +1188,8 @@ coord_define_app(PG_FUNCTION_ARGS)
 	}
 	depends = PG_GETARG_JSONB_P(2);
 	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
+	/* small enough that every run's payload fits (RunPayload) */
+	CoordCheckSize("app conf", VARSIZE(conf), COORD_CONF_MAX_BYTES);
 	if (!PG_ARGISNULL(3))
 		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false);
 	if (!PG_ARGISNULL(6))
@@ -1305,7 +1424,77 @@ typedef struct GridRow
 	char	   *app;
 	Grain		grain;
 	char	   *cells;
+	int			depth;			/* the longest chain of upstreams above it */
 } GridRow;
+
+/*
+ * GridDepths: for each app of g, the length of its longest chain of
+ * upstreams (0 for an app without any), at most 64.  An iterative
+ * depth-first search that computes each app once, so it is linear in the
+ * graph whatever its shape (counting chains one by one is exponential in a
+ * graph of diamonds).
+ */
+static int *
+GridDepths(AppGraph *g)
+{
+	int		   *depth = palloc0(sizeof(int) * Max(g->n, 1));
+	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
+	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));
+	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));
+	int			root;
+
+	for (root = 0; root < g->n; root++)
+	{
+		int			sp = 0;
+
+		if (state[root] != 0)
+			continue;
+		stack[sp++] = root;
+		state[root] = 1;
+		while (sp > 0)
+		{
+			int			v = stack[sp - 1];
+			AppDef	   *d = &g->apps[v];
+			AppDef	   *u;
+			int			ui;
+
+			CHECK_FOR_INTERRUPTS();
+			if (next[v] >= d->ndeps)
+			{
+				state[v] = 2;
+				sp--;
+				continue;
+			}
+			u = FindApp(g, d->deps[next[v]++].app);
+			if (u == NULL)
+				continue;
+			ui = u - g->apps;
+			if (state[ui] == 0)
+			{
+				/* come back to this dependency once u is done */
+				next[v]--;
+				state[ui] = 1;
+				stack[sp++] = ui;
+				continue;
+			}
+			/* state 1: a cycle (define_app refuses them); it adds nothing */
+			if (state[ui] == 2)
+				depth[v] = Min(Max(depth[v], depth[ui] + 1), 64);
+		}
+	}
+	return depth;
+}
+
+static int
+GridRowCmp(const void *a, const void *b)
+{
+	const GridRow *x = a;
+	const GridRow *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return strcmp(x->app, y->app);
+}
 
 /* How a state shows, and how much it matters when several runs share a cell. */
 static char
@@ -1465,17 +1654,11 @@ coord_grid(PG_FUNCTION_ARGS)
 								 GUC_ACTION_SAVE, true, 0, false);
 	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-									 "WITH RECURSIVE chain(name, depth) AS ("
-									 "SELECT name, 0 FROM coord.app_defs UNION ALL "
-									 "SELECT a.name, c.depth OPERATOR(pg_catalog.+) 1 FROM chain AS c "
-									 "JOIN coord.app_defs AS a ON a.depends OPERATOR(pg_catalog.?) c.name "
-									 "WHERE c.depth OPERATOR(pg_catalog.<) 64) "
 									 "SELECT x.name, x.grain FROM ("
 									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
 									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
 									 "UNION ALL "
-									 "SELECT a.name, a.grain, (SELECT pg_catalog.max(c.depth) FROM chain AS c "
-									 "WHERE c.name OPERATOR(pg_catalog.=) a.name)::pg_catalog.int8 FROM coord.app_defs AS a WHERE $1 IS NULL"
+									 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
 									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
 									 3, argtypes), args, nulls, false, 0),
 		  SPI_OK_SELECT, "grid");
@@ -1495,6 +1678,22 @@ coord_grid(PG_FUNCTION_ARGS)
 		width = Max(width, (int) strlen(rows[i].app));
 	}
 	width += 2;
+	/* all apps: upstream ones first, by the longest chain of upstreams above them */
+	if (PG_ARGISNULL(2) && nrows > 1)
+	{
+		AppGraph	g;
+		int		   *depth;
+
+		LoadApps(&g, 0);
+		depth = GridDepths(&g);
+		for (r = 0; r < nrows; r++)
+		{
+			AppDef	   *d = FindApp(&g, rows[r].app);
+
+			rows[r].depth = d ? depth[d - g.apps] : 0;
+		}
+		qsort(rows, nrows, sizeof(GridRow), GridRowCmp);
+	}
 
 	/* the columns */
 	for (;;)
@@ -1535,6 +1734,7 @@ coord_grid(PG_FUNCTION_ARGS)
 		int			rank;
 		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
 
+		CHECK_FOR_INTERRUPTS();
 		for (r = 0; r < nrows; r++)
 		{
 			if (strcmp(rows[r].app, app) != 0)

@@ -220,7 +220,118 @@ ReleaseInflight(void)
 	{
 		n_inflight--;
 		LockRelease(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
+		CoordLockReleased(&inflight_tags[n_inflight], inflight_modes[n_inflight]);
 	}
+}
+
+/*
+ * The per-session cap on lock-manager entries (coord.max_locks_per_session).
+ * PostgreSQL's lock table is shared by the whole cluster and sized by
+ * max_locks_per_transaction; a session that fills it makes every other
+ * session, in every database, fail with 53200 (and new connections fail).
+ * So pg_coord counts the path, registry, request and claim locks it takes
+ * and refuses with 53400 before a session holds more than the cap.
+ *
+ * The count is an upper bound kept cheaply: +1 for each lock the lock
+ * manager newly grants, -1 when one is let go through pg_coord, the
+ * transaction-level ones subtracted at the end of the transaction.  What it
+ * misses (locks released by pg_advisory_unlock_all or DISCARD ALL, or by the
+ * abort of a subtransaction) only makes it too high; when it reaches the
+ * cap, it is replaced by an exact count of this backend's entries in the
+ * lock table before anything is refused.
+ */
+static int	coord_max_locks_per_session = 1000;
+static int	coord_nlocks = 0;		/* held by this session, an upper bound */
+static int	coord_nxact = 0;		/* of those, transaction-level ones */
+
+/* Is tag one of the namespaces the cap counts? */
+static inline bool
+CountedTag(const LOCKTAG *tag)
+{
+	return tag->locktag_type == LOCKTAG_ADVISORY &&
+		tag->locktag_lockmethodid == USER_LOCKMETHOD &&
+		(tag->locktag_field4 == COORD_NS_PATH ||
+		 tag->locktag_field4 == COORD_NS_REGISTRY ||
+		 tag->locktag_field4 == COORD_NS_REQUEST ||
+		 tag->locktag_field4 == COORD_NS_JOB);
+}
+
+/* Exact count: this backend's entries of the counted namespaces in the lock table. */
+static int
+CountHeldLocks(void)
+{
+	LockData   *ld = GetLockStatusData();
+	int			i;
+	int			n = 0;
+
+	for (i = 0; i < ld->nelements; i++)
+	{
+		LockInstanceData *li = &ld->locks[i];
+
+		if (li->pid == MyProcPid && CountedTag(&li->locktag))
+			n++;
+	}
+	return n;
+}
+
+/*
+ * CoordLockBudget raises 53400 unless this session may take nnew more
+ * counted locks.
+ */
+void
+CoordLockBudget(int nnew)
+{
+	int			held;
+
+	if (coord_max_locks_per_session <= 0 || nnew <= 0 ||
+		coord_nlocks + nnew <= coord_max_locks_per_session)
+		return;
+	held = CountHeldLocks();
+	coord_nxact = Min(coord_nxact, held);
+	coord_nlocks = held;
+	if (held + nnew <= coord_max_locks_per_session)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+			 errmsg("this session holds too many pg_coord locks"),
+			 errdetail("It holds %d entries of the lock table through pg_coord and would need %d more; "
+					   "coord.max_locks_per_session is %d.",
+					   held, nnew, coord_max_locks_per_session),
+			 errhint("Release locks, claims or requests first (each path also locks its ancestors), "
+					 "or ask a superuser to raise coord.max_locks_per_session together with "
+					 "max_locks_per_transaction.")));
+}
+
+/* CoordLockCounted notes a lock the lock manager answered r for. */
+void
+CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session)
+{
+	if (r != LOCKACQUIRE_OK || !CountedTag(tag))
+		return;
+	coord_nlocks++;
+	if (!session)
+		coord_nxact++;
+}
+
+/* CoordLockReleased notes that a counted lock may have been let go. */
+void
+CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode)
+{
+	if (coord_nlocks > 0 && CountedTag(tag) && !LockHeldByMe(tag, mode))
+		coord_nlocks--;
+}
+
+/* How many of tags[0 .. n) this backend does not hold yet in their modes. */
+static int
+NewLocks(const LOCKTAG *tags, const LOCKMODE *modes, int n)
+{
+	int			i;
+	int			nnew = 0;
+
+	for (i = 0; i < n; i++)
+		if (!LockHeldByMe(&tags[i], modes[i]))
+			nnew++;
+	return nnew;
 }
 
 /*
@@ -337,6 +448,7 @@ CoordHoldDrop(const char *key)
 
 		hash_search(holds, key, HASH_REMOVE, NULL);
 		LockRelease(&tag, ExclusiveLock, true);
+		CoordLockReleased(&tag, ExclusiveLock);
 	}
 }
 
@@ -383,6 +495,7 @@ SettleHolds(bool committed, SubTransactionId subid, SubTransactionId parent)
 		if (release)
 		{
 			LockRelease(&h->tag, ExclusiveLock, true);
+			CoordLockReleased(&h->tag, ExclusiveLock);
 			hash_search(holds, h->key, HASH_REMOVE, NULL);
 		}
 	}
@@ -399,10 +512,17 @@ CommonXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			ReleaseInflight();
 			SettleHolds(false, InvalidSubTransactionId, InvalidSubTransactionId);
+			coord_nlocks = Max(coord_nlocks - coord_nxact, 0);
+			coord_nxact = 0;
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			SettleHolds(true, InvalidSubTransactionId, InvalidSubTransactionId);
+		case XACT_EVENT_PREPARE:
+			if (event != XACT_EVENT_PREPARE)
+				SettleHolds(true, InvalidSubTransactionId, InvalidSubTransactionId);
+			/* the transaction-level locks went with it */
+			coord_nlocks = Max(coord_nlocks - coord_nxact, 0);
+			coord_nxact = 0;
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (holds_pending)
@@ -442,6 +562,15 @@ OwnerCacheInval(Datum arg, int cacheid, uint32 hashvalue)
 void
 CoordCommonInit(void)
 {
+	DefineCustomIntVariable("coord.max_locks_per_session",
+							"The most lock-table entries one session may hold through pg_coord.",
+							"Counts path locks (one per path and one per ancestor), name registrations, "
+							"requests and claims; 0 means no limit.  Keep it well below "
+							"max_locks_per_transaction * (max_connections + max_prepared_transactions).",
+							&coord_max_locks_per_session,
+							1000, 0, INT_MAX / 2,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
 	RegisterXactCallback(CommonXactCallback, NULL);
 	RegisterSubXactCallback(CommonSubXactCallback, NULL);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
@@ -463,7 +592,10 @@ void
 CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session)
 {
 	while (n-- > 0)
+	{
 		LockRelease(&tags[n], modes[n], session);
+		CoordLockReleased(&tags[n], modes[n]);
+	}
 }
 
 /*
@@ -495,6 +627,7 @@ AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 
 		for (i = 0; i < n; i++)
 		{
+			LockAcquireResult r;
 			int64		left_ms = (deadline - GetCurrentTimestamp() + 999) / 1000;
 
 			left_ms = Min(Max(left_ms, 1), INT_MAX);
@@ -507,11 +640,12 @@ AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 				snprintf(buf, sizeof(buf), "%d", (int) left_ms);
 				(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
 										 GUC_ACTION_SAVE, true, 0, false);
-				(void) LockAcquire(&tags[i], modes[i], session, false);
+				r = LockAcquire(&tags[i], modes[i], session, false);
 				AtEOXact_GUC(true, nest);
 			}
 			else
-				(void) LockAcquire(&tags[i], modes[i], session, false);
+				r = LockAcquire(&tags[i], modes[i], session, false);
+			CoordLockCounted(&tags[i], r, session);
 			if (session)
 				NoteInflight(&tags[i], modes[i]);
 		}
@@ -568,18 +702,22 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 				 errdetail("A lock taken on a standby is not seen by the primary's sessions."),
 				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
 
+	CoordLockBudget(NewLocks(tags, modes, n));
 	if (timeout_us > 0)
 		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
 	else
 	{
 		for (i = 0; i < n; i++)
 		{
-			if (LockAcquire(&tags[i], modes[i], session, timeout_us == 0) == LOCKACQUIRE_NOT_AVAIL)
+			LockAcquireResult r = LockAcquire(&tags[i], modes[i], session, timeout_us == 0);
+
+			if (r == LOCKACQUIRE_NOT_AVAIL)
 			{
 				CoordReleaseTags(tags, modes, i, session);
 				ok = false;
 				break;
 			}
+			CoordLockCounted(&tags[i], r, session);
 			if (session)
 				NoteInflight(&tags[i], modes[i]);
 		}
@@ -944,6 +1082,21 @@ CoordCheckPayload(Jsonb *payload)
 						   COORD_PAYLOAD_MAX_BYTES, (int) VARSIZE(payload)),
 				 errhint("Store large data in a table and put its key in the payload.")));
 	return payload;
+}
+
+/*
+ * CoordCheckSize raises 54000 when a value a caller stores (what: "job
+ * result", ...) has more than max bytes.
+ */
+void
+CoordCheckSize(const char *what, Size size, Size max)
+{
+	if (size > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s is too large", what),
+				 errdetail("A %s has at most %zu bytes; this one has %zu.", what, max, size),
+				 errhint("Store large data in a table and refer to it by its key.")));
 }
 
 /* CoordSpiCheck raises a can't-happen error when an SPI call did not do what it must. */

@@ -42,6 +42,18 @@
 #define COORD_PAYLOAD_MAX_BYTES	(1024 * 1024)
 
 /*
+ * What callers store that flows elsewhere later.  A job's result is at most
+ * what a payload may be.  An app's conf is small enough that a run's payload
+ * (conf, a few names and times, and the upstream results, which are left out
+ * when they would not fit; apps.c) always stays under the payload limit.
+ * An error text is kept short: it is copied into every later claim's
+ * last_error and history row.
+ */
+#define COORD_RESULT_MAX_BYTES	COORD_PAYLOAD_MAX_BYTES
+#define COORD_CONF_MAX_BYTES	(64 * 1024)
+#define COORD_ERROR_MAX_BYTES	(64 * 1024)
+
+/*
  * A validated lock path.  Segment i spans path[0 .. ends[i]) as a prefix, and
  * keys[i] is the 64-bit name hash of that prefix.  The last entry is the path
  * itself; the ones before it are the ancestors that take intention locks.
@@ -105,6 +117,7 @@ extern int64 CoordAppsTick(TimestampTz now);
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern char *CoordNameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable);
 extern Jsonb *CoordCheckPayload(Jsonb *payload);
+extern void CoordCheckSize(const char *what, Size size, Size max);
 extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argname,
 										 bool allow_zero);
 
@@ -117,6 +130,9 @@ extern void CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns);
 extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 						 bool session, int64 timeout_us, bool keep_inflight);
 extern void CoordInflightDone(void);
+extern void CoordLockBudget(int nnew);
+extern void CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session);
+extern void CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode);
 
 /* Session locks kept across transactions, taken and let go transactionally */
 typedef enum CoordHoldStatus

@@ -50,7 +50,14 @@
  * on "coord:<queue>" (and "coord:host:<host>") only if such an idle lock is
  * held: busy workers cost nothing, and a commit that wakes nobody never
  * takes NOTIFY's cluster-wide commit lock.  NOTIFY is a hint: workers LISTEN
- * first, then claim, and poll as a fallback.
+ * first, then claim, and poll as a fallback.  Each mark is a lock-table
+ * entry, so a session keeps the marks of its coord.max_idle_marks (256)
+ * most recently idle channels and lets the oldest go: one session claiming
+ * from tens of thousands of queue names would otherwise fill the shared lock
+ * table.  A session that lost a mark is not woken for that queue; no work is
+ * lost by it, because a worker's next claim there finds the job, and a
+ * worker waiting on more channels than it has marks for is woken by its poll
+ * (coord-agent claims at least every `poll`).
  *
  * Dead rows and the claim frontier.  Each job leaves a dead entry in the
  * claim index when it finishes.  While any
@@ -83,6 +90,10 @@
  * spending most of their time doing that.  Measured figures are in
  * bench/RESULTS.md (the oldsnap section).
  *
+ * A backend keeps at most FRONTIERS_MAX frontiers, forgetting the least
+ * recently used one: a filter whose frontier was forgotten scans from the
+ * head at its next claim, as a new one does.
+ *
  * Planning.  A claim's LIMIT is a parameter, so the generic plan would be
  * costed for a tenth of the backlog: it is planned with seqscan, bitmapscan,
  * sort and JIT off (an ordered index scan, never a sort of the backlog), set
@@ -103,6 +114,7 @@
 #include "commands/sequence.h"
 #include "common/pg_prng.h"
 #include "executor/executor.h"
+#include "lib/ilist.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -151,12 +163,33 @@ typedef struct Frontier
 	TimestampTz last_probe;
 	int			nheld;
 	int64		held[FRONTIER_HELD];
+	dlist_node	lru;			/* in frontier_lru, most recently used last */
 } Frontier;
 
 static HTAB *frontiers = NULL;
+static dlist_head frontier_lru = DLIST_STATIC_INIT(frontier_lru);
 
-/* Idle marks this backend holds, by idle key. */
+/*
+ * A backend keeps at most this many frontiers (about 750 bytes each) and
+ * forgets the least recently used one beyond that: a forgotten frontier only
+ * means that filter's next claim scans from the head.
+ */
+#define FRONTIERS_MAX	1024
+
+/*
+ * Idle marks this backend holds, by idle key, least recently set first.
+ * Each is a lock-table entry, so a backend keeps only the
+ * coord.max_idle_marks most recent ones (see "Wake-ups" above).
+ */
+typedef struct IdleMark
+{
+	uint64		key;			/* hash key: must be first */
+	dlist_node	lru;
+} IdleMark;
+
 static HTAB *idle_marks = NULL;
+static dlist_head idle_lru = DLIST_STATIC_INIT(idle_lru);
+static int	coord_max_idle_marks = 256;
 
 /* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
 static List *wake_channels = NIL;
@@ -291,6 +324,13 @@ CoordJobsInit(void)
 							"from coord.claim_rescan_interval up to this.",
 							&coord_claim_rescan_max, 10000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.max_idle_marks",
+							"The most queues and hosts one session stays marked idle on.",
+							"Each mark is an entry in the shared lock table.  A session that claims from more "
+							"queues keeps the marks of the ones it claimed from most recently; on the others "
+							"enqueue does not wake it, and it finds their work when it claims there again.",
+							&coord_max_idle_marks, 256, 1, 10000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
 	CacheRegisterRelcacheCallback(JobRelsInval, (Datum) 0);
 }
@@ -364,29 +404,50 @@ WakeAtCommit(const char *queue, const char *host)
 	MemoryContextSwitchTo(old);
 }
 
-/* Marks this session idle on a channel (shared session lock), or not. */
+/*
+ * Marks this session idle on a channel (shared session lock), or not.  Beyond
+ * coord.max_idle_marks marks, the least recently set one is let go.
+ */
 static void
 SetIdle(const char *channel, bool idle)
 {
 	uint64		key = CoordNameKey(channel, strlen(channel));
 	bool		found;
 	LOCKTAG		tag;
+	IdleMark   *m;
 
 	if (idle_marks == NULL && !idle)
 		return;
-	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(uint64), HASH_BLOBS);
+	if (idle_marks == NULL)
+		dlist_init(&idle_lru);	/* the table was gone: so are its entries */
+	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(IdleMark), HASH_BLOBS);
 	CoordSetTag(&tag, key, COORD_NS_IDLE);
 	if (idle)
 	{
-		hash_search(idle_marks, &key, HASH_ENTER, &found);
+		m = hash_search(idle_marks, &key, HASH_ENTER, &found);
+		if (found)
+			dlist_delete(&m->lru);
+		dlist_push_tail(&idle_lru, &m->lru);
 		if (!found || !LockHeldByMe(&tag, ShareLock))
 			(void) LockAcquire(&tag, ShareLock, true, true);
+		while (hash_get_num_entries(idle_marks) > Max(coord_max_idle_marks, 1))
+		{
+			IdleMark   *old = dlist_container(IdleMark, lru, dlist_pop_head_node(&idle_lru));
+			uint64		oldkey = old->key;
+			LOCKTAG		oldtag;
+
+			CoordSetTag(&oldtag, oldkey, COORD_NS_IDLE);
+			hash_search(idle_marks, &oldkey, HASH_REMOVE, NULL);
+			if (LockHeldByMe(&oldtag, ShareLock))
+				LockRelease(&oldtag, ShareLock, true);
+		}
 	}
 	else
 	{
-		hash_search(idle_marks, &key, HASH_FIND, &found);
+		m = hash_search(idle_marks, &key, HASH_FIND, &found);
 		if (found)
 		{
+			dlist_delete(&m->lru);
 			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
 			if (LockHeldByMe(&tag, ShareLock))
 				LockRelease(&tag, ShareLock, true);
@@ -670,6 +731,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		HeapTuple	row = tt->vals[r];
 		HeapTuple	h;
 
+		CHECK_FOR_INTERRUPTS();
 		finished[r] = GetCurrentTimestamp();
 		for (i = 0; i < hdesc->natts; i++)
 		{
@@ -722,6 +784,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		HeapTuple	row = tt->vals[r];
 		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
 		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
+
+		CHECK_FOR_INTERRUPTS();
 
 		if (rk != NULL)
 			FinishRequestKey(rk, done);
@@ -829,6 +893,15 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
+static int
+CmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /* coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host, max_attempts) */
 Datum
 coord_enqueue_many(PG_FUNCTION_ARGS)
@@ -858,6 +931,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
 	for (i = 0; i < n; i++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (enulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -902,22 +976,13 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	/* RETURNING order is not promised; ids are */
-	for (i = 1; i < n; i++)
-	{
-		int64		v = ids[i];
-		int			j = i - 1;
-
-		while (j >= 0 && ids[j] > v)
-		{
-			ids[j + 1] = ids[j];
-			j--;
-		}
-		ids[j + 1] = v;
-	}
+	qsort(ids, n, sizeof(int64), CmpInt64);
 	for (i = 0; i < n; i++)
 	{
 		Datum		v = Int64GetDatum(ids[i]);
 		bool		isnull = false;
+
+		CHECK_FOR_INTERRUPTS();
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
 	}
@@ -962,10 +1027,14 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	Frontier   *f;
 	bool		found;
 
+	if (frontiers == NULL)
+		dlist_init(&frontier_lru);	/* the table was gone: so are its entries */
 	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
 	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
 	f = hash_search(frontiers, filter, HASH_ENTER, &found);
-	if (!found)
+	if (found)
+		dlist_delete(&f->lru);
+	else
 	{
 		f->valid = false;
 		f->last_full = 0;
@@ -973,6 +1042,15 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 		f->last_higher = 0;
 		f->last_probe = 0;
 		f->nheld = 0;
+	}
+	dlist_push_tail(&frontier_lru, &f->lru);
+	/* forget the least recently used ones: never f, which is last */
+	while (hash_get_num_entries(frontiers) > FRONTIERS_MAX)
+	{
+		Frontier   *old = dlist_container(Frontier, lru, dlist_pop_head_node(&frontier_lru));
+
+		Assert(old != f);
+		hash_search(frontiers, old->filter, HASH_REMOVE, NULL);
 	}
 	return f;
 }
@@ -1132,7 +1210,16 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
+	/*
+	 * Session-bound claims count against coord.max_locks_per_session; a
+	 * lease claim's lock is only a probe, gone at commit, and one call takes
+	 * at most CLAIM_MAX_N of them.
+	 */
+	if (scan->session_bound)
+		CoordLockBudget(1);
 	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
+	if (scan->session_bound)
+		CoordLockCounted(&tag, r, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 	{
 		/* a session holds it: look again first next time */
@@ -1732,6 +1819,8 @@ coord_complete(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
+	if (!PG_ARGISNULL(2))
+		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
 	id = PG_GETARG_INT64(0);
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
@@ -1789,8 +1878,11 @@ coord_complete_many(PG_FUNCTION_ARGS)
 	deconstruct_array(ids, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &enulls, &n);
 	held = palloc(sizeof(Datum) * Max(n, 1));
 	for (i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
 		if (SessionClaimLive(DatumGetInt64(elems[i])))
 			held[nheld++] = elems[i];
+	}
 	args[0] = PointerGetDatum(ids);
 	args[1] = PointerGetDatum(tokens);
 	args[2] = PointerGetDatum(construct_array(held, nheld, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
@@ -1818,13 +1910,16 @@ coord_complete_many(PG_FUNCTION_ARGS)
 			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, c_id, &isnull));
 		}
 		(void) ArchiveJobs("done", NULL, (Datum) 0, true);
+		/* sorted, so that each id is looked up in O(log n) */
+		qsort(completed, done, sizeof(int64), CmpInt64);
 		for (i = 0; i < n; i++)
 		{
 			int64		id = DatumGetInt64(elems[i]);
-			bool		was_done = false;
+			bool		was_done;
 
-			for (r = 0; r < done; r++)
-				was_done |= (completed[r] == id);
+			CHECK_FOR_INTERRUPTS();
+			was_done = done > 0 &&
+				bsearch(&id, completed, done, sizeof(int64), CmpInt64) != NULL;
 			if (was_done)
 				DropSessionClaim(id);
 			else
@@ -1867,7 +1962,7 @@ coord_fail(PG_FUNCTION_ARGS)
 {
 	int64		id,
 				token;
-	char	   *error = PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2));
+	char	   *error = NULL;
 	int64		delay_us = -1;
 	Oid			argtypes[5] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID};
 	Datum		args[5];
@@ -1877,6 +1972,13 @@ coord_fail(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
+	if (!PG_ARGISNULL(2))
+	{
+		text	   *t = PG_GETARG_TEXT_PP(2);
+
+		CoordCheckSize("job error text", VARSIZE_ANY_EXHDR(t), COORD_ERROR_MAX_BYTES);
+		error = text_to_cstring(t);
+	}
 	id = PG_GETARG_INT64(0);
 	token = PG_GETARG_INT64(1);
 	if (!PG_ARGISNULL(3))

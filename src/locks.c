@@ -167,7 +167,7 @@ CoordLocksInit(void)
 							 "that share a name key.  Without it coord.locks shows keys.",
 							 &coord_register_lock_names,
 							 true,
-							 PGC_USERSET,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 	RegisterXactCallback(LocksXactCallback, NULL);
@@ -325,15 +325,20 @@ RegisterNames(CoordPath **paths, int npaths)
 		{
 			LOCKTAG		tag;
 			Datum		args[2];
+			LockAcquireResult r;
 
+			CHECK_FOR_INTERRUPTS();
 			/* Another transaction registering this key now: let it. */
 			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (pending[i].key >> 32),
 								 (uint32) pending[i].key, COORD_NS_REGISTRY);
-			if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			CoordLockBudget(1);
+			r = LockAcquire(&tag, ExclusiveLock, false, true);
+			if (r == LOCKACQUIRE_NOT_AVAIL)
 			{
 				busy = true;
 				continue;
 			}
+			CoordLockCounted(&tag, r, false);
 
 			args[0] = Int64GetDatum((int64) pending[i].key);
 			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
@@ -581,9 +586,12 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 		CoordPath  *p = e->path;
 		LOCKTAG		leaf;
 
+		CHECK_FOR_INTERRUPTS();
+
 		CoordSetTag(&leaf, p->keys[p->depth - 1], COORD_NS_PATH);
 		for (; e->count > 0; e->count--)
 		{
+			CHECK_FOR_INTERRUPTS();
 			if (!LockHeldByMe(&leaf, LevelMode(p, p->depth - 1, e->hk.shared)))
 				break;
 			ReleasePath(p, e->hk.shared);
@@ -600,7 +608,10 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 /*
  * coord.lock_first(paths text[], shared boolean DEFAULT false): a session
  * lock on the first path, in array order, that is free without waiting; NULL
- * when none is.  Every path is validated before any is tried.
+ * when none is.  Every path is validated before any is tried.  A candidate it
+ * does not take costs nothing lasting: its try-locks are let go at once, and
+ * only the path it takes is registered in coord.lock_names (after it is
+ * locked: a collision found then releases it again).
  */
 Datum
 coord_lock_first(PG_FUNCTION_ARGS)
@@ -611,9 +622,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 	int			n;
 	int			i;
 	bool		shared;
-	CoordPath  *paths;
-	CoordPath **pp;
-	bool		busy;
+	CoordPath	p;
 
 	CoordRequireArg(fcinfo, 0, "paths");
 	CoordRequireArg(fcinfo, 1, "shared");
@@ -627,27 +636,37 @@ coord_lock_first(PG_FUNCTION_ARGS)
 	if (n == 0)
 		PG_RETURN_NULL();
 
-	paths = palloc(sizeof(CoordPath) * n);
-	pp = palloc(sizeof(CoordPath *) * n);
+	/* validate all first; parsed again below, so memory stays one path's */
 	for (i = 0; i < n; i++)
 	{
+		CHECK_FOR_INTERRUPTS();
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("paths must not contain null elements"),
 					 errdetail("Element %d is null.", i + 1)));
-		CoordParsePath(DatumGetTextPP(elems[i]), &paths[i]);
-		pp[i] = &paths[i];
+		CoordParsePath(DatumGetTextPP(elems[i]), &p);
+		pfree(p.path);
 	}
-	busy = RegisterNames(pp, n);
 
 	for (i = 0; i < n; i++)
 	{
-		if (AcquirePath(&paths[i], shared, true, 0, busy))
+		LOCKTAG		tags[COORD_PATH_MAX_DEPTH];
+		LOCKMODE	modes[COORD_PATH_MAX_DEPTH];
+		CoordPath  *pp = &p;
+
+		CHECK_FOR_INTERRUPTS();
+		CoordParsePath(DatumGetTextPP(elems[i]), &p);
+		PathTags(&p, shared, tags, modes);
+		/* in flight until registered, so a collision found then lets it go */
+		if (CoordAcquire(tags, modes, p.depth, true, 0, true))
 		{
-			NoteSessionLock(&paths[i], shared);
-			PG_RETURN_TEXT_P(cstring_to_text(paths[i].path));
+			(void) RegisterNames(&pp, 1);
+			CoordInflightDone();
+			NoteSessionLock(&p, shared);
+			PG_RETURN_TEXT_P(cstring_to_text(p.path));
 		}
+		pfree(p.path);
 	}
 	PG_RETURN_NULL();
 }

@@ -201,6 +201,7 @@ NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)
 		/* collapse the missed slots into one run for the latest of them */
 		while (next <= finished && next != DT_NOEND && guard++ < 1000000)
 		{
+			CHECK_FOR_INTERRUPTS();
 			latest = next;
 			next = CronNext(&d->parsed, next);
 		}

@@ -10,13 +10,45 @@
 -- PUBLIC keeps USAGE on schema coord and nothing else: no function, no view.
 -- Functions run their SQL as the extension owner (CoordBecomeOwner), so no
 -- function is SECURITY DEFINER and no table is granted to anyone.
+--
+-- A role of that name that already exists is adopted only if it is a plain
+-- group role: NOLOGIN, none of SUPERUSER, CREATEROLE, CREATEDB, REPLICATION
+-- or BYPASSRLS, and a member of no role (coord_admin: of coord_worker and
+-- coord_monitor only).  Anything else is refused, since every role later
+-- granted it would inherit what it carries.  Members it has are kept: they
+-- are the users an administrator granted it to.
 DO $roles$
 DECLARE
   r text;
+  a record;
+  m text;
 BEGIN
   FOREACH r IN ARRAY ARRAY['coord_worker', 'coord_monitor', 'coord_admin'] LOOP
-    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r) THEN
+    SELECT * INTO a FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r;
+    IF NOT FOUND THEN
       EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', r);
+      CONTINUE;
+    END IF;
+    IF a.rolcanlogin OR a.rolsuper OR a.rolcreaterole OR a.rolcreatedb OR a.rolreplication OR a.rolbypassrls THEN
+      RAISE EXCEPTION 'role "%" already exists with attributes pg_coord does not give it', r
+        USING ERRCODE = 'duplicate_object',
+              DETAIL = pg_catalog.concat_ws(' ', 'It has',
+                CASE WHEN a.rolcanlogin THEN 'LOGIN' END, CASE WHEN a.rolsuper THEN 'SUPERUSER' END,
+                CASE WHEN a.rolcreaterole THEN 'CREATEROLE' END, CASE WHEN a.rolcreatedb THEN 'CREATEDB' END,
+                CASE WHEN a.rolreplication THEN 'REPLICATION' END, CASE WHEN a.rolbypassrls THEN 'BYPASSRLS' END),
+              HINT = 'Drop or rename that role, or make it NOLOGIN NOSUPERUSER NOCREATEROLE NOCREATEDB NOREPLICATION NOBYPASSRLS, then install again.';
+    END IF;
+    SELECT pg_catalog.string_agg(g.rolname::pg_catalog.text, ', ' ORDER BY g.rolname) INTO m
+      FROM pg_catalog.pg_auth_members AS am
+      JOIN pg_catalog.pg_roles AS g ON g.oid OPERATOR(pg_catalog.=) am.roleid
+     WHERE am.member OPERATOR(pg_catalog.=) a.oid
+       AND NOT (r OPERATOR(pg_catalog.=) 'coord_admin'
+                AND g.rolname OPERATOR(pg_catalog.=) ANY ('{coord_worker,coord_monitor}'::pg_catalog.name[]));
+    IF m IS NOT NULL THEN
+      RAISE EXCEPTION 'role "%" already exists as a member of other roles', r
+        USING ERRCODE = 'duplicate_object',
+              DETAIL = pg_catalog.format('It is a member of %s.', m),
+              HINT = 'Drop or rename that role, or revoke those memberships, then install again.';
     END IF;
   END LOOP;
 END
