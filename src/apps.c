@@ -51,7 +51,16 @@
  * when that is earlier: a simulated tick clock behind the wall clock still
  * times runs out) is revoked by CoordRevokeJob: the job comes back under a
  * new id after a backoff, so the old claimer's complete returns false, or it
- * dies after its last attempt (then the hook records the run as dead).
+ * dies after its last attempt (then the hook records the run as dead).  Only
+ * the claim the tick saw is revoked: CoordRevokeJob re-checks its token
+ * under the row lock, so a claim taken since then is left alone.
+ *
+ * Isolation.  define_app refuses what could not make a valid run (a conf
+ * too large for a payload, a timeout or first period out of range).  What
+ * is stored may still fail (defined by an older version): each app's share
+ * of a tick, each timeout, each repair and, in a completion, each
+ * dependent's runs go in a subtransaction (AppIsolated), and a failure is a
+ * WARNING and the app's last_error, while the rest proceeds.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

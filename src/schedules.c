@@ -31,6 +31,14 @@
  * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
  * run one after the other and the second finds the first's work done; each
  * piece is idempotent on its own as well.
+ *
+ * Hostile definitions.  coord.schedule refuses a definition whose second
+ * run would be outside the timestamptz range, and every slot is computed
+ * with SlotAdd (22008 rather than a time PostgreSQL cannot read back).  The
+ * finish hook and each repair run in a subtransaction (CoordIsolated): a
+ * failure is a WARNING and last_error; a schedule whose next instance
+ * cannot be made stops (next_run_at NULL, not repaired) until coord.schedule
+ * is called for it again.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
