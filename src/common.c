@@ -981,7 +981,12 @@ CoordIsolated(CoordIsolatedFn fn, void *arg)
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ErrorData  *volatile edata = NULL;
+	Oid			userid;
+	int			sec_context;
+	bool		pinned = namespace_search_path != NULL &&
+		strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) == 0;
 
+	GetUserIdAndSecContext(&userid, &sec_context);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
@@ -1004,6 +1009,14 @@ CoordIsolated(CoordIsolatedFn fn, void *arg)
 	if (edata != NULL)
 	{
 		int			category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+		Oid			now_userid;
+		int			now_sec_context;
+
+		/* the rollback must have left the owner switch as it found it */
+		GetUserIdAndSecContext(&now_userid, &now_sec_context);
+		if (now_userid != userid || now_sec_context != sec_context ||
+			(pinned && strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) != 0))
+			elog(ERROR, "the owner switch did not survive a subtransaction abort");
 
 		if (category == ERRCODE_TRANSACTION_ROLLBACK ||
 			category == ERRCODE_INSUFFICIENT_RESOURCES ||
