@@ -165,6 +165,7 @@ static List *wake_channels = NIL;
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_key_id = NULL;
 static SPIPlanPtr plan_key_id_010 = NULL;
+static SPIPlanPtr plan_enqueue_010 = NULL;
 static int	job_has_origin = -1;	/* -1: not looked up (JobRelsInval) */
 static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_complete = NULL;
@@ -777,32 +778,41 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
 	nulls[8] = request_key ? ' ' : 'n';
 
+	/*
+	 * App runs' jobs have keys of their own (job_key leaves out jobs with an
+	 * origin); the 0.1.0 table, there until ALTER EXTENSION UPDATE, has no
+	 * origin and a job_key on every key.
+	 */
+	if (job_has_origin < 0)
+	{
+		LookupJobRels();
+		job_has_origin = get_attnum(jobrels.job, "origin") != InvalidAttrNumber;
+	}
 	for (attempt = 0; attempt < 5; attempt++)
 	{
 		bool		isnull;
 
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
-											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-											"max_attempts, group_key, request_key) "
-											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
-											/* no target: it works with 0.1.0's job_key too */
-											"ON CONFLICT DO NOTHING RETURNING id",
-											9, argtypes), args, nulls, false, 0),
-				 SPI_OK_INSERT_RETURNING, "enqueue");
+		if (job_has_origin)
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
+												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+												"max_attempts, group_key, request_key) "
+												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												"ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
+												"DO NOTHING RETURNING id",
+												9, argtypes), args, nulls, false, 0),
+					 SPI_OK_INSERT_RETURNING, "enqueue");
+		else
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_010,
+												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+												"max_attempts, group_key, request_key) "
+												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												"ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
+												9, argtypes), args, nulls, false, 0),
+					 SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-		/*
-		 * A live job has this key: answer its id (unless it just finished).
-		 * App runs' jobs have keys of their own (job_key leaves out jobs
-		 * with an origin); the 0.1.0 table, still there until ALTER
-		 * EXTENSION UPDATE, has no origin.
-		 */
-		if (job_has_origin < 0)
-		{
-			LookupJobRels();
-			job_has_origin = get_attnum(jobrels.job, "origin") != InvalidAttrNumber;
-		}
+		/* a live job has this key: answer its id (unless it just finished) */
 		if (job_has_origin)
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
 												"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
