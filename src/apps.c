@@ -51,7 +51,16 @@
  * when that is earlier: a simulated tick clock behind the wall clock still
  * times runs out) is revoked by CoordRevokeJob: the job comes back under a
  * new id after a backoff, so the old claimer's complete returns false, or it
- * dies after its last attempt (then the hook records the run as dead).
+ * dies after its last attempt (then the hook records the run as dead).  Only
+ * the claim the tick saw is revoked: CoordRevokeJob re-checks its token
+ * under the row lock, so a claim taken since then is left alone.
+ *
+ * Isolation.  define_app refuses what could not make a valid run (a conf
+ * too large for a payload, a timeout or first period out of range).  What
+ * is stored may still fail (defined by an older version): each app's share
+ * of a tick, each timeout, each repair and, in a completion, each
+ * dependent's runs go in a subtransaction (AppIsolated), and a failure is a
+ * WARNING and the app's last_error, while the rest proceeds.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -112,6 +121,7 @@ typedef struct AppDef
 	TimestampTz first_period;
 	bool		next_null;
 	TimestampTz next_period;
+	bool		has_error;		/* last_error is set */
 } AppDef;
 
 typedef struct AppGraph
@@ -158,6 +168,7 @@ static SPIPlanPtr plan_drop_def = NULL;
 static SPIPlanPtr plan_dep_items = NULL;
 static SPIPlanPtr plan_grid_apps = NULL;
 static SPIPlanPtr plan_grid_runs = NULL;
+static SPIPlanPtr plan_set_error = NULL;
 
 PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
@@ -330,7 +341,8 @@ LoadApps(AppGraph *g, int extra)
 	memset(g, 0, sizeof(*g));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
 									 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-									 "first_period, next_period FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
+									 "first_period, next_period, last_error IS NOT NULL "
+									 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading apps");
 	n = SPI_processed;
@@ -358,6 +370,7 @@ LoadApps(AppGraph *g, int extra)
 		v = SPI_getbinval(row, tt->tupdesc, 8, &isnull);
 		d->next_null = isnull;
 		d->next_period = isnull ? 0 : DatumGetTimestampTz(v);
+		d->has_error = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 9, &isnull));
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 									 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
@@ -628,14 +641,22 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 			  SPI_OK_SELECT, "building a run's payload");
 		payload = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 												   false, -1));
-		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0)
+		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
 			break;
 		ereport(WARNING,
 				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
 				 errdetail("With them the payload would have %d bytes, over the limit of %d; read them from coord.runs.",
 						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES)));
 	}
-	return CoordCheckPayload(payload);
+	/* without results too: the conf is what does not fit */
+	if (VARSIZE(payload) > COORD_PAYLOAD_MAX_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("conf of app \"%s\" is too large for a run's payload", d->name),
+				 errdetail("A run's payload would have %d bytes, over the job payload limit of %d.",
+						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES),
+				 errhint("Store large data in a table and put its key in conf.")));
+	return payload;
 }
 
 /* Enqueues the job of a run (or adopts a live one with its origin); 0 if neither. */
@@ -715,6 +736,48 @@ TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, bool check, bool keep
 	return r;
 }
 
+/* ---------- isolation of one app's work ---------- */
+
+/*
+ * Records an app's error, or clears it (error NULL), inside SPI as the
+ * owner; coord.runs shows it as app_error.
+ */
+static void
+SetAppError(const char *app, const char *error)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	nulls[1] = error ? ' ' : 'n';
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_error,
+									 "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+									 2, argtypes), args, nulls, false, 0),
+		  SPI_OK_UPDATE, "recording an app's error");
+}
+
+/*
+ * Runs fn(arg), the work of app `app`, in a subtransaction (CoordIsolated):
+ * when it fails, a WARNING says what was skipped, the error is recorded
+ * for the app, and false is returned; the caller's other apps go on.
+ */
+static bool
+AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
+{
+	ErrorData  *e = CoordIsolated(fn, arg);
+
+	if (e == NULL)
+		return true;
+	ereport(WARNING,
+			(errmsg("%s skipped app \"%s\"", what, app),
+			 errdetail("%s", e->message),
+			 errhint("The error is in coord.runs.app_error (coord.app_defs.last_error); the next tick tries again.")));
+	SetAppError(app, e->message);
+	return false;
+}
+
 /* ---------- the finish hook ---------- */
 
 static bool
@@ -734,6 +797,46 @@ ParseOrigin(const char *origin, char **app, TimestampTz *start)
 	*app = pnstrdup(body, colon - body);
 	*start = TsFromTm(&tm);
 	return true;
+}
+
+typedef struct DependentArgs
+{
+	AppGraph   *g;
+	AppDef	   *d;
+	const char *upstream;
+	TimestampTz start;
+} DependentArgs;
+
+/* The runs of dependent d that the upstream's run for start may complete. */
+static void
+DependentRuns(void *arg)
+{
+	DependentArgs *a = (DependentArgs *) arg;
+	AppDef	   *d = a->d;
+	int			j;
+
+	for (j = 0; j < d->ndeps; j++)
+	{
+		TimestampTz from,
+					to,
+					p;
+
+		if (strcmp(d->deps[j].app, a->upstream) != 0)
+			continue;
+		if (d->deps[j].grain > d->grain)
+		{
+			from = PeriodTrunc(d->deps[j].grain, a->start);
+			to = PeriodNext(d->deps[j].grain, from);
+			from = PeriodCeil(d->grain, from);
+		}
+		else
+		{
+			from = PeriodTrunc(d->grain, a->start);
+			to = PeriodNext(d->grain, from);
+		}
+		for (p = from; p < to; p = PeriodNext(d->grain, p))
+			(void) TryPeriod(a->g, d, p, true, true);
+	}
 }
 
 void
@@ -768,36 +871,29 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum r
 	if (SPI_processed != 1 || strcmp(state, "done") != 0)
 		return;					/* dropped app, a run done already, or not done */
 
-	/* the dependents, by name; their periods this run belongs to, in time order */
+	/*
+	 * The dependents, by name; their periods this run belongs to, in time
+	 * order.  Each dependent in a subtransaction: a broken one must not fail
+	 * the completion of its upstream's job, nor keep the other dependents
+	 * from their runs; a tick repairs what it missed once it works.
+	 */
 	LoadApps(&g, 0);
 	if (FindApp(&g, app) == NULL)
 		return;
 	for (i = 0; i < g.n; i++)
 	{
-		AppDef	   *d = &g.apps[i];
+		DependentArgs a;
 
-		for (j = 0; j < d->ndeps; j++)
-		{
-			TimestampTz from,
-						to,
-						p;
-
-			if (strcmp(d->deps[j].app, app) != 0)
-				continue;
-			if (d->deps[j].grain > d->grain)
-			{
-				from = PeriodTrunc(d->deps[j].grain, start);
-				to = PeriodNext(d->deps[j].grain, from);
-				from = PeriodCeil(d->grain, from);
-			}
-			else
-			{
-				from = PeriodTrunc(d->grain, start);
-				to = PeriodNext(d->grain, from);
-			}
-			for (p = from; p < to; p = PeriodNext(d->grain, p))
-				(void) TryPeriod(&g, d, p, true, true);
-		}
+		for (j = 0; j < g.apps[i].ndeps; j++)
+			if (strcmp(g.apps[i].deps[j].app, app) == 0)
+				break;
+		if (j == g.apps[i].ndeps)
+			continue;
+		a.g = &g;
+		a.d = &g.apps[i];
+		a.upstream = app;
+		a.start = start;
+		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
 	}
 }
 
@@ -846,7 +942,46 @@ SetRunJob(const char *app, TimestampTz start, int64 job_id)
 		  SPI_OK_UPDATE, "tick");
 }
 
-/* Revokes the claims of runs past their timeout; returns how many. */
+typedef struct TimeoutArgs
+{
+	const char *app;
+	TimestampTz start;
+	int64		id;
+	int64		token;
+	Interval   *timeout;
+	bool		touched;
+} TimeoutArgs;
+
+/* Revokes the claim (token) of one run's job past its timeout. */
+static void
+TimeOutRun(void *arg)
+{
+	TimeoutArgs *a = (TimeoutArgs *) arg;
+	int64		timeout_us = CoordIntervalToMicroseconds(a->timeout, "timeout", false);
+	char	   *span;
+	int64		newid;
+
+	if (timeout_us % USECS_PER_HOUR == 0)
+		span = psprintf(INT64_FORMAT " h", timeout_us / USECS_PER_HOUR);
+	else if (timeout_us % USECS_PER_MINUTE == 0)
+		span = psprintf(INT64_FORMAT " min", timeout_us / USECS_PER_MINUTE);
+	else
+		span = psprintf("%.3f s", (double) timeout_us / USECS_PER_SEC);
+	/* only the claim seen timed out: a re-claim since then is not revoked */
+	newid = CoordRevokeJob(a->id, a->token, psprintf("timed out: not finished %s after its claim", span));
+	if (newid < 0)
+		return;					/* finished or claimed again meanwhile */
+	a->touched = true;
+	if (newid > 0)
+		SetRunJob(a->app, a->start, newid);
+	/* newid 0: it died, and the finish hook recorded that */
+}
+
+/*
+ * Revokes the claims of runs past their timeout; returns how many.  The
+ * test subtracts rather than adds, so that no timeout, however long, makes
+ * it overflow; each revoke runs isolated.
+ */
 static int64
 TimeOutRuns(TimestampTz now)
 {
@@ -859,14 +994,17 @@ TimeOutRuns(TimestampTz now)
 
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_timeouts,
-									 "SELECT r.app, r.period_start, j.id, d.timeout "
+									 "SELECT r.app, r.period_start, j.id, d.timeout, j.token "
 									 "FROM coord.app_runs AS r "
 									 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
 									 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
 									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
 									 "AND j.claimed_at IS NOT NULL "
 									 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
-									 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.+) d.timeout OPERATOR(pg_catalog.<) $1 "
+									 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.<) $1 "
+									 "AND ($1 OPERATOR(pg_catalog.-) LEAST(j.claimed_at, CASE WHEN r.claim_token "
+									 "OPERATOR(pg_catalog.=) j.token THEN r.claim_seen_at END)) "
+									 "OPERATOR(pg_catalog.>) d.timeout "
 									 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_SELECT, "tick");
@@ -875,27 +1013,17 @@ TimeOutRuns(TimestampTz now)
 	for (i = 0; i < n; i++)
 	{
 		bool		isnull;
-		char	   *app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		int64		id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
-		int64		timeout_us = CoordIntervalToMicroseconds(DatumGetIntervalP(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull)),
-															 "timeout", false);
-		char	   *span;
-		int64		newid;
+		TimeoutArgs a;
 
-		if (timeout_us % USECS_PER_HOUR == 0)
-			span = psprintf(INT64_FORMAT " h", timeout_us / USECS_PER_HOUR);
-		else if (timeout_us % USECS_PER_MINUTE == 0)
-			span = psprintf(INT64_FORMAT " min", timeout_us / USECS_PER_MINUTE);
-		else
-			span = psprintf("%.3f s", (double) timeout_us / USECS_PER_SEC);
-		newid = CoordRevokeJob(id, psprintf("timed out: not finished %s after its claim", span));
-		if (newid < 0)
-			continue;			/* finished meanwhile */
-		touched++;
-		if (newid > 0)
-			SetRunJob(app, start, newid);
-		/* newid 0: it died, and the finish hook recorded that */
+		CHECK_FOR_INTERRUPTS();
+		a.app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		a.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+		a.id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+		a.timeout = DatumGetIntervalP(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
+		a.token = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
+		a.touched = false;
+		if (AppIsolated(a.app, "the timeout of a run", TimeOutRun, &a) && a.touched)
+			touched++;
 	}
 
 	/* note when a tick first saw each claim of a run with a timeout */
@@ -909,6 +1037,36 @@ TimeOutRuns(TimestampTz now)
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_UPDATE, "tick");
 	return touched;
+}
+
+typedef struct OrphanArgs
+{
+	AppGraph   *g;
+	AppDef	   *d;
+	TimestampTz start;
+	bool		made;
+} OrphanArgs;
+
+static void
+RepairOrphan(void *arg)
+{
+	OrphanArgs *a = (OrphanArgs *) arg;
+	AppDef	   *d = a->d;
+	TimestampTz start = a->start;
+	TimestampTz end = PeriodNext(d->grain, start);
+	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
+	int64		id;
+
+	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != READY)
+		id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
+	else
+		id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
+	if (id > 0)
+	{
+		SetRunJob(d->name, start, id);
+		a->made = true;
+	}
 }
 
 /* Live runs whose job is gone (deleted by hand): their job again. */
@@ -932,32 +1090,36 @@ RepairOrphans(AppGraph *g)
 	for (i = 0; i < n; i++)
 	{
 		bool		isnull;
-		char	   *app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		AppDef	   *d = FindApp(g, app);
-		TimestampTz end;
-		Datum	   *names,
-				   *results;
-		int64		id;
+		OrphanArgs	a;
 
-		if (d == NULL)
+		CHECK_FOR_INTERRUPTS();
+		a.g = g;
+		a.d = FindApp(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
+		a.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+		a.made = false;
+		if (a.d == NULL)
 			continue;
-		end = PeriodNext(d->grain, start);
-		names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
-		results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
-		if (d->ndeps > 0 && CheckUpstreams(g, d, start, end, names, results) != READY)
-			id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
-		else
-			id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
-		if (id > 0)
-		{
-			SetRunJob(app, start, id);
+		if (AppIsolated(a.d->name, "the repair of a run", RepairOrphan, &a) && a.made)
 			made++;
-		}
 	}
 	return made;
 }
 
+typedef struct AppTickArgs
+{
+	AppGraph   *g;
+	AppDef	   *d;
+	TimestampTz now;
+	int64		done;
+} AppTickArgs;
+
+static void AppTick(void *arg);
+
+/*
+ * The apps' share of coord.tick.  Each app, each timeout and each repair in
+ * a subtransaction of its own (AppIsolated): one broken definition gets a
+ * WARNING and its error recorded, and every other app proceeds.
+ */
 int64
 CoordAppsTick(TimestampTz now)
 {
@@ -975,7 +1137,36 @@ CoordAppsTick(TimestampTz now)
 
 	for (i = 0; i < g.n; i++)
 	{
-		AppDef	   *d = &g.apps[i];
+		AppTickArgs a;
+		AppDef		saved = g.apps[i];
+
+		CHECK_FOR_INTERRUPTS();
+		a.g = &g;
+		a.d = &g.apps[i];
+		a.now = now;
+		a.done = 0;
+		if (AppIsolated(a.d->name, "coord.tick", AppTick, &a))
+		{
+			done += a.done;
+			if (a.d->has_error)
+				SetAppError(a.d->name, NULL);
+		}
+		else
+			g.apps[i] = saved;	/* what the rollback undid */
+	}
+	return done;
+}
+
+/* One app's share of a tick: its due periods from next_period. */
+static void
+AppTick(void *arg)
+{
+	AppTickArgs *a = (AppTickArgs *) arg;
+	AppGraph   *gp = a->g;
+	AppDef	   *d = a->d;
+	TimestampTz now = a->now;
+
+	{
 		TimestampTz p;
 		bool		contiguous = true;
 		int			steps;
@@ -1008,11 +1199,11 @@ CoordAppsTick(TimestampTz now)
 		}
 		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
 		{
-			Readiness	r = TryPeriod(&g, d, p, d->ndeps > 0, false);
+			Readiness	r = TryPeriod(gp, d, p, d->ndeps > 0, false);
 
 			if (r == READY)
 			{
-				done++;
+				a->done++;
 				if (d->ndeps == 0)
 					budget--;
 			}
@@ -1028,7 +1219,6 @@ CoordAppsTick(TimestampTz now)
 		if (!d->next_null)
 			SetPeriods(d->name, false, 0, d->next_period);
 	}
-	return done;
 }
 
 /* ---------- coord.define_app and coord.drop_app ---------- */
@@ -1190,8 +1380,11 @@ coord_define_app(PG_FUNCTION_ARGS)
 	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
 	/* small enough that every run's payload fits (RunPayload) */
 	CoordCheckSize("app conf", VARSIZE(conf), COORD_CONF_MAX_BYTES);
+	/* a timeout must end in the timestamp range, for runs claimed from now on */
 	if (!PG_ARGISNULL(3))
-		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false);
+		(void) CoordTimeAdd(GetCurrentTransactionStartTimestamp(),
+							CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false),
+							psprintf("the timeout of app \"%s\"", name));
 	if (!PG_ARGISNULL(6))
 	{
 		catchup = PG_GETARG_TIMESTAMPTZ(6);
@@ -1267,6 +1460,17 @@ coord_define_app(PG_FUNCTION_ARGS)
 				 errmsg("app \"%s\" has neither starts nor depends", name),
 				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
 	nd.grain = DerivedGrain(&nd);
+
+	/*
+	 * Refuse what could not make a valid run: the first period must end in
+	 * the range of app periods, and a run's payload (conf, with no upstream
+	 * results) must fit the job payload limit.
+	 */
+	{
+		TimestampTz p = PeriodTrunc(nd.grain, PG_ARGISNULL(6) ? GetCurrentTransactionStartTimestamp() : catchup);
+		TimestampTz e = PeriodNext(nd.grain, p);
+		(void) RunPayload(&nd, p, e, NULL, NULL, 0);
+	}
 
 	/* the graph with the new definition in place */
 	LoadApps(&g, 1);

@@ -34,6 +34,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
+#include "utils/resowner.h"
 #include "utils/syscache.h"
 
 #include "common.h"
@@ -357,6 +358,14 @@ typedef struct Hold
 static HTAB *holds = NULL;
 static bool holds_pending = false;
 
+/*
+ * This transaction took or let go of a pg_coord lock.  PREPARE TRANSACTION
+ * is refused then: a session lock would stay with the session whatever the
+ * prepared transaction's fate, and a transaction lock would be held by no
+ * session until COMMIT PREPARED, unseen by the lock's holder.
+ */
+static bool locks_in_xact = false;
+
 /* Does this backend hold anything?  Lets callers skip building hold keys. */
 bool
 CoordHoldsAny(void)
@@ -514,6 +523,7 @@ CommonXactCallback(XactEvent event, void *arg)
 			SettleHolds(false, InvalidSubTransactionId, InvalidSubTransactionId);
 			coord_nlocks = Max(coord_nlocks - coord_nxact, 0);
 			coord_nxact = 0;
+			locks_in_xact = false;
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
@@ -523,6 +533,7 @@ CommonXactCallback(XactEvent event, void *arg)
 			/* the transaction-level locks went with it */
 			coord_nlocks = Max(coord_nlocks - coord_nxact, 0);
 			coord_nxact = 0;
+			locks_in_xact = false;
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (holds_pending)
@@ -530,6 +541,12 @@ CommonXactCallback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that took or let go of pg_coord requests or session-bound claims"),
 						 errdetail("They belong to the session, which a prepared transaction outlives.")));
+			if (locks_in_xact)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that took or let go of pg_coord locks"),
+						 errdetail("A session lock belongs to the session, which a prepared transaction outlives; "
+								   "a transaction lock would be held by no session until COMMIT PREPARED.")));
 			break;
 		default:
 			break;
@@ -591,6 +608,7 @@ NoteInflight(const LOCKTAG *tag, LOCKMODE mode)
 void
 CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session)
 {
+	locks_in_xact = true;
 	while (n-- > 0)
 	{
 		LockRelease(&tags[n], modes[n], session);
@@ -703,6 +721,7 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
 
 	CoordLockBudget(NewLocks(tags, modes, n));
+	locks_in_xact = true;
 	if (timeout_us > 0)
 		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
 	else
@@ -1105,4 +1124,92 @@ CoordSpiCheck(int rc, int expected, const char *what)
 {
 	if (rc != expected)
 		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+}
+
+/*
+ * CoordIsolated runs fn(arg) in a subtransaction, so that one broken
+ * definition (an app, a schedule) cannot stop the work of the others in a
+ * tick, nor the completion of the job whose finish hook reached it.  Returns
+ * NULL when fn succeeded; otherwise its error, copied into the caller's
+ * memory context, after rolling the subtransaction back.
+ *
+ * Call it inside SPI and the owner switch: the subtransaction starts as the
+ * owner with search_path pinned, and its abort restores exactly that (the
+ * user id saved at its start, the GUC nest levels from its own up), while
+ * the SPI connection survives (AtEOSubXact_SPI frees only what the
+ * subtransaction made).  Errors that are not the definition's fault are
+ * raised again after the rollback, so a cancel, statement_timeout or
+ * shutdown still ends the call, and a deadlock, serialization failure, lock
+ * timeout or exhausted resource still fails it (the caller retries later):
+ * SQLSTATE classes 40, 53, 57 and 58, and 55P03.
+ */
+ErrorData *
+CoordIsolated(CoordIsolatedFn fn, void *arg)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+	Oid			userid;
+	int			sec_context;
+	bool		pinned = namespace_search_path != NULL &&
+		strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) == 0;
+
+	GetUserIdAndSecContext(&userid, &sec_context);
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		fn(arg);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	if (edata != NULL)
+	{
+		int			category = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+		Oid			now_userid;
+		int			now_sec_context;
+
+		/* the rollback must have left the owner switch as it found it */
+		GetUserIdAndSecContext(&now_userid, &now_sec_context);
+		if (now_userid != userid || now_sec_context != sec_context ||
+			(pinned && strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) != 0))
+			elog(ERROR, "the owner switch did not survive a subtransaction abort");
+
+		if (category == ERRCODE_TRANSACTION_ROLLBACK ||
+			category == ERRCODE_INSUFFICIENT_RESOURCES ||
+			category == ERRCODE_OPERATOR_INTERVENTION ||
+			category == ERRCODE_SYSTEM_ERROR ||
+			edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+	}
+	return edata;
+}
+
+/*
+ * CoordTimeAdd is t + usec, or 22008 when that is outside the timestamptz
+ * range: nothing pg_coord stores may be a time PostgreSQL cannot read back
+ * (or restore from a dump).  what names the time in the message.
+ */
+TimestampTz
+CoordTimeAdd(TimestampTz t, int64 usec, const char *what)
+{
+	TimestampTz r;
+
+	if (TIMESTAMP_NOT_FINITE(t) || pg_add_s64_overflow(t, usec, &r) || !IS_VALID_TIMESTAMP(r))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("%s is out of range", what),
+				 errdetail("It would lie outside the range of timestamp with time zone.")));
+	return r;
 }

@@ -101,7 +101,7 @@ extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz r
 								const char *host, int32 max_attempts, const char *origin,
 								const char *key);
 extern int64 CoordOriginJob(const char *origin);
-extern int64 CoordRevokeJob(int64 id, const char *error);
+extern int64 CoordRevokeJob(int64 id, int64 token, const char *error);
 extern int64 CoordJobsTick(TimestampTz now);
 
 /* called by jobs.c when a job with an origin finished: done, dead or cancelled */
@@ -161,5 +161,12 @@ extern int	CoordPlanGeneration(SPIPlanPtr plan);
 extern void CoordSpiCheck(int rc, int expected, const char *what);
 extern text *CoordSpiText(const char *s);
 extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);
+
+/* One definition's work in a subtransaction of its own (see common.c) */
+typedef void (*CoordIsolatedFn) (void *arg);
+extern ErrorData *CoordIsolated(CoordIsolatedFn fn, void *arg);
+
+/* Timestamp arithmetic that stays inside the timestamptz range (22008) */
+extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
 
 #endif							/* PG_COORD_COMMON_H */

@@ -197,6 +197,9 @@ static List *wake_channels = NIL;
 
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_key_id = NULL;
+static SPIPlanPtr plan_key_id_010 = NULL;
+static SPIPlanPtr plan_enqueue_010 = NULL;
+static int	job_has_origin = -1;	/* -1: not looked up (JobRelsInval) */
 static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_complete = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
@@ -206,6 +209,8 @@ static SPIPlanPtr plan_finish = NULL;
 static SPIPlanPtr plan_heartbeat = NULL;
 static SPIPlanPtr plan_is_claim = NULL;
 static SPIPlanPtr plan_retry = NULL;
+static SPIPlanPtr plan_retry_drop = NULL;
+static SPIPlanPtr plan_retry_conflict = NULL;
 static SPIPlanPtr plan_state_live = NULL;
 static SPIPlanPtr plan_state_hist = NULL;
 static SPIPlanPtr plan_purge = NULL;
@@ -582,6 +587,7 @@ JobRelsInval(Datum arg, Oid relid)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
 		jobrels.hist_desc = NULL;
+		job_has_origin = -1;
 		jobcols.relid = InvalidOid;
 	}
 }
@@ -836,26 +842,53 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
 	nulls[8] = request_key ? ' ' : 'n';
 
+	/*
+	 * App runs' jobs have keys of their own (job_key leaves out jobs with an
+	 * origin); the 0.1.0 table, there until ALTER EXTENSION UPDATE, has no
+	 * origin and a job_key on every key.
+	 */
+	if (job_has_origin < 0)
+	{
+		LookupJobRels();
+		job_has_origin = get_attnum(jobrels.job, "origin") != InvalidAttrNumber;
+	}
 	for (attempt = 0; attempt < 5; attempt++)
 	{
 		bool		isnull;
 
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
-											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-											"max_attempts, group_key, request_key) "
-											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
-											"ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
-											9, argtypes), args, nulls, false, 0),
-				 SPI_OK_INSERT_RETURNING, "enqueue");
+		if (job_has_origin)
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
+												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+												"max_attempts, group_key, request_key) "
+												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												"ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
+												"DO NOTHING RETURNING id",
+												9, argtypes), args, nulls, false, 0),
+					 SPI_OK_INSERT_RETURNING, "enqueue");
+		else
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_010,
+												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+												"max_attempts, group_key, request_key) "
+												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												"ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
+												9, argtypes), args, nulls, false, 0),
+					 SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		/* a live job has this key: answer its id (unless it just finished) */
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
-											"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-											"AND key OPERATOR(pg_catalog.=) $5",
-											9, argtypes), args, nulls, false, 1),
-				 SPI_OK_SELECT, "enqueue key lookup");
+		if (job_has_origin)
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
+												"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+												"AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
+												9, argtypes), args, nulls, false, 1),
+					 SPI_OK_SELECT, "enqueue key lookup");
+		else
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id_010,
+												"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+												"AND key OPERATOR(pg_catalog.=) $5",
+												9, argtypes), args, nulls, false, 1),
+					 SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -2134,7 +2167,13 @@ coord_cancel(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(moved);
 }
 
-/* coord.retry(id): a dead job back to ready, attempts reset */
+/*
+ * coord.retry(id): a dead job back to ready, attempts reset, with a new
+ * token (so that the claimer it died under cannot complete it).  The live
+ * copy goes in first (ON CONFLICT DO NOTHING), and the history row goes only
+ * when it did: a live job that has taken the dead job's key since then is a
+ * clear error, and the dead job stays where it is.
+ */
 Datum
 coord_retry(PG_FUNCTION_ARGS)
 {
@@ -2142,38 +2181,62 @@ coord_retry(PG_FUNCTION_ARGS)
 	Datum		args[1];
 	CoordUserSwitch sw;
 	bool		moved;
-	char	   *queue = NULL;
-	char	   *host = NULL;
 
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
-										"WITH h AS (DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
-										"AND state OPERATOR(pg_catalog.=) 'dead' RETURNING *) "
 										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
 										"SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
-										"0, max_attempts, token, enqueued_at, last_error, request_key, "
+										"0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
+										"enqueued_at, last_error, request_key, "
 										/* still the app run's job; a schedule has put its next instance on already */
 										"CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
-										"WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END FROM h "
-										"RETURNING queue, host",
+										"WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
+										"FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
+										"AND h.state OPERATOR(pg_catalog.=) 'dead' "
+										"ON CONFLICT DO NOTHING RETURNING queue, host",
 										1, argtypes), args, NULL, false, 0),
 			 SPI_OK_INSERT_RETURNING, "retry");
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
-		queue = pstrdup(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
-		host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-		if (host)
-			host = pstrdup(host);
+		/* WakeAtCommit copies them: SPI_finish frees SPI's memory */
+		WakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_drop,
+											"DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_DELETE, "retry");
+	}
+	else
+	{
+		/* a dead job that did not go in: its key is taken (or a concurrent retry won) */
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_conflict,
+											"SELECT h.queue, h.key, l.id FROM coord.job_history AS h "
+											"JOIN coord.job AS l ON l.queue OPERATOR(pg_catalog.=) h.queue "
+											"AND l.key OPERATOR(pg_catalog.=) h.key AND l.origin IS NULL "
+											"WHERE h.id OPERATOR(pg_catalog.=) $1 AND h.state OPERATOR(pg_catalog.=) 'dead'",
+											1, argtypes), args, NULL, false, 1),
+				 SPI_OK_SELECT, "retry");
+		if (SPI_processed == 1)
+		{
+			SPITupleTable *tt = SPI_tuptable;
+
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("cannot retry job " INT64_FORMAT ": a live job has its key", PG_GETARG_INT64(0)),
+					 errdetail("Job %s in queue \"%s\" has the key \"%s\" now.",
+							   SPI_getvalue(tt->vals[0], tt->tupdesc, 3),
+							   SPI_getvalue(tt->vals[0], tt->tupdesc, 1),
+							   SPI_getvalue(tt->vals[0], tt->tupdesc, 2)),
+					 errhint("Wait for that job to finish, or cancel it, and retry again; the dead job stays in the history.")));
+		}
 	}
 	CoordRestoreUser(&sw);
 	SPI_finish();
-	if (moved)
-		WakeAtCommit(queue, host);
 	PG_RETURN_BOOL(moved);
 }
 
@@ -2393,14 +2456,16 @@ CoordOriginJob(const char *origin)
  * its timeout) and retries it like a failure: with attempts left it goes
  * back after a backoff under a new id, so that neither a lease holder's
  * token nor a session holder's claim lock refers to it any more (their
- * complete returns false); otherwise it dies.  Returns the new id, 0 when
- * it died, -1 when there was no such job.
+ * complete returns false); otherwise it dies.  Only the claim with this
+ * token is revoked: the token is re-checked under the row lock, so a job
+ * claimed again since the caller looked keeps its new claim.  Returns the
+ * new id, 0 when it died, -1 when there was no such job or claim.
  */
 int64
-CoordRevokeJob(int64 id, const char *error)
+CoordRevokeJob(int64 id, int64 token, const char *error)
 {
-	Oid			argtypes[3] = {INT8OID, INTERVALOID, TEXTOID};
-	Datum		args[3];
+	Oid			argtypes[4] = {INT8OID, INTERVALOID, TEXTOID, INT8OID};
+	Datum		args[4];
 	bool		isnull;
 	int32		attempt,
 				max_attempts;
@@ -2409,10 +2474,12 @@ CoordRevokeJob(int64 id, const char *error)
 	args[0] = Int64GetDatum(id);
 	args[1] = (Datum) 0;
 	args[2] = CStringGetTextDatum(error);
+	args[3] = Int64GetDatum(token);
+	/* FOR UPDATE re-evaluates the token on the latest row version */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
 										"SELECT attempt, max_attempts FROM coord.job "
-										"WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-										1, argtypes), args, NULL, false, 1),
+										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $4 FOR UPDATE",
+										4, argtypes), args, NULL, false, 1),
 			 SPI_OK_SELECT, "revoke");
 	if (SPI_processed != 1)
 		return -1;
@@ -2420,7 +2487,7 @@ CoordRevokeJob(int64 id, const char *error)
 	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (attempt >= max_attempts)
 	{
-		(void) MoveToHistory(id, false, 0, "dead", error);
+		(void) MoveToHistory(id, true, token, "dead", error);
 		return 0;
 	}
 	delay->time = BackoffUs(attempt);

@@ -31,6 +31,14 @@
  * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
  * run one after the other and the second finds the first's work done; each
  * piece is idempotent on its own as well.
+ *
+ * Hostile definitions.  coord.schedule refuses a definition whose second
+ * run would be outside the timestamptz range, and every slot is computed
+ * with SlotAdd (22008 rather than a time PostgreSQL cannot read back).  The
+ * finish hook and each repair run in a subtransaction (CoordIsolated): a
+ * failure is a WARNING and last_error; a schedule whose next instance
+ * cannot be made stops (next_run_at NULL, not repaired) until coord.schedule
+ * is called for it again.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -60,6 +68,8 @@ static SPIPlanPtr plan_delete = NULL;
 static SPIPlanPtr plan_orphans = NULL;
 static SPIPlanPtr plan_set_next = NULL;
 static SPIPlanPtr plan_tick_state = NULL;
+static SPIPlanPtr plan_error = NULL;
+static SPIPlanPtr plan_error_stop = NULL;
 
 PG_FUNCTION_INFO_V1(coord_schedule);
 PG_FUNCTION_INFO_V1(coord_unschedule);
@@ -118,6 +128,13 @@ CronNext(const CoordCron *c, TimestampTz after)
 	return (next - UNIX_EPOCH_OFFSET_SECS) * USECS_PER_SEC;
 }
 
+/* slot + usec, or 22008 when a run of the schedule would be out of range */
+static TimestampTz
+SlotAdd(const ScheduleDef *d, TimestampTz slot, int64 usec)
+{
+	return CoordTimeAdd(slot, usec, psprintf("a run of schedule \"%s\"", d->name));
+}
+
 static char *
 SchedOrigin(const char *name)
 {
@@ -158,11 +175,12 @@ RedefinedSlot(const ScheduleDef *d, TimestampTz now)
 	if (d->cron != NULL)
 		return CronNext(&d->parsed, Max(d->last_run_at, Max(d->starts_at, now) - 1));
 	if (!d->fixed_rate)
-		return Max(d->last_run_at + d->every_us, d->starts_at);
+		return Max(SlotAdd(d, d->last_run_at, d->every_us), d->starts_at);
 	if (d->last_run_at < d->starts_at)
 		return FirstSlot(d, now);
 	/* the first grid slot after the last run; one run now if that has passed */
-	slot = d->starts_at + ((d->last_run_at - d->starts_at) / d->every_us + 1) * d->every_us;
+	slot = SlotAdd(d, d->starts_at + ((d->last_run_at - d->starts_at) / d->every_us) * d->every_us,
+				   d->every_us);
 	return slot > now ? slot : FirstSlot(d, now);
 }
 
@@ -178,10 +196,10 @@ NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)
 		TimestampTz next;
 
 		if (!d->fixed_rate)
-			return finished + d->every_us;
+			return SlotAdd(d, finished, d->every_us);
 		if (slot < d->starts_at)
 			slot = d->starts_at;
-		next = slot + d->every_us;
+		next = SlotAdd(d, slot, d->every_us);
 		if (next > finished)
 			return next;
 		/* slots were missed while it ran: one run now, for the latest of them */
@@ -268,7 +286,7 @@ PutInstance(const ScheduleDef *d, TimestampTz slot)
 	if (slot == DT_NOEND)
 		nulls[1] = 'n';			/* a cron expression that never fires again */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-									 "UPDATE coord.schedule_defs SET next_run_at = $2 "
+									 "UPDATE coord.schedule_defs SET next_run_at = $2, last_error = NULL "
 									 "WHERE name OPERATOR(pg_catalog.=) $1",
 									 2, argtypes), args, nulls, false, 0),
 		  SPI_OK_UPDATE, "scheduling");
@@ -300,11 +318,54 @@ DropUnclaimedInstance(const char *name)
 	return id != 0;
 }
 
+/*
+ * Records why a schedule's work failed (inside SPI, as the owner).  With
+ * stop (the finish hook could not put the next instance on), the finished
+ * run is recorded too and next_run_at cleared: the schedule then waits for
+ * coord.schedule to redefine it, and ticks do not repair it, which would
+ * run the finished slot again.
+ */
+static void
+RecordScheduleError(const char *name, const char *error, bool stop, const char *state,
+					TimestampTz finished_at)
+{
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[4];
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = CStringGetTextDatum(error);
+	args[2] = CStringGetTextDatum(stop ? state : "");
+	args[3] = TimestampTzGetDatum(finished_at);
+	if (stop)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error_stop,
+										 "UPDATE coord.schedule_defs SET last_error = $2, last_state = $3, "
+										 "last_run_at = $4, next_run_at = NULL "
+										 "WHERE name OPERATOR(pg_catalog.=) $1",
+										 4, argtypes), args, NULL, false, 0),
+			  SPI_OK_UPDATE, "recording a schedule's error");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error,
+										 "UPDATE coord.schedule_defs SET last_error = $2 "
+										 "WHERE name OPERATOR(pg_catalog.=) $1",
+										 2, argtypes), args, NULL, false, 0),
+			  SPI_OK_UPDATE, "recording a schedule's error");
+}
+
 /* ---------- the finish hook ---------- */
 
-void
-CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at)
+typedef struct FinishArgs
 {
+	const char *name;
+	const char *state;
+	TimestampTz finished_at;
+} FinishArgs;
+
+static void
+ScheduleFinishedWork(void *arg)
+{
+	FinishArgs *a = (FinishArgs *) arg;
+	const char *name = a->name;
+	TimestampTz finished_at = a->finished_at;
 	ScheduleDef d;
 	Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -313,7 +374,7 @@ CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_
 	if (!GetSchedule(name, &d))
 		return;					/* unscheduled while it ran */
 	args[0] = CStringGetTextDatum(name);
-	args[1] = CStringGetTextDatum(state);
+	args[1] = CStringGetTextDatum(a->state);
 	args[2] = TimestampTzGetDatum(finished_at);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finished,
 									 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
@@ -322,6 +383,32 @@ CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_
 		  SPI_OK_UPDATE, "recording a run");
 	slot = d.next_null ? finished_at : d.next_run_at;
 	(void) PutInstance(&d, NextSlot(&d, slot, finished_at));
+}
+
+/*
+ * The finish hook, in the transaction that finished an instance.  It runs
+ * isolated: a schedule whose next instance cannot be made (a definition
+ * stored before such definitions were refused) must not fail the
+ * completion, so the worker's result is kept and the schedule stops, with a
+ * WARNING and its error in coord.schedules.
+ */
+void
+CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at)
+{
+	FinishArgs	a;
+	ErrorData  *e;
+
+	a.name = name;
+	a.state = state;
+	a.finished_at = finished_at;
+	e = CoordIsolated(ScheduleFinishedWork, &a);
+	if (e == NULL)
+		return;
+	ereport(WARNING,
+			(errmsg("schedule \"%s\" stopped: its next instance could not be put on", name),
+			 errdetail("%s", e->message),
+			 errhint("The error is in coord.schedules.last_error; coord.schedule() with a valid definition starts it again.")));
+	RecordScheduleError(name, e->message, true, state, finished_at);
 }
 
 /* ---------- SQL functions ---------- */
@@ -383,6 +470,9 @@ coord_schedule(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("starts_at must be a finite time")));
 	}
+	/* refuse what could not have a second run: every slot must be a valid time */
+	if (d.cron == NULL)
+		(void) SlotAdd(&d, Max(d.starts_at, now), d.every_us);
 
 	args[0] = CStringGetTextDatum(name);
 	args[1] = CStringGetTextDatum(queue);
@@ -413,6 +503,8 @@ coord_schedule(PG_FUNCTION_ARGS)
 									 "s.fixed_rate, s.host) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
 									 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
 									 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
+									 /* one that failed starts again */
+									 "OR s.last_error IS NOT NULL "
 									 "RETURNING id",
 									 8, argtypes), args, nulls, false, 0),
 		  SPI_OK_INSERT_RETURNING, "schedule");
@@ -487,9 +579,32 @@ coord_cron_next_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_TIMESTAMPTZ(next);
 }
 
+typedef struct RepairArgs
+{
+	const char *name;
+	TimestampTz now;
+	bool		made;
+} RepairArgs;
+
+static void
+RepairOne(void *arg)
+{
+	RepairArgs *a = (RepairArgs *) arg;
+	ScheduleDef d;
+	TimestampTz slot;
+
+	if (!GetSchedule(a->name, &d) || CoordOriginJob(SchedOrigin(a->name)) != 0)
+		return;
+	slot = d.next_null ? FirstSlot(&d, a->now) : d.next_run_at;
+	a->made = PutInstance(&d, slot);
+}
+
 /*
  * Schedules without a live instance get one from next_run_at (inside SPI):
  * after a job was deleted by hand, or a schedule whose cron had no next time.
+ * Each in a subtransaction: one that fails gets a WARNING and its error in
+ * coord.schedules, and the others go on.  A stopped schedule (see
+ * RecordScheduleError) waits for coord.schedule.
  */
 static int64
 RepairSchedules(TimestampTz now)
@@ -502,7 +617,9 @@ RepairSchedules(TimestampTz now)
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
 									 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
 									 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
-									 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) ORDER BY s.name",
+									 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) "
+									 "AND (s.last_error IS NULL OR s.next_run_at IS NOT NULL) "
+									 "ORDER BY s.name COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
@@ -511,13 +628,23 @@ RepairSchedules(TimestampTz now)
 		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 	for (i = 0; i < n; i++)
 	{
-		ScheduleDef d;
-		TimestampTz slot;
+		RepairArgs	a;
+		ErrorData  *e;
 
-		if (!GetSchedule(names[i], &d) || CoordOriginJob(SchedOrigin(names[i])) != 0)
-			continue;
-		slot = d.next_null ? FirstSlot(&d, now) : d.next_run_at;
-		if (PutInstance(&d, slot))
+		CHECK_FOR_INTERRUPTS();
+		a.name = names[i];
+		a.now = now;
+		a.made = false;
+		e = CoordIsolated(RepairOne, &a);
+		if (e != NULL)
+		{
+			ereport(WARNING,
+					(errmsg("coord.tick skipped schedule \"%s\"", names[i]),
+					 errdetail("%s", e->message),
+					 errhint("The error is in coord.schedules.last_error; the next tick tries again.")));
+			RecordScheduleError(names[i], e->message, false, NULL, 0);
+		}
+		else if (a.made)
 			made++;
 	}
 	return made;

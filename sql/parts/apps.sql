@@ -14,6 +14,7 @@ CREATE TABLE coord.app_defs (
                  CHECK (grain OPERATOR(pg_catalog.=) ANY (ARRAY['hourly', 'daily', 'weekly', 'monthly', 'yearly'])),
     first_period timestamptz,
     next_period  timestamptz,
+    last_error   text,
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
@@ -25,6 +26,8 @@ COMMENT ON COLUMN coord.app_defs.first_period IS
   'Start of the first period the app has runs for: catchup_from, else the period of the first tick after its definition';
 COMMENT ON COLUMN coord.app_defs.next_period IS
   'Periods before this one all have a run (or never will); coord.tick creates and repairs from here';
+COMMENT ON COLUMN coord.app_defs.last_error IS
+  'Why the last tick, or the last completion of an upstream run, could not create or time out this app''s runs; NULL after a tick that could';
 REVOKE ALL ON coord.app_defs FROM PUBLIC;
 
 CREATE TABLE coord.app_runs (
@@ -76,9 +79,10 @@ SELECT r.app, r.period_start, r.period_end, r.host,
             WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
             ELSE 'ready' END AS state,
        COALESCE(j.attempt, r.attempts) AS attempts, r.job_id, r.created_at, r.finished_at, r.result,
-       r.queue, j.last_error
+       r.queue, j.last_error, d.last_error AS app_error
   FROM coord.app_runs AS r
-  LEFT JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id;
+  LEFT JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id
+  LEFT JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app;
 COMMENT ON VIEW coord.runs IS
   'App runs, one per (app, period): state scheduled, ready, running, done, dead, cancelled (or missing: its job was deleted; the next tick puts it back)';
 

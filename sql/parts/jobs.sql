@@ -55,8 +55,12 @@ REVOKE ALL ON coord.job FROM PUBLIC;
 -- queue name itself on the row.
 CREATE INDEX job_ready ON coord.job (pg_catalog.hashtextextended(queue, 0), priority DESC, run_at, id);
 COMMENT ON INDEX coord.job_ready IS 'The claim order within a queue: highest priority, then oldest run_at';
-CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL;
-COMMENT ON INDEX coord.job_key IS 'At most one live job per (queue, key): enqueue dedupe';
+-- Jobs with an origin (schedule instances, app runs) dedupe by origin, not
+-- by key: a caller's job with an app run's key neither blocks that run nor
+-- is taken for it.
+CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL AND origin IS NULL;
+COMMENT ON INDEX coord.job_key IS
+  'At most one live job per (queue, key) among jobs without an origin: enqueue dedupe';
 CREATE INDEX job_group ON coord.job (queue, group_key, id) WHERE group_key IS NOT NULL;
 COMMENT ON INDEX coord.job_group IS 'One job of a group at a time, in enqueue order';
 CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;

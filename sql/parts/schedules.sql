@@ -14,6 +14,7 @@ CREATE TABLE coord.schedule_defs (
     next_run_at  timestamptz,
     last_run_at  timestamptz,
     last_state   text,
+    last_error   text,
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     CHECK ((every IS NULL) OPERATOR(pg_catalog.<>) (cron IS NULL))
@@ -24,6 +25,8 @@ COMMENT ON COLUMN coord.schedule_defs.next_run_at IS
   'Slot of the outstanding instance, or of the next one; NULL when a cron expression never fires again';
 COMMENT ON COLUMN coord.schedule_defs.last_run_at IS 'When the last instance finished';
 COMMENT ON COLUMN coord.schedule_defs.last_state IS 'How the last instance finished: done, dead or cancelled';
+COMMENT ON COLUMN coord.schedule_defs.last_error IS
+  'Why the last tick could not repair the schedule, or (with next_run_at NULL) why it stopped after an instance finished; NULL once an instance is put on';
 REVOKE ALL ON coord.schedule_defs FROM PUBLIC;
 COMMENT ON SEQUENCE coord.schedule_defs_id_seq IS 'Schedule ids';
 
@@ -74,7 +77,7 @@ CREATE VIEW coord.schedules AS
 SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run_at, s.last_state,
        COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
          OR COALESCE(coord.job_claimed(j.id), false) AS running,
-       j.id AS job_id, s.payload, s.host, s.starts_at
+       j.id AS job_id, s.payload, s.host, s.starts_at, s.last_error
   FROM coord.schedule_defs AS s
   LEFT JOIN coord.job AS j
     ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);

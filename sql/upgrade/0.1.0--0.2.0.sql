@@ -39,6 +39,11 @@ COMMENT ON INDEX coord.job_origin IS
   'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
+-- keys dedupe jobs without an origin only: app runs' keys are their own
+DROP INDEX coord.job_key;
+CREATE UNIQUE INDEX job_key ON coord.job (queue, key) WHERE key IS NOT NULL AND origin IS NULL;
+COMMENT ON INDEX coord.job_key IS
+  'At most one live job per (queue, key) among jobs without an origin: enqueue dedupe';
 
 ALTER TABLE coord.job_history ADD COLUMN origin text;
 ALTER TABLE coord.job_history DROP CONSTRAINT job_history_state_check;

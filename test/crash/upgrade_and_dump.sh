@@ -89,6 +89,21 @@ q coord_src "SELECT coord.lock('/d/leader'), coord.fence('/d/leader'), coord.fen
 q coord_src "SELECT coord.request('d-done'), coord.mark_done('d-done')" >/dev/null
 q coord_src "SELECT coord.schedule('d-every', 'ds', every => '1 hour', payload => '{\"e\": 1}')" >/dev/null
 q coord_src "SELECT coord.schedule('d-cron', 'ds', cron => '0 3 * * *')" >/dev/null
+# nothing stored may be a time PostgreSQL cannot read back (or restore): a
+# fixed-rate grid whose next slot is past the end of the timestamptz range is
+# refused when defined, and one stored before that check stops at the
+# finish of its instance (here: cancelled) instead of storing 294277-01-01
+out=$(psql -qXAt -d coord_src -v VERBOSITY=verbose -c "SELECT coord.schedule('d-end', 'ds', every => '1 day', starts_at => '294276-12-31 12:00Z', fixed_rate => true)" 2>&1)
+echo "$out" | grep -q "ERROR:  22008" || fail "a schedule whose next slot is out of range was not refused with 22008: $out"
+checks=$((checks + 1))
+q coord_src "SELECT coord.schedule('d-edge', 'ds', every => '1 day', fixed_rate => true)" >/dev/null
+q coord_src "UPDATE coord.schedule_defs SET starts_at = '294276-12-31 12:00Z', next_run_at = '294276-12-31 12:00Z' WHERE name = 'd-edge';
+             UPDATE coord.job SET run_at = '294276-12-31 12:00Z' WHERE origin = 's:d-edge'" >/dev/null
+expect coord_src "SELECT coord.cancel(id) FROM coord.job WHERE origin = 's:d-edge'" "t" "the instance of a schedule at the end of the range is cancelled"
+expect coord_src "SELECT count(*) FROM coord.schedule_defs WHERE next_run_at::text IS NOT NULL OR last_run_at::text IS NOT NULL OR starts_at::text IS NOT NULL" \
+       "3" "every stored schedule time reads back"
+expect coord_src "SELECT next_run_at IS NULL AND last_error LIKE '%out of range%' FROM coord.schedules WHERE name = 'd-edge'" "t" \
+       "a schedule whose next slot is out of range stops with its error"
 q coord_src "SELECT coord.define_app('d-up', starts => 'hourly', catchup_from => '2026-01-01 00:00Z'),
                     coord.define_app('d-down', depends => '{\"d-up\": \"hourly\"}')" >/dev/null
 q coord_src "SELECT coord.tick('2026-01-01 02:30Z')" >/dev/null
@@ -97,7 +112,7 @@ state="
 SELECT 'job ' || id || ' ' || queue || ' ' || state || ' ' || payload || ' ' || coalesce(key, '-') || ' ' || coalesce(origin, '-') || ' ' || coalesce(result::text, '-') FROM coord.jobs
 UNION ALL SELECT 'req ' || key || ' ' || state FROM coord.requests
 UNION ALL SELECT 'fence ' || path || ' ' || token FROM coord.fences
-UNION ALL SELECT 'sched ' || name || ' ' || queue || ' ' || coalesce(every::text, cron) || ' ' || next_run_at || ' ' || coalesce(job_id::text, '-') FROM coord.schedules
+UNION ALL SELECT 'sched ' || name || ' ' || queue || ' ' || coalesce(every::text, cron) || ' ' || coalesce(next_run_at::text, '-') || ' ' || coalesce(job_id::text, '-') FROM coord.schedules
 UNION ALL SELECT 'run ' || app || ' ' || period_start || ' ' || state || ' ' || coalesce(result::text, '-') FROM coord.runs
 ORDER BY 1"
 q coord_src "$state" >"${TMPDIR:-/tmp}/coord_src.state" || fail "state query"
