@@ -29,7 +29,7 @@ SELECT pg_temp.err($$SELECT coord.schedule('h_end', 'hq', every => '106750000 da
 SELECT count(*) AS refused_schedules FROM coord.schedules WHERE name = 'h_end';
 -- a timeout that would overflow the claim time it is added to
 SELECT pg_temp.err($$SELECT coord.define_app('h_to', starts => 'hourly', timeout => '106750000 days')$$);
--- a conf that leaves no room in a run's payload
+-- a conf that leaves no room in a run's payload (over the 64 kB limit on conf)
 SELECT pg_temp.err($$SELECT coord.define_app('h_big', starts => 'hourly', conf => jsonb_build_object('x', repeat('x', 1048500)))$$);
 -- a first period that ends after the years apps support
 SELECT pg_temp.err($$SELECT coord.define_app('h_late', starts => 'yearly', catchup_from => '9999-06-01Z')$$);
