@@ -41,7 +41,7 @@ DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--0.2.0.
 # older versions' install scripts, kept as released
 DATA = sql/$(EXTENSION)--0.1.0.sql
 
-PG_CPPFLAGS = -Isrc -Wall -Wextra -Werror -Wno-unused-parameter \
+PG_CPPFLAGS = -Isrc -DCOORD_VERSION='"$(EXTVERSION)"' -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers
 
 # pg_regress inputs live in test/sql, isolation specs in test/specs, and the

@@ -14,10 +14,16 @@
 
 #include <netdb.h>
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "common/int.h"
 #include "common/ip.h"
@@ -28,6 +34,7 @@
 #include "storage/proc.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inet.h"
@@ -569,7 +576,11 @@ CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 /* The owner of schema coord, looked up once per backend (CoordOwnerId). */
 static Oid	owner_cache = InvalidOid;
 
-/* Any change to pg_namespace (ALTER SCHEMA OWNER, DROP EXTENSION) forgets it. */
+/*
+ * Any change to pg_namespace (ALTER SCHEMA OWNER, DROP EXTENSION) or to
+ * pg_proc (ALTER EXTENSION UPDATE re-creates functions) forgets it, and with
+ * it the catalog version check.
+ */
 static void
 OwnerCacheInval(Datum arg, int cacheid, uint32 hashvalue)
 {
@@ -591,6 +602,7 @@ CoordCommonInit(void)
 	RegisterXactCallback(CommonXactCallback, NULL);
 	RegisterSubXactCallback(CommonSubXactCallback, NULL);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, OwnerCacheInval, (Datum) 0);
 }
 
 static inline void
@@ -892,10 +904,94 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 	return (Datum) 0;
 }
 
+/* "a.b.c" -> a * 1000000 + b * 1000 + c; -1 when it is not of that form */
+static int64
+VersionNumber(const char *v)
+{
+	int			a,
+				b,
+				c;
+	char		rest;
+
+	if (sscanf(v, "%d.%d.%d%c", &a, &b, &c, &rest) != 3 || a < 0 || b < 0 || c < 0)
+		return -1;
+	return (int64) a * 1000000 + (int64) b * 1000 + c;
+}
+
+/*
+ * CheckCatalogVersion makes sure that the pg_coord catalog of this database
+ * is the one this library serves: the library's statements name the tables
+ * and columns of its own version, and meeting another version's catalog
+ * would give wrong results or cryptic errors (the library is shared by
+ * every database of the installation, and `make install` of a new release
+ * replaces it before anyone runs ALTER EXTENSION UPDATE).  Returns false,
+ * and the caller caches nothing, while the extension's own script runs.
+ */
+static bool
+CheckCatalogVersion(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *catalog = NULL;
+	Oid			extoid = InvalidOid;
+	int64		have,
+				want;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("pg_coord"));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, Anum_pg_extension_extversion, RelationGetDescr(rel), &isnull);
+
+		extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
+		if (!isnull)
+			catalog = text_to_cstring(DatumGetTextPP(d));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+
+	if (!OidIsValid(extoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("extension \"pg_coord\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION pg_coord.")));
+	/* CREATE or ALTER EXTENSION pg_coord: its script sets the catalog up */
+	if (creating_extension && CurrentExtensionObject == extoid)
+		return false;
+	if (catalog != NULL && strcmp(catalog, COORD_VERSION) == 0)
+		return true;
+
+	have = catalog ? VersionNumber(catalog) : -1;
+	want = VersionNumber(COORD_VERSION);
+	if (have >= 0 && have < want)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_coord's catalog in this database is at version %s, but the installed library is version %s",
+						catalog, COORD_VERSION),
+				 errdetail("The library serves only the catalog of its own version."),
+				 errhint("Run ALTER EXTENSION pg_coord UPDATE.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("pg_coord's catalog in this database is at version %s, but the installed library is version %s",
+					catalog ? catalog : "(none)", COORD_VERSION),
+			 errdetail("The library serves only the catalog of its own version; this catalog is newer."),
+			 errhint("Install the library of pg_coord %s (make install of that release) and reconnect.",
+					 catalog ? catalog : "(none)")));
+	return false;				/* not reached */
+}
+
 /*
  * CoordOwnerId returns the owner of schema coord, which the install script
  * creates, so it is the role that installed the extension.  Cached until
- * pg_namespace changes: every call of every function asks.
+ * pg_namespace or pg_proc changes: every call of every function asks.  The
+ * first lookup also checks that the catalog is of the library's version
+ * (CheckCatalogVersion), so a library never serves a catalog it cannot.
  */
 Oid
 CoordOwnerId(void)
@@ -903,9 +999,11 @@ CoordOwnerId(void)
 	Oid			nspid;
 	HeapTuple	tup;
 	Oid			owner;
+	bool		cache;
 
 	if (OidIsValid(owner_cache))
 		return owner_cache;
+	cache = CheckCatalogVersion();
 	nspid = get_namespace_oid(COORD_SCHEMA, true);
 
 	if (!OidIsValid(nspid))
@@ -918,7 +1016,8 @@ CoordOwnerId(void)
 		elog(ERROR, "cache lookup failed for namespace %u", nspid);
 	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-	owner_cache = owner;
+	if (cache)
+		owner_cache = owner;
 	return owner;
 }
 

@@ -25,12 +25,17 @@ trap 'for db in coord_up coord_fresh coord_src coord_dst; do psql -qX -d postgre
 # ---- 1. update from 0.1.0
 q coord_up "CREATE EXTENSION pg_coord VERSION '0.1.0'" >/dev/null
 expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "0.1.0" "installed at 0.1.0"
-q coord_up "SELECT coord.enqueue('up', '{\"n\": 1}'), coord.enqueue('up', '{\"n\": 2}', key => 'two')" >/dev/null
-# a lease claim as 0.1.0 recorded it: state running, with a lease
+# The library serves only its own version's catalog (a call at 0.1.0 is an
+# error, test/crash/version_mismatch.sh), so the 0.1.0 state is written as
+# 0.1.0's functions wrote it: two ready jobs (one with a key), a lease claim
+# (state running, with a lease), a registered and fenced path, a queued key.
+q coord_up "INSERT INTO coord.job (queue, payload, run_at, priority, max_attempts, key)
+            VALUES ('up', '{\"n\": 1}', now(), 0, 25, NULL), ('up', '{\"n\": 2}', now(), 0, 25, 'two')" >/dev/null
 q coord_up "INSERT INTO coord.job (queue, payload, run_at, priority, max_attempts, state, lease_until, token, attempt)
             VALUES ('up', '{\"n\": 3}', now(), 0, 25, 'running', now() + interval '1 hour', 77, 1)" >/dev/null
-q coord_up "SELECT coord.lock('/up/leader'), coord.fence('/up/leader')" >/dev/null
-q coord_up "SELECT coord.request('up-key'), coord.mark_queued('up-key')" >/dev/null
+q coord_up "INSERT INTO coord.lock_names (key, path) VALUES (coord.path_key('/up/leader'), '/up/leader');
+            INSERT INTO coord.fences (path, token, fenced_at) VALUES ('/up/leader', nextval('coord.fence_seq'), now())" >/dev/null
+q coord_up "INSERT INTO coord.request_keys (key, state, requested_at, queued_at) VALUES ('up-key', 'queued', now(), now())" >/dev/null
 q coord_up "ALTER EXTENSION pg_coord UPDATE" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE failed"
 expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "0.2.0" "updated to 0.2.0"
 expect coord_up "SELECT string_agg(payload->>'n' || ':' || state, ',' ORDER BY id) FROM coord.jobs" \
