@@ -197,9 +197,6 @@ static List *wake_channels = NIL;
 
 static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_key_id = NULL;
-static SPIPlanPtr plan_key_id_010 = NULL;
-static SPIPlanPtr plan_enqueue_010 = NULL;
-static int	job_has_origin = -1;	/* -1: not looked up (JobRelsInval) */
 static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_complete = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
@@ -587,7 +584,6 @@ JobRelsInval(Datum arg, Oid relid)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
 		jobrels.hist_desc = NULL;
-		job_has_origin = -1;
 		jobcols.relid = InvalidOid;
 	}
 }
@@ -842,53 +838,28 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
 	nulls[8] = request_key ? ' ' : 'n';
 
-	/*
-	 * App runs' jobs have keys of their own (job_key leaves out jobs with an
-	 * origin); the 0.1.0 table, there until ALTER EXTENSION UPDATE, has no
-	 * origin and a job_key on every key.
-	 */
-	if (job_has_origin < 0)
-	{
-		LookupJobRels();
-		job_has_origin = get_attnum(jobrels.job, "origin") != InvalidAttrNumber;
-	}
+	/* App runs' jobs have keys of their own: job_key leaves out jobs with an origin. */
 	for (attempt = 0; attempt < 5; attempt++)
 	{
 		bool		isnull;
 
-		if (job_has_origin)
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
-												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-												"max_attempts, group_key, request_key) "
-												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
-												"ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
-												"DO NOTHING RETURNING id",
-												9, argtypes), args, nulls, false, 0),
-					 SPI_OK_INSERT_RETURNING, "enqueue");
-		else
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_010,
-												"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-												"max_attempts, group_key, request_key) "
-												"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
-												"ON CONFLICT (queue, key) WHERE key IS NOT NULL DO NOTHING RETURNING id",
-												9, argtypes), args, nulls, false, 0),
-					 SPI_OK_INSERT_RETURNING, "enqueue");
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
+											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+											"max_attempts, group_key, request_key) "
+											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+											"ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
+											"DO NOTHING RETURNING id",
+											9, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		/* a live job has this key: answer its id (unless it just finished) */
-		if (job_has_origin)
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
-												"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-												"AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-												9, argtypes), args, nulls, false, 1),
-					 SPI_OK_SELECT, "enqueue key lookup");
-		else
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id_010,
-												"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-												"AND key OPERATOR(pg_catalog.=) $5",
-												9, argtypes), args, nulls, false, 1),
-					 SPI_OK_SELECT, "enqueue key lookup");
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
+											"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+											"AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
+											9, argtypes), args, nulls, false, 1),
+					  SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
