@@ -153,10 +153,10 @@ COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
 -- may lock a row (no session holds the job's claim lock; for a job of a
 -- group, no earlier job of it waits and none of it runs): a claim never
 -- row-locks a job it then skips.  Not granted to anyone.
-CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text)
+CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
 LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
-COMMENT ON FUNCTION coord.claim_free(bigint, text, text) IS
+COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid) IS
   'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';
 
 CREATE FUNCTION coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL)
