@@ -1514,8 +1514,14 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		/*
+		 * The probe of held jobs reads at most FRONTIER_HELD ids: by the
+		 * primary key and a sort of those, not a walk of the queue's whole
+		 * range of the claim index every 50 ms.
+		 */
+		if (kind != CLAIM_HELD)
+			(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
