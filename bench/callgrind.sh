@@ -11,6 +11,8 @@
 # the raw table; then `postgres --single` runs under callgrind, once per
 # side, one prepared statement per job and transaction:
 #   coord: SELECT coord.complete(id, token) FROM coord.claim('q')
+#   worker: the same as a member of coord_worker (not the owner: a lease
+#          claim's completion then tests the claiming role)
 #   raw:   WITH c AS (UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING id)
 #          DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id
 # Each side also runs 0 jobs (start-up and PREPARE only), which is
@@ -39,6 +41,7 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$TMP/server.log" -w start >/dev/null
 trap 'as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || true; rm -rf "$TMP"' EXIT
 psql -qX -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 CREATE EXTENSION pg_coord;
+CREATE ROLE cg_worker IN ROLE coord_worker;
 SELECT count(*) FROM coord.enqueue_many('q', array_fill('{"x":1}'::jsonb, ARRAY[40000]));
 CREATE TABLE bench_jobs (id bigserial PRIMARY KEY, queue text NOT NULL, payload jsonb NOT NULL,
   run_at timestamptz NOT NULL DEFAULT now(), priority int NOT NULL DEFAULT 0,
@@ -51,6 +54,7 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -w stop >/dev/null
 
 declare -A PREP=(
   [coord]="PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
+  [worker]="SET ROLE cg_worker; PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
   [raw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
 )
 # instructions of one single-user run of n jobs, on a fresh copy of the data
@@ -65,7 +69,7 @@ count() {
   sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$TMP/single.log"
 }
 printf '%-6s %14s %16s\n' side "jobs" "instructions/job"
-for side in coord raw; do
+for side in coord worker raw; do
   base=$(count "$side" 0)
   full=$(count "$side" "$JOBS")
   printf '%-6s %14s %16s\n' "$side" "$JOBS" "$(( (full - base) / JOBS ))"

@@ -21,6 +21,7 @@
 #include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
@@ -32,6 +33,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -822,6 +824,11 @@ CoordBackendAlive(int pid, TimestampTz started)
  * lock manager and backend status directly, so a monitoring role sees
  * holders' details without pg_read_all_stats.  GetLockStatusData takes every
  * lock partition: for diagnostics, not for hot paths.
+ *
+ * A holder's client address is shown only to callers that pg_stat_activity
+ * would show it to (pg_read_all_stats, or the privileges of the holder's
+ * role) and to coord_admin: to a coord_monitor it is NULL, as for a
+ * connection over a Unix socket.
  */
 Datum
 CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
@@ -830,7 +837,12 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 	LockData   *ld;
 	int			i;
 	static const LOCKMODE modes[] = {RowShareLock, RowExclusiveLock, ShareLock, ExclusiveLock};
+	Oid			caller = GetUserId();
+	Oid			admin = get_role_oid("coord_admin", true);
+	bool		all_addrs;
 
+	all_addrs = has_privs_of_role(caller, ROLE_PG_READ_ALL_STATS) ||
+		(OidIsValid(admin) && has_privs_of_role(caller, admin));
 	InitMaterializedSRF(fcinfo, 0);
 	/* backend status is cached per transaction: read it afresh */
 	pgstat_clear_snapshot();
@@ -875,8 +887,9 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 					values[4] = CStringGetTextDatum(be->st_appname);
 					nulls[4] = false;
 				}
-				if (be->st_clientaddr.addr.ss_family == AF_INET ||
-					be->st_clientaddr.addr.ss_family == AF_INET6)
+				if ((be->st_clientaddr.addr.ss_family == AF_INET ||
+					 be->st_clientaddr.addr.ss_family == AF_INET6) &&
+					(all_addrs || has_privs_of_role(caller, be->st_userid)))
 				{
 					char		host[NI_MAXHOST];
 

@@ -14,7 +14,9 @@
  * the queue, priority DESC, run_at, id) with FOR UPDATE SKIP LOCKED; above
  * the row locks coord.claim_take takes a try-lock on (COORD_NS_JOB, id) for
  * each candidate before it counts it (ClaimPlan says how the statement makes
- * sure the take sees only locked rows), and the rows it returns, locked,
+ * sure the take sees only locked rows; below them coord.claim_free probes
+ * that lock, so that a job a session holds is not row-locked), and the rows
+ * it returns, locked,
  * are then updated through the table access method (ClaimRow):
  *	- session_bound: the lock is taken at session level and kept.  When the
  *	  claiming session ends for any reason its lock goes, and the next claim
@@ -25,8 +27,8 @@
  *	  has not passed; an expired lease needs no reaper: the next claim that
  *	  reaches the job takes it (and says so in last_error).
  * Either way a claim changes only unindexed columns (token, attempt, lease,
- * claimed_at, last_error), so with the table's fillfactor it is a HOT
- * update: claiming adds nothing to any index.  "Running" is derived: a lease
+ * claimed_at, claimed_by, last_error), so with the table's fillfactor it is
+ * a HOT update: claiming adds nothing to any index.  "Running" is derived: a lease
  * in the future or a held claim lock.  Measured with callgrind (claim +
  * complete, one job each): the former cursor plus UPDATE cost two executor
  * starts and a bitmap scan for the UPDATE's ids; one statement is 6% fewer
@@ -36,6 +38,17 @@
  * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
  * fail and heartbeat act only when the token is still the job's, so a worker
  * that lost its claim can never touch the newer one.
+ *
+ * Claimants.  Tokens come from one sequence, so they are easy to guess: a
+ * claim also records the role that made it (claimed_by, the caller's user
+ * id before the owner switch), and complete, fail and heartbeat of a lease
+ * claim act only for that role, or for a caller with the privileges of
+ * coord_admin, a superuser or the owner (ActsForAnyClaimant).  The role
+ * test is a qual of the same statement as the token test, evaluated before
+ * any row lock: a call from another role answers exactly as a stale token
+ * does (false, NULL, not counted), waits on nothing a stale token would not
+ * wait on, and changes nothing, so no call tells a wrong role whether it
+ * guessed a token.  A session-bound claim is bound to its session already.
  *
  * Session claims and transactions.  A session-bound claim is a hold
  * (common.c): taken by a transaction that aborts, it is released; complete,
@@ -117,6 +130,8 @@
 #include "lib/ilist.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -199,6 +214,7 @@ static SPIPlanPtr plan_enqueue = NULL;
 static SPIPlanPtr plan_key_id = NULL;
 static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_complete = NULL;
+static SPIPlanPtr plan_complete_any = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
 static SPIPlanPtr plan_fail_get = NULL;
 static SPIPlanPtr plan_fail_retry = NULL;
@@ -224,7 +240,7 @@ PG_FUNCTION_INFO_V1(coord_enqueue);
 PG_FUNCTION_INFO_V1(coord_enqueue_many);
 PG_FUNCTION_INFO_V1(coord_claim);
 PG_FUNCTION_INFO_V1(coord_claim_take);
-PG_FUNCTION_INFO_V1(coord_job_group_free);
+PG_FUNCTION_INFO_V1(coord_claim_free);
 PG_FUNCTION_INFO_V1(coord_complete);
 PG_FUNCTION_INFO_V1(coord_complete_many);
 PG_FUNCTION_INFO_V1(coord_fail);
@@ -550,6 +566,7 @@ typedef struct JobCols
 				host,
 				run_at,
 				claimed_at,
+				claimed_by,
 				last_error;
 } JobCols;
 
@@ -1002,6 +1019,7 @@ static bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st
 typedef struct ClaimScan
 {
 	bool		session_bound;
+	Oid			claimant;		/* the calling role, recorded in claimed_by */
 	bool		moves_frontier; /* whether the running statement moves the frontier */
 	MemoryContext cxt;			/* the claim call's: for what outlives a statement */
 	int			n;
@@ -1092,6 +1110,15 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * subquery with an OFFSET takes no quals from outside.  Rows past the limit
  * are never read.
  *
+ * Nor may the statement row-lock a job it then discards: a claim inside an
+ * open transaction would keep that lock, and the job's holder would wait in
+ * complete or fail until that transaction ends.  So every test that can
+ * discard a row is one qual below the row locks, coord.claim_free: the group
+ * check, and a probe of the claim lock (a session-bound job is a ready row
+ * whose claim lock a session holds) that does not take it.  Only a
+ * session-bound claim that commits between the probe and the row lock can
+ * still be locked and discarded (coord_claim_take finds its lock taken).
+ *
  * $1 queue, $2 host, $3 partition, $4 partitions, $5 whether partitioned,
  * $6..$8 the scan's own, $9 how many jobs ($10, the lease, is ClaimRow's).
  */
@@ -1129,7 +1156,7 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 					   "AND (j.lease_until IS NULL "
 					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
-					   "AND (j.group_key IS NULL OR coord.job_group_free(j.queue, j.group_key, j.id)) "
+					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax) "
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
 					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
@@ -1144,27 +1171,23 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 }
 
 /*
- * coord.job_group_free(queue, group_key, id): may the job run now, as far as
- * its group goes?  Not if an earlier job of the group waits, or another of
- * it runs: a group runs one job at a time, in enqueue order.  The claim
- * statement calls it below its row locks, so a held-back job is never
- * locked, and only for jobs with a group; as a function rather than a NOT
- * EXISTS subquery, so that a claim does not start a subplan's index scan
- * every time (7% of a claim's instructions).  It reads with the calling
- * statement's snapshot.
+ * May the job run now, as far as its group goes?  Not if an earlier job of
+ * the group waits, or another of it runs: a group runs one job at a time, in
+ * enqueue order.  A query of its own (from coord.claim_free) rather than a
+ * NOT EXISTS subquery of the claim, so that a claim does not start a
+ * subplan's index scan every time (7% of a claim's instructions), and only
+ * for jobs with a group.  It reads with the calling statement's snapshot.
  */
-Datum
-coord_job_group_free(PG_FUNCTION_ARGS)
+static bool
+GroupFree(Datum queue, Datum group_key, Datum id)
 {
 	Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
 	Datum		args[3];
 	bool		blocked;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		PG_RETURN_BOOL(true);
-	args[0] = PG_GETARG_DATUM(0);
-	args[1] = PG_GETARG_DATUM(1);
-	args[2] = PG_GETARG_DATUM(2);
+	args[0] = queue;
+	args[1] = group_key;
+	args[2] = id;
 	SPI_connect();
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_blocked,
 											 "SELECT 1 FROM coord.job AS g "
@@ -1178,7 +1201,60 @@ coord_job_group_free(PG_FUNCTION_ARGS)
 				  SPI_OK_SELECT, "checking a job's group");
 	blocked = (SPI_processed > 0);
 	SPI_finish();
-	PG_RETURN_BOOL(!blocked);
+	return !blocked;
+}
+
+/*
+ * coord.claim_free(id, queue, group_key, xmax): called by a claim statement
+ * below its row locks, for each candidate the cheaper quals pass: may the
+ * statement lock this row?  Not when a session holds the job's claim lock,
+ * or this session holds its session-bound claim, or its group holds it back
+ * (GroupFree).  Every test that can discard a row is here, so a claim never
+ * row-locks a job it then skips.  The claim lock is probed in the lock
+ * table, not taken: it is taken above the row locks (coord_claim_take), so
+ * only ever on a row the statement locked.  An EvalPlanQual recheck may call
+ * this again for the same job.
+ *
+ * A job whose claim lock is held is remembered, to be probed again by id,
+ * only if no transaction in progress has its row (xmax): that is a session
+ * holding it.  A claim in flight holds both, and SKIP LOCKED would have
+ * skipped it: remembering those (every claim meets its neighbours') made
+ * every claimer probe by id every 50 ms.
+ */
+Datum
+coord_claim_free(PG_FUNCTION_ARGS)
+{
+	ClaimScan  *scan = active_scan;
+	int64		id;
+	LOCKTAG		tag;
+	int			i;
+
+	if (scan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("coord.claim_free can only be called by coord.claim")));
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		elog(ERROR, "coord.claim_free: null job column");
+	id = PG_GETARG_INT64(0);
+	if (HoldsSessionClaim(id))
+		PG_RETURN_BOOL(false);
+	JobTag(&tag, id);
+	if (LockWaiterCount(&tag) > 0)
+	{
+		TransactionId xmax = PG_ARGISNULL(3) ? InvalidTransactionId :
+			DatumGetTransactionId(PG_GETARG_DATUM(3));
+
+		if (TransactionIdIsValid(xmax) && TransactionIdIsInProgress(xmax))
+			PG_RETURN_BOOL(false);
+		for (i = 0; i < scan->nheld && scan->held[i] != id; i++)
+			;
+		if (i == scan->nheld && scan->nheld < FRONTIER_HELD)
+			scan->held[scan->nheld++] = id;
+		PG_RETURN_BOOL(false);
+	}
+	if (!PG_ARGISNULL(2))
+		PG_RETURN_BOOL(GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)));
+	PG_RETURN_BOOL(true);
 }
 
 /*
@@ -1208,8 +1284,9 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 
 	/*
-	 * A job this session already holds.  One this call already took (or set
-	 * aside) holds our claim lock too: LockAcquire says so below.
+	 * A job this session already holds (coord.claim_free has let none
+	 * through, but an EvalPlanQual recheck could).  One this call already
+	 * took (or set aside) holds our claim lock too: LockAcquire says so below.
 	 */
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
@@ -1226,7 +1303,10 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		CoordLockCounted(&tag, r, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 	{
-		/* a session holds it: look again first next time */
+		/*
+		 * A session took it after coord.claim_free looked (the row stays
+		 * locked until this transaction ends): look again first next time.
+		 */
 		if (scan->nheld < FRONTIER_HELD)
 			scan->held[scan->nheld++] = id;
 		PG_RETURN_BOOL(false);
@@ -1317,6 +1397,7 @@ LoadJobCols(Relation rel)
 	jobcols.host = JobCol(d, "host");
 	jobcols.run_at = JobCol(d, "run_at");
 	jobcols.claimed_at = JobCol(d, "claimed_at");
+	jobcols.claimed_by = JobCol(d, "claimed_by");
 	jobcols.last_error = JobCol(d, "last_error");
 	jobcols.desc = d;
 	jobcols.relid = RelationGetRelid(rel);
@@ -1370,13 +1451,14 @@ ClaimWriterClose(ClaimWriter *w)
 
 /*
  * ClaimRow claims the locked row at tid: attempt + 1, a new token, the lease
- * (or none for a session-bound claim), claimed_at, and in last_error why an
+ * (or none for a session-bound claim), claimed_at, the claiming role
+ * (claimed_by), and in last_error why an
  * unfinished previous claim was lost.  Returns the claimed job as a row of
  * outdesc (coord.claimed_job), in the claim call's context.  The row lock
  * rules out a concurrent change, so anything but success is an error.
  */
 static HeapTuple
-ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
+ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
 		 TupleDesc outdesc, MemoryContext cxt)
 {
 	TupleDesc	desc = RelationGetDescr(w->rel);
@@ -1424,6 +1506,8 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 	}
 	v[jobcols.claimed_at - 1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 	n[jobcols.claimed_at - 1] = false;
+	v[jobcols.claimed_by - 1] = ObjectIdGetDatum(claimant);
+	n[jobcols.claimed_by - 1] = false;
 	if (was_claimed)
 	{
 		/* its previous claim never finished (fail clears claimed_at) */
@@ -1521,8 +1605,14 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
+		/*
+		 * The probe of held jobs reads at most FRONTIER_HELD ids: by the
+		 * primary key and a sort of those, not a walk of the queue's whole
+		 * range of the claim index every 50 ms.
+		 */
+		if (kind != CLAIM_HELD)
+			(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
@@ -1559,7 +1649,8 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 				for (i = first; i < scan->got && scan->ids[i] != id; i++)
 					;
 			if (i < scan->got)
-				rows[i] = ClaimRow(&w, tid, scan->session_bound, args[9], outdesc, scan->cxt);
+				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
+								   outdesc, scan->cxt);
 		}
 		ClaimWriterClose(&w);
 	}
@@ -1660,6 +1751,7 @@ coord_claim(PG_FUNCTION_ARGS)
 
 	memset(&scan, 0, sizeof(scan));
 	scan.session_bound = session_bound;
+	scan.claimant = sw.save_userid;
 	scan.cxt = callcxt;
 	scan.n = n;
 	scan.ids = ids;
@@ -1811,13 +1903,32 @@ coord_claim(PG_FUNCTION_ARGS)
 
 /* ---------- complete, fail, heartbeat ---------- */
 
+/*
+ * May the caller complete, fail or heartbeat a lease claim another role
+ * made?  A member of coord_admin (with its privileges), a superuser, or the
+ * extension owner.  Call it after CoordBecomeOwner: caller is the user the
+ * switch saved, and GetUserId() is the owner.
+ */
+static bool
+ActsForAnyClaimant(Oid caller)
+{
+	Oid			admin;
+
+	if (caller == GetUserId())
+		return true;
+	admin = get_role_oid("coord_admin", true);
+	if (!OidIsValid(admin))
+		return superuser_arg(caller);
+	return has_privs_of_role(caller, admin);
+}
+
 /* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
 Datum
 coord_complete(PG_FUNCTION_ARGS)
 {
 	int64		id;
-	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
-	Datum		args[3];
+	Oid			argtypes[4] = {INT8OID, INT8OID, BOOLOID, OIDOID};
+	Datum		args[4];
 	CoordUserSwitch sw;
 	bool		ok;
 
@@ -1832,12 +1943,23 @@ coord_complete(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete,
-											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-											 "AND token OPERATOR(pg_catalog.=) $2 "
-											 "AND (lease_until IS NOT NULL OR $3) RETURNING *",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE_RETURNING, "complete");
+	args[3] = ObjectIdGetDatum(sw.save_userid);
+	/* the hot path: a statement each, the role test only where it applies */
+	if (ActsForAnyClaimant(sw.save_userid))
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_any,
+												 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+												 "AND token OPERATOR(pg_catalog.=) $2 "
+												 "AND (lease_until IS NOT NULL OR $3) RETURNING *",
+												 3, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE_RETURNING, "complete");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete,
+												 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+												 "AND token OPERATOR(pg_catalog.=) $2 "
+												 "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
+												 "     OR $3) RETURNING *",
+												 4, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE_RETURNING, "complete");
 	ok = ArchiveJobs("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)
 		DropSessionClaim(id);
@@ -1854,8 +1976,8 @@ coord_complete_many(PG_FUNCTION_ARGS)
 {
 	ArrayType  *ids,
 			   *tokens;
-	Oid			argtypes[3] = {INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
-	Datum		args[3];
+	Oid			argtypes[5] = {INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, OIDOID, BOOLOID};
+	Datum		args[5];
 	CoordUserSwitch sw;
 	uint64		done;
 	uint64		r;
@@ -1893,12 +2015,16 @@ coord_complete_many(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	CoordBecomeOwner(&sw);
+	args[3] = ObjectIdGetDatum(sw.save_userid);
+	args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_many,
 											 "DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 											 "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
-											 "AND (j.lease_until IS NOT NULL OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
+											 "AND ((j.lease_until IS NOT NULL "
+											 "      AND (j.claimed_by OPERATOR(pg_catalog.=) $4 OR $5)) "
+											 "     OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
 											 "RETURNING j.*",
-											 3, argtypes), args, NULL, false, 0),
+											 5, argtypes), args, NULL, false, 0),
 				  SPI_OK_DELETE_RETURNING, "complete");
 	done = SPI_processed;
 	{
@@ -1968,9 +2094,9 @@ coord_fail(PG_FUNCTION_ARGS)
 				token;
 	char	   *error = NULL;
 	int64		delay_us = -1;
-	Oid			argtypes[5] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[7] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID, OIDOID, BOOLOID};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	CoordUserSwitch sw;
 	const char *result = NULL;
 
@@ -1998,11 +2124,15 @@ coord_fail(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	args[4] = BoolGetDatum(SessionClaimLive(id));
+	args[5] = ObjectIdGetDatum(sw.save_userid);
+	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
 										"SELECT attempt, max_attempts FROM coord.job "
 										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-										"AND (lease_until IS NOT NULL OR $5) "
-										"FOR UPDATE", 5, argtypes), args, nulls, false, 1),
+										"AND ((lease_until IS NOT NULL "
+										"      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
+										"     OR $5) "
+										"FOR UPDATE", 7, argtypes), args, nulls, false, 1),
 			 SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
 	{
@@ -2058,9 +2188,9 @@ Datum
 coord_heartbeat(PG_FUNCTION_ARGS)
 {
 	int64		id;
-	Oid			argtypes[3] = {INT8OID, INT8OID, INTERVALOID};
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Oid			argtypes[5] = {INT8OID, INT8OID, INTERVALOID, OIDOID, BOOLOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	CoordUserSwitch sw;
 	bool		found = false;
 	Datum		until = (Datum) 0;
@@ -2095,12 +2225,15 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		args[3] = ObjectIdGetDatum(sw.save_userid);
+		args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
 											"UPDATE coord.job SET lease = COALESCE($3, lease), "
 											"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
 											"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-											"AND lease_until IS NOT NULL RETURNING lease_until",
-											3, argtypes), args, nulls, false, 0),
+											"AND lease_until IS NOT NULL "
+											"AND (claimed_by OPERATOR(pg_catalog.=) $4 OR $5) RETURNING lease_until",
+											5, argtypes), args, nulls, false, 0),
 				 SPI_OK_UPDATE_RETURNING, "heartbeat");
 		if (SPI_processed == 1)
 		{

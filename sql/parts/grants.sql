@@ -5,7 +5,10 @@
 -- to a database, so a second CREATE EXTENSION finds them there; DROP
 -- EXTENSION leaves them):
 --   coord_worker   claim, complete, fail, heartbeat, enqueue, locks, requests
---   coord_monitor  the views, and the functions they call
+--   coord_monitor  the views, and the functions they call, but no column
+--                  that holds a live claim token or what callers store
+--                  (token, payload, result, last_error: these can carry
+--                  secrets, and a token is what forges a completion)
 --   coord_admin    schedules, apps, tick, purge, cancel, retry; and both above
 -- PUBLIC keeps USAGE on schema coord and nothing else: no function, no view.
 -- Functions run their SQL as the extension owner (CoordBecomeOwner), so no
@@ -66,6 +69,8 @@ DECLARE
   g record;
   fn pg_catalog.regprocedure;
   vw pg_catalog.regclass;
+  cols text;
+  withheld integer;
 BEGIN
   FOR g IN SELECT * FROM (VALUES
       ('coord_worker', ARRAY['lock', 'try_lock', 'unlock', 'unlock_all', 'xact_lock', 'try_xact_lock',
@@ -85,11 +90,30 @@ BEGIN
       EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I', fn, g.role);
     END LOOP;
   END LOOP;
+  -- coord_admin reads every column of every view; coord_monitor every
+  -- column but the withheld ones (column privileges: SELECT * of such a view
+  -- fails for it, naming the columns works).  The REVOKE first: 0.1.0 granted
+  -- whole views.
   FOR vw IN SELECT c.oid::pg_catalog.regclass FROM pg_catalog.pg_class AS c
             WHERE c.relnamespace OPERATOR(pg_catalog.=) 'coord'::pg_catalog.regnamespace
               AND c.relkind OPERATOR(pg_catalog.=) 'v'
   LOOP
-    EXECUTE pg_catalog.format('GRANT SELECT ON %s TO coord_monitor', vw);
+    EXECUTE pg_catalog.format('REVOKE SELECT ON %s FROM coord_monitor', vw);
+    EXECUTE pg_catalog.format('GRANT SELECT ON %s TO coord_admin', vw);
+    SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
+             FILTER (WHERE a.attname OPERATOR(pg_catalog.<>) ALL
+                     ('{token,payload,result,last_error}'::pg_catalog.name[])),
+           pg_catalog.count(*) FILTER (WHERE a.attname OPERATOR(pg_catalog.=) ANY
+                     ('{token,payload,result,last_error}'::pg_catalog.name[]))
+      INTO cols, withheld
+      FROM pg_catalog.pg_attribute AS a
+     WHERE a.attrelid OPERATOR(pg_catalog.=) vw AND a.attnum OPERATOR(pg_catalog.>) 0
+       AND NOT a.attisdropped;
+    IF withheld OPERATOR(pg_catalog.=) 0 THEN
+      EXECUTE pg_catalog.format('GRANT SELECT ON %s TO coord_monitor', vw);
+    ELSE
+      EXECUTE pg_catalog.format('GRANT SELECT (%s) ON %s TO coord_monitor', cols, vw);
+    END IF;
   END LOOP;
   -- a view's functions run with the reader's privileges: the monitor needs them
   FOR fn IN SELECT DISTINCT d.refobjid::pg_catalog.regprocedure

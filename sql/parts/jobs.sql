@@ -38,14 +38,17 @@ CREATE TABLE coord.job (
     claimed_at   timestamptz,
     last_error   text,
     request_key  text,
-    origin       text
+    origin       text,
+    claimed_by   oid
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
+COMMENT ON COLUMN coord.job.claimed_by IS
+  'The role that made the last claim: only it (or coord_admin) may complete, fail or heartbeat a lease claim';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
--- lease_until, claimed_at, last_error), so it is a HOT update: no index grows
--- when work is claimed.  Claims update rows, and completions insert history
+-- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
+-- no index grows when work is claimed.  Claims update rows, and completions insert history
 -- rows, through the table access method: triggers, CHECK constraints,
 -- defaults and generated columns added to these two tables would not apply.  The claim
 -- index leads with a hash of the queue rather than its name: every key is
@@ -150,13 +153,15 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
   'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
 
--- Internal: the claim statement's group check (one job of a group at a time,
--- in enqueue order).  Not granted to anyone.
-CREATE FUNCTION coord.job_group_free(queue text, group_key text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_group_free'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.job_group_free(text, text, bigint) IS
-  'Internal to coord.claim: whether no earlier job of the group waits and none of it runs';
+-- Internal: the claim statement's test, below its row locks, of whether it
+-- may lock a row (no session holds the job's claim lock; for a job of a
+-- group, no earlier job of it waits and none of it runs): a claim never
+-- row-locks a job it then skips.  Not granted to anyone.
+CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
+LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
+COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid) IS
+  'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';
 
 CREATE FUNCTION coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_complete'

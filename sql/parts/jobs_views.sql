@@ -8,14 +8,16 @@ SELECT j.id, j.queue,
             ELSE 'ready' END AS state,
        j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
        j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
-       NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin
+       NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
+       j.claimed_by::pg_catalog.regrole AS claimed_by
   FROM coord.job AS j
 UNION ALL
 SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
-       h.claimed_at, h.finished_at, h.result, h.origin
+       h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole
   FROM coord.job_history AS h;
-COMMENT ON VIEW coord.jobs IS 'Every live job and every finished job still in the history';
+COMMENT ON VIEW coord.jobs IS
+  'Every live job and every finished job still in the history; token, payload, result and last_error for coord_admin only';
 
 CREATE VIEW coord.queue_stats AS
 WITH live AS (

@@ -32,6 +32,11 @@ UPDATE coord.job SET lease_until = pg_catalog.now()
  WHERE state OPERATOR(pg_catalog.=) 'running' AND lease_until IS NULL;
 ALTER TABLE coord.job DROP COLUMN state;
 ALTER TABLE coord.job ADD COLUMN origin text;
+-- claims record their role from now on; a lease claim made before the
+-- update has none, so only coord_admin can finish it (or its lease runs out)
+ALTER TABLE coord.job ADD COLUMN claimed_by oid;
+COMMENT ON COLUMN coord.job.claimed_by IS
+  'The role that made the last claim: only it (or coord_admin) may complete, fail or heartbeat a lease claim';
 CREATE INDEX job_ready ON coord.job (pg_catalog.hashtextextended(queue, 0), priority DESC, run_at, id);
 COMMENT ON INDEX coord.job_ready IS 'The claim order within a queue: highest priority, then oldest run_at';
 CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
@@ -63,10 +68,12 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
   'Internal to coord.claim: takes the claim lock of a job its statement has locked; errors when called otherwise';
 
--- Internal: the claim statement's group check (one job of a group at a time,
--- in enqueue order).  Not granted to anyone.
-CREATE FUNCTION coord.job_group_free(queue text, group_key text, id bigint)
-RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_group_free'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.job_group_free(text, text, bigint) IS
-  'Internal to coord.claim: whether no earlier job of the group waits and none of it runs';
+-- Internal: the claim statement's test, below its row locks, of whether it
+-- may lock a row (no session holds the job's claim lock; for a job of a
+-- group, no earlier job of it waits and none of it runs): a claim never
+-- row-locks a job it then skips.  Not granted to anyone.
+CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
+LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
+COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid) IS
+  'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';

@@ -20,7 +20,8 @@ expect() {  # expect DB SQL WANT WHAT
 for db in coord_up coord_fresh coord_src coord_dst; do
   psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 done
-trap 'for db in coord_up coord_fresh coord_src coord_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done' EXIT
+trap 'for db in coord_up coord_fresh coord_src coord_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done
+      psql -qX -d postgres -c "DROP ROLE IF EXISTS upgrade_worker" >/dev/null 2>&1' EXIT
 
 # ---- 1. update from 0.1.0
 q coord_up "CREATE EXTENSION pg_coord VERSION '0.1.0'" >/dev/null
@@ -41,6 +42,9 @@ expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'"
 expect coord_up "SELECT string_agg(payload->>'n' || ':' || state, ',' ORDER BY id) FROM coord.jobs" \
        "1:ready,2:ready,3:running" "jobs survive; the lease claim is still running"
 expect coord_up "SELECT coord.enqueue('up', '{}', key => 'two') = (SELECT id FROM coord.job WHERE key = 'two')" "t" "dedupe keys still hold"
+psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP ROLE IF EXISTS upgrade_worker" -c "CREATE ROLE upgrade_worker IN ROLE coord_worker" >/dev/null
+expect coord_up "SET ROLE upgrade_worker; SELECT coord.complete($(q coord_up "SELECT id FROM coord.job WHERE payload->>'n' = '3'"), 77)" "f" \
+       "a lease claim made before the update has no claimant: a worker role cannot complete it"
 expect coord_up "SELECT coord.complete(id, 77) FROM coord.job WHERE payload->>'n' = '3'" "t" "the old claim's token completes it"
 expect coord_up "SELECT count(*) FROM coord.claim('up', 10)" "2" "the ready jobs are claimable"
 expect coord_up "SELECT coord.request_state('up-key')" "queued" "requests survive"
@@ -56,6 +60,7 @@ SELECT 'rel ' || c.relname || ' ' || c.relkind::text || ' ' || coalesce(obj_desc
   FROM pg_class c WHERE c.relnamespace = 'coord'::regnamespace
 UNION ALL
 SELECT 'col ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+       || ' ' || coalesce(a.attacl::text, '-') || ' ' || coalesce(col_description(c.oid, a.attnum), '-')
   FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
   LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
  WHERE c.relnamespace = 'coord'::regnamespace
