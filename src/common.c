@@ -814,12 +814,15 @@ CoordSpiText(const char *s)
 }
 
 /*
- * CoordNotInParallel is the first thing every function that changes state
- * or takes locks does.  Reached from a parallel worker (a caller's function
- * wrongly marked PARALLEL SAFE under debug_parallel_query), its locks would
- * belong to a process that is about to exit and its writes are refused by
- * the core, some of them only as an internal error deep inside; refuse it up
- * front, with the SQLSTATE the core uses for writes in parallel mode.
+ * CoordNotInParallel comes first in every function that changes state or
+ * takes locks, before any lock, SPI or cache work (only argument fetching
+ * and checks in declarations precede it).  Reached from a parallel worker
+ * (a caller's function wrongly marked PARALLEL SAFE under
+ * force_parallel_mode, debug_parallel_query from PostgreSQL 16), its locks
+ * would belong to a process that is about to exit, and its writes are
+ * refused by the core, some only as an internal error (XX000) deep inside;
+ * refuse it up front, with the SQLSTATE the core uses for writes in
+ * parallel mode.  One test per call: cheap enough for claims.
  */
 void
 CoordNotInParallel(FunctionCallInfo fcinfo)
