@@ -73,7 +73,7 @@ for s in $SUITES; do
       r=$(grep -E '^Result:' test/results/vg_pgtap.out || echo "no result") ;;
     cron)
       # the standalone harness: plain, then -fsanitize=address,undefined
-      if bash test/cron/run.sh >test/results/vg_cron.out 2>&1; then r="ok ($(tail -1 test/results/vg_cron.out))"
+      if CC=${CC:-gcc} bash test/cron/run.sh >test/results/vg_cron.out 2>&1; then r="ok ($(tail -1 test/results/vg_cron.out))"
       else r="FAILED"; notes+=("cron harness under ASan/UBSan failed (test/results/vg_cron.out)"); fi
       grep -q 'sanitizers unavailable' test/results/vg_cron.out && notes+=("cron: sanitizers unavailable")
       ;;
