@@ -102,3 +102,8 @@ bench:
 # instructions per job (valgrind), after make install: bench/callgrind.sh
 callgrind:
 	./bench/callgrind.sh
+# the server under valgrind memcheck (and the cron harness under ASan/UBSan);
+# slow, not part of make test: test/valgrind/run.sh
+.PHONY: test-valgrind
+test-valgrind:
+	./test/valgrind/run.sh

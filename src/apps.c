@@ -1364,6 +1364,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 	TimestampTz catchup = 0;
 	uint64		i;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 2, "depends");
 	CoordRequireArg(fcinfo, 7, "conf");
 	if (starts_s)
@@ -1573,6 +1574,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	bool		found;
 
+	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -1839,6 +1841,12 @@ coord_grid(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("grid needs finite times with from before to")));
+	/* a NULL element would be looked up as an app named "(null)" */
+	if (!PG_ARGISNULL(2) && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(2)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("apps must not contain null elements"),
+				 errhint("Pass NULL instead of the array to show every app.")));
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	args[0] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);

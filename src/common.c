@@ -41,6 +41,7 @@
 #include "utils/hsearch.h"
 #include "utils/inet.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/resowner.h"
@@ -1100,11 +1101,68 @@ CoordSpiText(const char *s)
 }
 
 /*
- * CoordLocalHash makes a backend-local hash table in TopMemoryContext, on
- * first use.  flags: HASH_BLOBS or HASH_STRINGS.
+ * CoordNotInParallel comes first in every function that changes state or
+ * takes locks, before any lock, SPI or cache work (only argument fetching
+ * and checks in declarations precede it).  Reached from a parallel worker
+ * (a caller's function wrongly marked PARALLEL SAFE under
+ * force_parallel_mode, debug_parallel_query from PostgreSQL 16), its locks
+ * would belong to a process that is about to exit, and its writes are
+ * refused by the core, some only as an internal error (XX000) deep inside;
+ * refuse it up front, with the SQLSTATE the core uses for writes in
+ * parallel mode.  One test per call: cheap enough for claims.
+ */
+void
+CoordNotInParallel(FunctionCallInfo fcinfo)
+{
+	char	   *name = NULL;
+
+	if (likely(!IsInParallelMode()))
+		return;
+	if (fcinfo->flinfo != NULL)
+		name = get_func_name(fcinfo->flinfo->fn_oid);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+			 errmsg("cannot call %s%s during a parallel operation",
+					name ? "coord." : "a pg_coord function", name ? name : ""),
+			 errdetail("pg_coord's functions that change state or take locks run only in the session's own backend."),
+			 errhint("Do not mark a function that calls it PARALLEL SAFE.")));
+}
+
+/*
+ * Backend-local caches.  Each lives in a memory context of its own under
+ * "pg_coord caches" (visible in pg_backend_memory_contexts), so that a
+ * cache is forgotten by resetting its context, never by freeing pieces, and
+ * nothing of pg_coord's is allocated in TopMemoryContext directly.
+ */
+static MemoryContext cache_parent = NULL;
+
+/*
+ * CoordCacheContext returns the context *cxt, made on first use as a child
+ * of "pg_coord caches"; NULL cxt: that parent itself.  name must be a
+ * string constant (contexts keep the pointer).  Reset the context to forget
+ * what the cache holds.
+ */
+MemoryContext
+CoordCacheContext(MemoryContext *cxt, const char *name)
+{
+	if (cache_parent == NULL)
+		cache_parent = AllocSetContextCreate(TopMemoryContext, "pg_coord caches",
+											 ALLOCSET_SMALL_SIZES);
+	if (cxt == NULL)
+		return cache_parent;
+	if (*cxt == NULL)
+		*cxt = AllocSetContextCreateInternal(cache_parent, name, ALLOCSET_SMALL_SIZES);
+	return *cxt;
+}
+
+/*
+ * CoordLocalHashIn makes a backend-local hash table in cxt on first use
+ * (dynahash gives it a context of its own below cxt, so resetting cxt
+ * destroys it: set *table to NULL then).  flags: HASH_BLOBS or HASH_STRINGS.
  */
 HTAB *
-CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags)
+CoordLocalHashIn(HTAB **table, MemoryContext cxt, const char *name, Size keysize,
+				 Size entrysize, int flags)
 {
 	if (*table == NULL)
 	{
@@ -1112,10 +1170,19 @@ CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int
 
 		ctl.keysize = keysize;
 		ctl.entrysize = entrysize;
-		ctl.hcxt = TopMemoryContext;
+		ctl.hcxt = cxt;
 		*table = hash_create(name, 16, &ctl, HASH_ELEM | HASH_CONTEXT | flags);
 	}
 	return *table;
+}
+
+/* CoordLocalHash: a cache whose entries hold no pointers, under "pg_coord caches". */
+HTAB *
+CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags)
+{
+	if (*table != NULL)
+		return *table;
+	return CoordLocalHashIn(table, CoordCacheContext(NULL, NULL), name, keysize, entrysize, flags);
 }
 
 /*

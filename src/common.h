@@ -161,6 +161,12 @@ extern int	CoordPlanGeneration(SPIPlanPtr plan);
 extern void CoordSpiCheck(int rc, int expected, const char *what);
 extern text *CoordSpiText(const char *s);
 extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);
+extern HTAB *CoordLocalHashIn(HTAB **table, MemoryContext cxt, const char *name,
+							  Size keysize, Size entrysize, int flags);
+extern MemoryContext CoordCacheContext(MemoryContext *cxt, const char *name);
+
+/* First in every function that changes state or takes locks: 25000 in a parallel worker */
+extern void CoordNotInParallel(FunctionCallInfo fcinfo);
 
 /* One definition's work in a subtransaction of its own (see common.c) */
 typedef void (*CoordIsolatedFn) (void *arg);

@@ -642,7 +642,7 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	jobrels.h_last_error = -1;
 	if (jobrels.src != NULL)
 		pfree(jobrels.src);
-	jobrels.src = MemoryContextAlloc(TopMemoryContext, sizeof(int) * Max(hdesc->natts, 1));
+	jobrels.src = MemoryContextAlloc(CoordCacheContext(NULL, NULL), sizeof(int) * Max(hdesc->natts, 1));
 	for (i = 0; i < hdesc->natts; i++)
 	{
 		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
@@ -900,6 +900,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	int64		id;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payload");
 	CoordRequireArg(fcinfo, 3, "priority");
 	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
@@ -942,6 +943,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	int64	   *ids;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payloads");
 	CoordRequireArg(fcinfo, 3, "priority");
 	arr = PG_GETARG_ARRAYTYPE_P(1);
@@ -1685,6 +1687,7 @@ coord_claim(PG_FUNCTION_ARGS)
 	HeapTuple  *rows;
 	MemoryContext callcxt = CurrentMemoryContext;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "n");
 	CoordRequireArg(fcinfo, 4, "session_bound");
 	n = PG_GETARG_INT32(1);
@@ -1932,6 +1935,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	bool		ok;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
 	if (!PG_ARGISNULL(2))
@@ -1988,6 +1992,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 				nheld = 0,
 				i;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "ids");
 	CoordRequireArg(fcinfo, 1, "tokens");
 	ids = PG_GETARG_ARRAYTYPE_P(0);
@@ -2100,6 +2105,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	const char *result = NULL;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
 	if (!PG_ARGISNULL(2))
@@ -2195,6 +2201,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	bool		found = false;
 	Datum		until = (Datum) 0;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
 	id = PG_GETARG_INT64(0);
@@ -2261,6 +2268,7 @@ coord_cancel(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	bool		moved;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -2286,6 +2294,7 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	bool		moved;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	SPI_connect();
@@ -2416,6 +2425,7 @@ coord_purge_jobs(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	uint64		n;
 
+	CoordNotInParallel(fcinfo);
 	if (PG_ARGISNULL(0))
 	{
 		Interval   *iv = palloc0(sizeof(Interval));
@@ -2480,6 +2490,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	int64		id;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "key");
 	CoordRequireArg(fcinfo, 2, "payload");
 	CoordRequireArg(fcinfo, 4, "priority");

@@ -67,14 +67,14 @@ typedef struct HeldEntry
 {
 	HeldKey		hk;				/* hash key: must be first */
 	int64		count;
-	CoordPath  *path;			/* in TopMemoryContext */
+	CoordPath  *path;			/* in held_cxt */
 } HeldEntry;
 
 /* A name this backend has checked against the registry. */
 typedef struct NameEntry
 {
 	uint64		key;			/* hash key: must be first */
-	char	   *path;			/* in TopMemoryContext */
+	char	   *path;			/* in names_cxt */
 } NameEntry;
 
 /* A name to check, gathered before one registry round trip. */
@@ -87,7 +87,14 @@ typedef struct PendingName
 
 static bool coord_register_lock_names = true;
 
+/*
+ * Each cache lives in a context of its own (common.c), which holds its hash
+ * table and the strings its entries point to: forgetting a cache is one
+ * reset of its context.
+ */
+static MemoryContext held_cxt = NULL;
 static HTAB *held_locks = NULL;
+static MemoryContext names_cxt = NULL;
 static HTAB *known_names = NULL;
 static bool names_inserted_in_xact = false;
 
@@ -124,7 +131,7 @@ ForgetNames(void)
 {
 	if (known_names != NULL)
 	{
-		hash_destroy(known_names);
+		MemoryContextReset(names_cxt);
 		known_names = NULL;
 	}
 }
@@ -194,10 +201,15 @@ RememberName(uint64 key, const char *path, int len)
 	NameEntry  *e;
 	bool		found;
 
-	CoordLocalHash(&known_names, "pg_coord lock names", sizeof(uint64), sizeof(NameEntry), HASH_BLOBS);
+	CoordLocalHashIn(&known_names, CoordCacheContext(&names_cxt, "pg_coord lock names"),
+					 "pg_coord lock names", sizeof(uint64), sizeof(NameEntry), HASH_BLOBS);
 	e = hash_search(known_names, &key, HASH_ENTER, &found);
 	if (!found)
-		e->path = MemoryContextStrdup(TopMemoryContext, pnstrdup(path, len));
+	{
+		e->path = MemoryContextAlloc(names_cxt, len + 1);
+		memcpy(e->path, path, len);
+		e->path[len] = '\0';
+	}
 }
 
 /*
@@ -423,7 +435,8 @@ NoteSessionLock(const CoordPath *p, bool shared)
 	HeldEntry  *e;
 	bool		found;
 
-	CoordLocalHash(&held_locks, "pg_coord session locks", sizeof(HeldKey), sizeof(HeldEntry), HASH_BLOBS);
+	CoordLocalHashIn(&held_locks, CoordCacheContext(&held_cxt, "pg_coord session locks"),
+					 "pg_coord session locks", sizeof(HeldKey), sizeof(HeldEntry), HASH_BLOBS);
 	memset(&hk, 0, sizeof(hk));
 	hk.key = p->keys[p->depth - 1];
 	hk.shared = shared;
@@ -431,9 +444,9 @@ NoteSessionLock(const CoordPath *p, bool shared)
 	if (!found)
 	{
 		e->count = 0;
-		e->path = MemoryContextAlloc(TopMemoryContext, sizeof(CoordPath));
+		e->path = MemoryContextAlloc(held_cxt, sizeof(CoordPath));
 		memcpy(e->path, p, sizeof(CoordPath));
-		e->path->path = MemoryContextStrdup(TopMemoryContext, p->path);
+		e->path->path = MemoryContextStrdup(held_cxt, p->path);
 	}
 	e->count++;
 }
@@ -484,6 +497,7 @@ TimeoutArg(FunctionCallInfo fcinfo, int argno)
 Datum
 coord_lock(PG_FUNCTION_ARGS)
 {
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 2, "shared");
 	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), true,
@@ -494,6 +508,7 @@ coord_lock(PG_FUNCTION_ARGS)
 Datum
 coord_try_lock(PG_FUNCTION_ARGS)
 {
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 1, "shared");
 	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), true, 0));
@@ -503,6 +518,7 @@ coord_try_lock(PG_FUNCTION_ARGS)
 Datum
 coord_xact_lock(PG_FUNCTION_ARGS)
 {
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 2, "shared");
 	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), false,
@@ -513,6 +529,7 @@ coord_xact_lock(PG_FUNCTION_ARGS)
 Datum
 coord_try_xact_lock(PG_FUNCTION_ARGS)
 {
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 1, "shared");
 	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), false, 0));
@@ -533,6 +550,7 @@ coord_unlock(PG_FUNCTION_ARGS)
 	LOCKTAG		leaf;
 	bool		shared;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 1, "shared");
 	shared = PG_GETARG_BOOL(1);
@@ -577,6 +595,7 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 	HeldEntry  *e;
 	int64		released = 0;
 
+	CoordNotInParallel(fcinfo);
 	if (held_locks == NULL)
 		PG_RETURN_INT32(0);
 
@@ -597,10 +616,8 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 			ReleasePath(p, e->hk.shared);
 			released++;
 		}
-		pfree(p->path);
-		pfree(p);
 	}
-	hash_destroy(held_locks);
+	MemoryContextReset(held_cxt);
 	held_locks = NULL;
 	PG_RETURN_INT32((int32) Min(released, PG_INT32_MAX));
 }
@@ -624,6 +641,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 	bool		shared;
 	CoordPath	p;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "paths");
 	CoordRequireArg(fcinfo, 1, "shared");
 	arr = PG_GETARG_ARRAYTYPE_P(0);
@@ -689,6 +707,7 @@ coord_fence(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		token;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
 	CoordSetTag(&leaf, p.keys[p.depth - 1], COORD_NS_PATH);
@@ -782,6 +801,7 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	int64		n;
 
+	CoordNotInParallel(fcinfo);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,

@@ -250,6 +250,7 @@ coord_request(PG_FUNCTION_ARGS)
 	bool		answer;
 	CoordUserSwitch sw;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "wait");
 	wait = PG_GETARG_BOOL(1);
 	if (!stale_null)
@@ -342,6 +343,7 @@ CoordRequestMarkQueued(const char *key)
 Datum
 coord_mark_queued(PG_FUNCTION_ARGS)
 {
+	CoordNotInParallel(fcinfo);
 	CoordRequestMarkQueued(KeyArg(fcinfo, 0));
 	PG_RETURN_VOID();
 }
@@ -353,6 +355,7 @@ coord_mark_done(PG_FUNCTION_ARGS)
 	char	   *key = KeyArg(fcinfo, 0);
 	CoordUserSwitch sw;
 
+	CoordNotInParallel(fcinfo);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	RunKeyPlan(&plan_done,
@@ -378,6 +381,7 @@ coord_release(PG_FUNCTION_ARGS)
 	char	   *key = KeyArg(fcinfo, 0);
 	CoordUserSwitch sw;
 
+	CoordNotInParallel(fcinfo);
 	if (!Owns(key))
 	{
 		ereport(WARNING,
@@ -429,6 +433,7 @@ coord_purge_requests(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	uint64		n;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "older_than");
 	(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(0), "older_than", true);
 	args[0] = PG_GETARG_DATUM(0);

@@ -434,6 +434,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 	bool		changed;
 	bool		isnull;
 
+	CoordNotInParallel(fcinfo);
 	if (PG_ARGISNULL(2) == PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -542,6 +543,7 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 	bool		found;
 
+	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	CoordBecomeOwner(&sw);
@@ -661,6 +663,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		args[1];
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "now");
 	now = PG_GETARG_TIMESTAMPTZ(0);
 	if (TIMESTAMP_NOT_FINITE(now))
@@ -708,6 +711,7 @@ coord_cron_install(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int64		jobid;
 
+	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "schedule");
 	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SPI_connect();

@@ -18,8 +18,23 @@ TRANSACTION, in PL/pgSQL exception blocks, several in one statement, through
 cursors, and around them SET of the coord.* settings, DISCARD ALL and
 pg_advisory_unlock_all().
 
+One more connection is a role that is only a member of coord_worker, with a
+hostile search_path: its own schema first, holding look-alikes of the
+functions and operators pg_coord's statements use, and temporary domains
+named after catalog types (jsonb, text, int8, timestamptz, interval, ...)
+whose CHECK calls a trap.  The trap records current_user in a table and,
+when it runs as anyone but that role, warns and tries ALTER ROLE ...
+SUPERUSER.  At the end nothing may have run as another role, and the role
+must have gained no attribute or membership.  Some calls of every
+connection go through a PARALLEL SAFE wrapper under force_parallel_mode, so
+that they run in a parallel worker: there every function that changes
+state or takes locks must refuse with 25000 (never succeed, never XX000).
+
 Every call ends in success or an ERROR with a SQLSTATE.  A failure is:
   - an ERROR of class XX (internal error: elog, can't-happen paths),
+  - a broken expectation: a writer that did not refuse parallel mode; an
+    array argument with a NULL element that was not refused with class 22
+    (coord.grid: 22004); a trap that ran as another role,
   - a lost connection (backend crash, server restart),
   - a statement that outlives statement_timeout by far and ignores cancel.
 The wrapper also searches the server log for crashes and assertion failures.
@@ -66,6 +81,37 @@ SECONDS = float(ENV.get("FUZZ_SECONDS", "0"))
 FAILFILE = ENV.get("FUZZ_FAILFILE", f"/tmp/pg_coord-fuzz-failures-{SEED}.sql")
 VERBOSE = ENV.get("FUZZ_VERBOSE", "") not in ("", "0")
 ROLE = "coord_fuzz"           # the ordinary (non-superuser) role
+HOSTILE = "coord_fuzz_hostile"  # only a member of coord_worker, with a hostile search_path
+HOSTILE_SCHEMA = "fz_hostile"
+TRAP_TABLE = "public.coord_fuzz_trap"
+# catalog types the statement texts use; each gets a temporary domain in the hostile session
+TRAP_TYPES = ["jsonb", "json", "text", "int8", "int4", "int2", "bool", "timestamptz", "timestamp",
+              "interval", "float8", "numeric", "name", "oid", "varchar", "bytea", "inet", "regclass",
+              "tid", "xid", "char"]
+# look-alike operators: (name, left type, right type, result type)
+TRAP_OPERATORS = [(op, t, t, "bool") for op in ("=", "<>", "<", "<=", ">", ">=")
+                  for t in ("int8", "int4", "text", "timestamptz", "interval", "jsonb", "bool")] + [
+    ("+", "timestamptz", "interval", "timestamptz"), ("-", "timestamptz", "interval", "timestamptz"),
+    ("-", "timestamptz", "timestamptz", "interval"), ("+", "int8", "int8", "int8"),
+    ("+", "int4", "int4", "int4"), ("-", "int8", "int8", "int8"), ("*", "interval", "float8", "interval"),
+    ("||", "text", "text", "text"), ("->>", "jsonb", "text", "text"), ("->", "jsonb", "text", "jsonb"),
+    ("?", "jsonb", "text", "bool"), ("@>", "jsonb", "jsonb", "bool"), ("||", "jsonb", "jsonb", "jsonb")]
+# look-alike functions: (name, argument types, result type)
+TRAP_FUNCTIONS = [("now", [], "timestamptz"), ("clock_timestamp", [], "timestamptz"),
+                  ("statement_timestamp", [], "timestamptz"), ("transaction_timestamp", [], "timestamptz"),
+                  ("pg_backend_pid", [], "int4"), ("length", ["text"], "int4"), ("lower", ["text"], "text"),
+                  ("upper", ["text"], "text"), ("left", ["text", "int4"], "text"),
+                  ("concat", ["text", "text"], "text"), ("format", ["text"], "text"),
+                  ("to_jsonb", ["text"], "jsonb"), ("jsonb_build_object", ["text", "text"], "jsonb"),
+                  ("jsonb_typeof", ["jsonb"], "text"),
+                  ("hashtext", ["text"], "int4"), ("date_trunc", ["text", "timestamptz"], "timestamptz"),
+                  ("txid_current", [], "int8"), ("pg_current_xact_id", [], "xid8"),
+                  ("current_setting", ["text"], "text"), ("set_config", ["text", "text", "bool"], "text"),
+                  ("pg_notify", ["text", "text"], "void"), ("nextval", ["regclass"], "int8"),
+                  ("abs", ["int8"], "int8"), ("array_length", ["anyarray", "int4"], "int4"),
+                  ("cardinality", ["anyarray"], "int4")]
+# the functions that change state or take locks; they must refuse parallel mode
+PARALLEL_READERS = {"grid", "job_group_free", "claim_take"}
 # Share of the calls that go through the sweep (each catalogued hostile value
 # of each argument, the other arguments valid) until it is exhausted.
 SWEEP_SHARE = float(ENV.get("FUZZ_SWEEP_SHARE", "0.5"))
@@ -694,7 +740,7 @@ SELECT p.oid, p.proname, p.prokind, p.proretset, p.proisstrict, p.provariadic <>
        ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY u(t, o)
              ORDER BY o),
        p.proargnames, p.proargmodes::text[], format_type(p.prorettype, NULL),
-       pg_get_function_identity_arguments(p.oid)
+       pg_get_function_identity_arguments(p.oid), p.proparallel
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = 'coord'
 ORDER BY p.proname, p.oid
@@ -707,7 +753,8 @@ UNCALLABLE = {"internal", "trigger", "event_trigger", "language_handler", "fdw_h
 class Func:
     def __init__(self, row):
         (self.oid, self.name, self.kind, self.retset, self.strict, self.variadic, nargs, ndef,
-         self.types, names, modes, self.rettype, ident) = row
+         self.types, names, modes, self.rettype, ident, self.parallel) = row
+        self.writer = self.parallel == "u" and self.name not in PARALLEL_READERS
         short = {"timestamp with time zone": "timestamptz", "timestamp without time zone": "timestamp",
                  "boolean": "bool", "integer": "int", "character varying": "varchar"}
         self.sig = f"coord.{self.name}({', '.join(short.get(t, t) for t in self.types)})"
@@ -954,6 +1001,7 @@ SESSION_SETUP = ("SET statement_timeout = '{st}'; SET lock_timeout = '{lt}'; "
 class Worker(threading.Thread):
     def __init__(self, idx, dbname, user, ascii_db, funcs, gucs):
         super().__init__(daemon=True, name=f"fuzz-{idx}")
+        self.hostile = user == HOSTILE
         self.idx = idx
         self.dbname = dbname
         self.user = user
@@ -991,11 +1039,23 @@ class Worker(threading.Thread):
             self.conn.set_client_encoding("SQL_ASCII")
         cur = self.conn.cursor()
         cur.execute(SESSION_SETUP.format(st=STMT_TIMEOUT, lt=LOCK_TIMEOUT))
-        cur.execute("SELECT pg_backend_pid()")
+        self.hostile_setup()
+        cur.execute("SELECT pg_catalog.pg_backend_pid()")
         self.pid = cur.fetchone()[0]
         POOLS.add("pids", self.pid)
         self.in_txn = False
         self.c.held, self.c.owned = [], []      # a new session holds nothing
+
+    def hostile_setup(self):
+        """The hostile session: temporary domains named after catalog types, whose CHECK
+        calls the trap, and a search_path with look-alikes first (again after DISCARD ALL)."""
+        if not self.hostile:
+            return
+        cur = self.conn.cursor()
+        for t in TRAP_TYPES:
+            cur.execute(f'CREATE DOMAIN pg_temp."{t}" AS pg_catalog."{t}" '
+                        f"CHECK ({HOSTILE_SCHEMA}.trap('domain {t}'))")
+        cur.execute(f"SET search_path = pg_temp, {HOSTILE_SCHEMA}, pg_catalog, public")
 
     # one statement; returns (ok, sqlstate, message, rows)
     def execute(self, sql, label=""):
@@ -1016,6 +1076,10 @@ class Worker(threading.Thread):
             return True, "ok", str(e), None
         finally:
             self.current = None
+            for n in self.conn.notices:
+                if "FUZZ-TRAP ran as" in n:
+                    STATS.fail("privilege", label or "statement", sql_text(sql),
+                               "a trap of the caller's ran as another role: " + n.strip())
             del self.conn.notices[:]
 
     def lost(self):
@@ -1105,9 +1169,41 @@ class Worker(threading.Thread):
         if self.ascii and (RAW_USED.is_set() or isinstance(v, bytes) and not isinstance(v, Sql)):
             self.raw_calls += 1
         self.sweep_calls += 1
-        return self.run_one(f.sig, sql)
+        ok, st = self.run_one(f.sig, sql)
+        # an array argument with a NULL element (the others valid) is a data exception
+        if (isinstance(v, list) and None in v and not any(isinstance(x, list) for x in v)
+                and not self.in_txn and st not in ("LOST", "57014", "55P03")):
+            want = "22004" if f.name == "grid" else "22"
+            if not st.startswith(want):
+                STATS.fail("expectation", f.sig, sql_text(sql),
+                           f"a NULL array element gave {st}, not {want if len(want) == 5 else 'class 22'}")
+        return ok, st
+
+    def call_parallel(self):
+        """A call through a PARALLEL SAFE wrapper under force_parallel_mode: it runs in a
+        parallel worker, where a writer must refuse with 25000."""
+        f = self.r.choice(self.funcs)
+        call = build_call(self.c, f)
+        if len(call) > MB or call.startswith(b"CALL "):
+            return self.run_one(f.sig, call)
+        ok, st = self.run_one("[SET parallel]", b"SET " + PARALLEL_GUC.encode() + b" = on", is_call=False)
+        if not ok:
+            return ok, st
+        sql = b"SELECT public.coord_fuzz_parallel(" + lit(call) + b")"
+        label = "[parallel] " + f.sig
+        ok, st = self.run_one(label, sql)
+        if st != "LOST":
+            self.run_one("[RESET parallel]", b"RESET " + PARALLEL_GUC.encode(), is_call=False)
+        # argument errors come first (class 22, 42, 54); never success or anything else
+        if f.writer and st != "LOST" and not (st == "25000" or st[:2] in ("22", "42", "54") or
+                                             st in ("57014", "55P03")):
+            STATS.fail("expectation", label, sql_text(call),
+                       f"a writer in a parallel worker gave {st}, not 25000")
+        return ok, st
 
     def call_random(self):
+        if not self.ascii and not self.in_txn and self.r.random() < 0.04:
+            return self.call_parallel()
         if self.sweep and self.r.random() < SWEEP_SHARE:
             res = self.call_sweep()
             if res:
@@ -1136,6 +1232,8 @@ class Worker(threading.Thread):
         elif x < 0.6 and not self.in_txn:
             ok, _ = self.run_one("[DISCARD ALL]", b"DISCARD ALL", is_call=False)
             self.execute(SESSION_SETUP.format(st=STMT_TIMEOUT, lt=LOCK_TIMEOUT).encode())
+            if ok:
+                self.hostile_setup()
         else:
             view = r.choice(VIEWS) if VIEWS else None
             if view:
@@ -1382,6 +1480,7 @@ def setup():
     cur.execute("SELECT rolname FROM pg_roles WHERE rolname IN ('coord_worker', 'coord_monitor')")
     for (g,) in cur.fetchall():
         cur.execute(f"GRANT {g} TO {ROLE}")
+    setup_hostile(cur)
     funcs = discover(a)
     cur.execute("SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = 'coord' AND c.relkind IN ('v', 'm') ORDER BY 1")
@@ -1393,6 +1492,104 @@ def setup():
     for (p,) in cur.fetchall():
         POOLS.add("pids", p)
     return a, start_time, version, funcs, gucs
+
+
+PARALLEL_GUC = "force_parallel_mode"
+
+
+def setup_hostile(cur):
+    """The hostile role, its schema of look-alikes, the trap and its table; the
+    PARALLEL SAFE wrapper for calls in parallel workers."""
+    global PARALLEL_GUC
+    cur.execute("SELECT pg_catalog.current_setting('server_version_num')::int")
+    if cur.fetchone()[0] >= 160000:
+        PARALLEL_GUC = "debug_parallel_query"
+    cur.execute("CREATE OR REPLACE FUNCTION public.coord_fuzz_parallel(q pg_catalog.text) "
+                "RETURNS pg_catalog.int4 LANGUAGE plpgsql PARALLEL SAFE AS "
+                "$f$ BEGIN EXECUTE q; RETURN 1; END $f$")
+    cur.execute(f"SELECT 1 FROM pg_roles WHERE rolname = '{HOSTILE}'")
+    if not cur.fetchone():
+        cur.execute(f"CREATE ROLE {HOSTILE} LOGIN")
+    cur.execute(f"GRANT coord_worker TO {HOSTILE}")
+    cur.execute(f"DROP SCHEMA IF EXISTS {HOSTILE_SCHEMA} CASCADE")
+    cur.execute(f"DROP TABLE IF EXISTS {TRAP_TABLE}")
+    cur.execute(f"CREATE TABLE {TRAP_TABLE} (ran_as pg_catalog.text, what pg_catalog.text, "
+                "at pg_catalog.timestamptz DEFAULT pg_catalog.now())")
+    cur.execute(f"GRANT INSERT, SELECT ON {TRAP_TABLE} TO PUBLIC")
+    cur.execute(f"CREATE SCHEMA {HOSTILE_SCHEMA} AUTHORIZATION {HOSTILE}")
+    # what follows is the attacker's own work: done as that role
+    h = psycopg2.connect(dbname=DB, user=HOSTILE, application_name="coord-fuzz-hostile-setup")
+    h.autocommit = True
+    hc = h.cursor()
+    guard = "SET search_path = pg_catalog, pg_temp"
+    hc.execute(f"""
+CREATE FUNCTION {HOSTILE_SCHEMA}.trap(what pg_catalog.text) RETURNS pg_catalog.bool
+LANGUAGE plpgsql {guard} AS $f$
+BEGIN
+  IF current_user OPERATOR(pg_catalog.<>) '{HOSTILE}'::pg_catalog.name THEN
+    RAISE WARNING 'FUZZ-TRAP ran as %: %', current_user, what;
+    BEGIN
+      EXECUTE 'ALTER ROLE {HOSTILE} SUPERUSER';
+    EXCEPTION WHEN OTHERS THEN NULL;
+    END;
+  END IF;
+  IF NOT pg_catalog.current_setting('transaction_read_only')::pg_catalog.bool THEN
+    INSERT INTO {TRAP_TABLE} (ran_as, what) VALUES (current_user, what);
+  END IF;
+  RETURN true;
+END $f$""")
+    n = 0
+    for name, args, res in TRAP_FUNCTIONS:
+        params = ", ".join(f"pg_catalog.{t}" if not t.startswith("any") else t for t in args)
+        call = f"pg_catalog.{name}(" + ", ".join(f"${i + 1}" for i in range(len(args))) + ")"
+        body = (f"PERFORM {call}; RETURN;" if res == "void" else f"RETURN {call};")
+        try:
+            hc.execute(f"CREATE FUNCTION {HOSTILE_SCHEMA}.{name}({params}) RETURNS pg_catalog.{res} "
+                       f"LANGUAGE plpgsql {guard} AS $f$ BEGIN "
+                       f"PERFORM {HOSTILE_SCHEMA}.trap('function {name}'); {body} END $f$")
+            n += 1
+        except psycopg2.Error as e:
+            print(f"fuzz: look-alike {name}({params}) not created: {e.pgerror or e}".strip(), flush=True)
+    for i, (op, lt, rt, res) in enumerate(TRAP_OPERATORS):
+        fn = f"{HOSTILE_SCHEMA}.op{i}"
+        hc.execute(f"CREATE FUNCTION {fn}(a pg_catalog.{lt}, b pg_catalog.{rt}) RETURNS pg_catalog.{res} "
+                   f"LANGUAGE plpgsql {guard} AS $f$ BEGIN "
+                   f"PERFORM {HOSTILE_SCHEMA}.trap('operator {op} ({lt}, {rt})'); "
+                   f"RETURN a OPERATOR(pg_catalog.{op}) b; END $f$")
+        hc.execute(f"CREATE OPERATOR {HOSTILE_SCHEMA}.{op} (LEFTARG = pg_catalog.{lt}, "
+                   f"RIGHTARG = pg_catalog.{rt}, FUNCTION = {fn})")
+        n += 1
+    h.close()
+    print(f"fuzz: hostile role {HOSTILE} (member of coord_worker only): {n} look-alikes in schema "
+          f"{HOSTILE_SCHEMA}, {len(TRAP_TYPES)} temporary domains per session", flush=True)
+
+
+def check_hostile(a):
+    """Nothing of the hostile role's ran as another role; it gained nothing."""
+    cur = a.cursor()
+    cur.execute(f"SELECT ran_as, pg_catalog.count(*) FROM {TRAP_TABLE} GROUP BY 1 ORDER BY 1")
+    rows = cur.fetchall()
+    mine = sum(n for who, n in rows if who == HOSTILE)
+    others = [(who, n) for who, n in rows if who != HOSTILE]
+    print(f"fuzz: traps fired {mine} times as {HOSTILE}" +
+          (", and as other roles: " + ", ".join(f"{w} {n}" for w, n in others) if others else
+           ", never as another role"))
+    if others:
+        cur.execute(f"SELECT ran_as, what, pg_catalog.count(*) FROM {TRAP_TABLE} "
+                    f"WHERE ran_as <> '{HOSTILE}' GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 10")
+        STATS.fail("privilege", "trap table", "", "the caller's traps ran as another role: " +
+                   "; ".join(f"{w}: {what} ({n}x)" for w, what, n in cur.fetchall()))
+    if mine == 0:
+        STATS.fail("fuzzer", "trap table", "", "no trap ever fired, even as the caller: the test proves nothing")
+    cur.execute("SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls, "
+                "ARRAY(SELECT b.rolname::text FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid "
+                "WHERE m.member = r.oid ORDER BY 1) FROM pg_roles r WHERE rolname = %s", (HOSTILE,))
+    sup, cr, cdb, repl, bypass, member_of = cur.fetchone()
+    if sup or cr or cdb or repl or bypass or member_of != ["coord_worker"]:
+        STATS.fail("privilege", HOSTILE, "", f"the role gained privileges: superuser={sup} createrole={cr} "
+                   f"createdb={cdb} replication={repl} bypassrls={bypass} member of {member_of}")
+    else:
+        print(f"fuzz: {HOSTILE} is still no superuser and a member of coord_worker only")
 
 
 def finish_prepared(a):
@@ -1474,7 +1671,7 @@ def main():
     specs = [(DB, None, False), (DB, None, False), (DB, ROLE, False), (ASCII_DB, None, True)]
     if not ASCII_DB:
         specs[3] = (DB, None, False)
-    specs = (specs * ((THREADS + 3) // 4))[:THREADS]
+    specs = (specs * ((THREADS + 3) // 4))[:THREADS] + [(DB, HOSTILE, False)]
     ascii_funcs = None
     workers = []
     for i, (db, user, asc) in enumerate(specs):
@@ -1516,11 +1713,16 @@ def main():
     except psycopg2.Error as e:
         print(f"fuzz: could not roll back prepared transactions: {e}")
     for w in workers:
-        print(f"connection {w.idx}: database {w.dbname}, role {w.user or 'postgres (superuser)'}: "
+        print(f"connection {w.idx}: database {w.dbname}, role {w.user or 'postgres (superuser)'}"
+              f"{' (hostile search_path)' if w.hostile else ''}: "
               f"{w.calls} calls ({w.sweep_calls} of the sweep)" +
               (f", {w.raw_calls} with text that is not UTF-8" if w.ascii else ""))
     for a, sw in sweeps.items():
         print(f"sweep ({'SQL_ASCII' if a else 'UTF-8'} database): {sw.total - len(sw.items)} of {sw.total} done")
+    try:
+        check_hostile(admin(DB))
+    except psycopg2.Error as e:
+        STATS.fail("fuzzer", "trap table", "", f"could not check: {e}")
     report(funcs, gucs, start_time, a)
     if STATS.failures:
         print(f"fuzz: {len(STATS.failures)} failures; statements in full in {FAILFILE}")
