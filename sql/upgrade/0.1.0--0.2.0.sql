@@ -65,3 +65,18 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_group_free'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.job_group_free(text, text, bigint) IS
   'Internal to coord.claim: whether no earlier job of the group waits and none of it runs';
+
+-- The batch complete is no longer an overload of coord.complete: drivers
+-- that send untyped parameters (node-postgres) found coord.complete($1, $2)
+-- ambiguous.
+DROP FUNCTION coord.complete(bigint[], bigint[]);
+CREATE FUNCTION coord.complete_many(ids bigint[], tokens bigint[])
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_complete_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.complete_many(bigint[], bigint[]) IS
+  'Marks claimed jobs done (ids[i] with tokens[i]); returns how many were still the caller''s';
+
+-- A session-bound claim's heartbeat answers a far-future instant drivers can
+-- read, no longer infinity.
+COMMENT ON FUNCTION coord.heartbeat(bigint, bigint, interval) IS
+  'Extends a lease; returns the new lease end (9999-01-01 00:00:00+00 for a session-bound claim), NULL if the claim is not the caller''s';
