@@ -256,6 +256,42 @@ CheckRegistered(PendingName *pending, int n)
 }
 
 /*
+ * RegistryKeyTake try-locks a name's registry key (held until the end of
+ * the transaction).  On the caller's second try (retry), once it holds its
+ * path lock, a registrar whose transaction has ended may not have released
+ * the key yet: its abort released the path lock that woke us first (the
+ * order is the lock manager's).  Wait for that moment rather than leave the
+ * name out; a registrar still running is never waited for.
+ */
+static bool
+RegistryKeyTake(const LOCKTAG *tag, bool retry)
+{
+	for (;;)
+	{
+		VirtualTransactionId *holders;
+		bool		ending = true;
+
+		if (LockAcquire(tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+			return true;
+		if (!retry)
+			return false;
+		holders = GetLockConflicts(tag, ExclusiveLock, NULL);
+		for (; VirtualTransactionIdIsValid(*holders); holders++)
+		{
+			if (!VirtualXactLock(*holders, false))
+			{
+				ending = false;
+				break;
+			}
+		}
+		if (!ending)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
+}
+
+/*
  * RegisterNames makes sure every prefix of the given paths is in the
  * registry, checking for collisions.  Names already checked by this backend
  * cost one hash lookup.  Returns true when a name was left out because
@@ -266,9 +302,12 @@ CheckRegistered(PendingName *pending, int n)
  * Nothing is inserted in read-only transactions, on a standby, or under
  * REPEATABLE READ or SERIALIZABLE, whose snapshot may not see a row another
  * session registered since (the insert would then fail to serialize).
+ *
+ * retry: the caller's second try, once it holds its lock (see
+ * RegistryKeyTake).
  */
 static bool
-RegisterNames(CoordPath **paths, int npaths)
+RegisterNames(CoordPath **paths, int npaths, bool retry)
 {
 	bool		busy = false;
 	PendingName *pending = NULL;
@@ -329,7 +368,7 @@ RegisterNames(CoordPath **paths, int npaths)
 			/* Another transaction registering this key now: let it. */
 			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (pending[i].key >> 32),
 								 (uint32) pending[i].key, COORD_NS_REGISTRY);
-			if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			if (!RegistryKeyTake(&tag, retry))
 			{
 				busy = true;
 				continue;
@@ -405,7 +444,7 @@ AcquirePath(CoordPath *p, bool shared, bool session, int64 timeout_us, bool regi
 		return false;
 	if (register_again)
 	{
-		(void) RegisterNames(&p, 1);
+		(void) RegisterNames(&p, 1, true);
 		CoordInflightDone();
 	}
 	return true;
@@ -457,7 +496,7 @@ LockPath(text *path_text, bool shared, bool session, int64 timeout_us)
 	bool		busy;
 
 	CoordParsePath(path_text, &p);
-	busy = RegisterNames(&pp, 1);
+	busy = RegisterNames(&pp, 1, false);
 	ok = AcquirePath(&p, shared, session, timeout_us, busy);
 
 	if (ok && session)
@@ -639,7 +678,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 		CoordParsePath(DatumGetTextPP(elems[i]), &paths[i]);
 		pp[i] = &paths[i];
 	}
-	busy = RegisterNames(pp, n);
+	busy = RegisterNames(pp, n, false);
 
 	for (i = 0; i < n; i++)
 	{
