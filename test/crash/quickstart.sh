@@ -23,6 +23,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 ok() { checks=$((checks + 1)); echo "ok $*"; }
 q() { psql -qXAt -v ON_ERROR_STOP=1 -d quickstart -c "$1"; }
 
+# the README shows worker_psycopg3.py whole: it must be the file
+readme_code=$(awk '/^   The psycopg 3 one, whole:/ {f=1; next} f && /^   ```python/ {c=1; next}
+                   c && /^   ```/ {exit} c {sub(/^   /, ""); print}' "$COORD_ROOT/README.md")
+file_code=$(grep -v '^#' "$QS/worker_psycopg3.py")
+[ -n "$readme_code" ] && [ "$readme_code" = "$file_code" ] ||
+  fail "README's quick start code differs from examples/quickstart/worker_psycopg3.py"
+ok "README's quick start shows examples/quickstart/worker_psycopg3.py as it is"
+
 coord_createdb quickstart
 q "CREATE ROLE qs_worker LOGIN; GRANT coord_worker TO qs_worker"
 
