@@ -13,7 +13,7 @@ SELECT function_returns('coord', 'enqueue_many',
 SELECT function_returns('coord', 'claim',
        ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
-SELECT function_returns('coord', 'complete', ARRAY['bigint[]', 'bigint[]'], 'integer');
+SELECT function_returns('coord', 'complete_many', ARRAY['bigint[]', 'bigint[]'], 'integer');
 SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval'], 'text');
 SELECT function_returns('coord', 'heartbeat', ARRAY['bigint', 'bigint', 'interval'], 'timestamp with time zone');
 SELECT function_returns('coord', 'cancel', ARRAY['bigint'], 'boolean');
