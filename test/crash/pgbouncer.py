@@ -127,8 +127,22 @@ def main():
     time.sleep(0.2)
     (marks,) = one(direct, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 17205 "
                            "AND pid = %s AND granted", (server_pid,))
-    check("idle marks", marks >= 1,
-          f"A idled on a queue and disconnected: its server connection still holds {marks} idle mark(s)")
+    listener = psycopg2.connect(dbname="coord_pgb")   # listens, never claims: not idle
+    listener.autocommit = True
+    listener.cursor().execute('LISTEN "coord:lq2"')
+    one(direct, "SELECT coord.enqueue('lq2')")
+    select.select([listener], [], [], 2.0)
+    listener.poll()
+    sent = len(listener.notifies)
+    listener.cursor().execute('LISTEN "coord:lq3"')     # control: a queue nobody idled on
+    one(direct, "SELECT coord.enqueue('lq3')")
+    select.select([listener], [], [], 1.0)
+    listener.poll()
+    control = len(listener.notifies) - sent
+    check("idle marks", marks >= 1 and sent == 1 and control == 0,
+          f"A idled on a queue and disconnected: its server connection still holds {marks} idle mark(s), "
+          f"and an enqueue there still sends a NOTIFY ({sent} seen; {control} on a queue nobody idled on) "
+          f"with no client waiting")
     print(f"pgbouncer: {len(checks)} checks passed through PgBouncer (pool_mode = transaction): "
           + ", ".join(checks))
     return 0
