@@ -29,8 +29,10 @@
  * any session locks the path, so coord.locks shows readable paths and a
  * second path with the same key is refused instead of silently sharing a
  * lock.  Each backend caches the names it has checked; registration never
- * waits on another registrar (it takes a per-key try-lock first) and is
- * skipped in read-only transactions and on a standby.
+ * waits on another registrar that is still running (it takes a per-key
+ * try-lock first; only a waiter whose registrar's transaction has ended
+ * waits for it to let go of the key) and is skipped in read-only
+ * transactions and on a standby.
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
