@@ -588,7 +588,7 @@ DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED) RETURNING id\`, complete =
 \`DELETE\` (bench/jobs-*-raw.sql).  pg_coord: \`coord.enqueue('e',
 '{\"x\":1}')\`, \`coord.enqueue_many('e', array_fill(..., ARRAY[100]))\`,
 \`coord.claim('q' [, 100])\` then \`coord.complete(id, token)\` /
-\`coord.complete(ids[], tokens[])\` (bench/jobs-*-coord.sql).  Claim and
+\`coord.complete_many(ids, tokens)\` (bench/jobs-*-coord.sql).  Claim and
 complete are separate transactions on both sides (two commits per claim).
 Enqueue rows: no worker waits on queue 'e', so coord.enqueue sends no NOTIFY
 (it notifies only when an idle claimer waits), and the raw INSERT has none

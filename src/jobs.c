@@ -1974,7 +1974,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(ok);
 }
 
-/* coord.complete(ids bigint[], tokens bigint[]) returns how many were completed */
+/* coord.complete_many(ids bigint[], tokens bigint[]) returns how many were completed */
 Datum
 coord_complete_many(PG_FUNCTION_ARGS)
 {
@@ -2186,9 +2186,18 @@ coord_fail(PG_FUNCTION_ARGS)
 }
 
 /*
- * coord.heartbeat(id, token, lease) returns the new lease end; infinity for
- * a session-bound claim this session holds; NULL when the claim is not the
- * caller's.
+ * What heartbeat answers for a session-bound claim, which has no lease end:
+ * 9999-01-01 00:00:00+00 (2921575 days after 2000-01-01).  Not infinity,
+ * which psycopg 3 refuses and node-postgres turns into a number; in any
+ * TimeZone (UTC-12 to UTC+14) the instant is still a year Python's datetime
+ * holds, even with months added to it.
+ */
+#define SESSION_BOUND_UNTIL ((TimestampTz) INT64CONST(2921575) * USECS_PER_DAY)
+
+/*
+ * coord.heartbeat(id, token, lease) returns the new lease end;
+ * SESSION_BOUND_UNTIL for a session-bound claim this session holds; NULL
+ * when the claim is not the caller's.
  */
 Datum
 coord_heartbeat(PG_FUNCTION_ARGS)
@@ -2227,7 +2236,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 		if (SPI_processed == 1)
 		{
 			found = true;
-			until = TimestampTzGetDatum(DT_NOEND);
+			until = TimestampTzGetDatum(SESSION_BOUND_UNTIL);
 		}
 	}
 	else

@@ -29,8 +29,10 @@
  * any session locks the path, so coord.locks shows readable paths and a
  * second path with the same key is refused instead of silently sharing a
  * lock.  Each backend caches the names it has checked; registration never
- * waits on another registrar (it takes a per-key try-lock first) and is
- * skipped in read-only transactions and on a standby.
+ * waits on another registrar that is still running (it takes a per-key
+ * try-lock first; only a waiter whose registrar's transaction has ended
+ * waits for it to let go of the key) and is skipped in read-only
+ * transactions and on a standby.
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
@@ -268,6 +270,43 @@ CheckRegistered(PendingName *pending, int n)
 }
 
 /*
+ * RegistryKeyTake try-locks a name's registry key (held until the end of
+ * the transaction).  On the caller's second try (retry), once it holds its
+ * path lock, a registrar whose transaction has ended may not have released
+ * the key yet: its abort released the path lock that woke us first (the
+ * order is the lock manager's).  Wait for that moment rather than leave the
+ * name out; a registrar still running is never waited for.
+ */
+static bool
+RegistryKeyTake(const LOCKTAG *tag, bool retry, LockAcquireResult *res)
+{
+	for (;;)
+	{
+		VirtualTransactionId *holders;
+		bool		ending = true;
+
+		*res = LockAcquire(tag, ExclusiveLock, false, true);
+		if (*res != LOCKACQUIRE_NOT_AVAIL)
+			return true;
+		if (!retry)
+			return false;
+		holders = GetLockConflicts(tag, ExclusiveLock, NULL);
+		for (; VirtualTransactionIdIsValid(*holders); holders++)
+		{
+			if (!VirtualXactLock(*holders, false))
+			{
+				ending = false;
+				break;
+			}
+		}
+		if (!ending)
+			return false;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
+}
+
+/*
  * RegisterNames makes sure every prefix of the given paths is in the
  * registry, checking for collisions.  Names already checked by this backend
  * cost one hash lookup.  Returns true when a name was left out because
@@ -278,9 +317,12 @@ CheckRegistered(PendingName *pending, int n)
  * Nothing is inserted in read-only transactions, on a standby, or under
  * REPEATABLE READ or SERIALIZABLE, whose snapshot may not see a row another
  * session registered since (the insert would then fail to serialize).
+ *
+ * retry: the caller's second try, once it holds its lock (see
+ * RegistryKeyTake).
  */
 static bool
-RegisterNames(CoordPath **paths, int npaths)
+RegisterNames(CoordPath **paths, int npaths, bool retry)
 {
 	bool		busy = false;
 	PendingName *pending = NULL;
@@ -344,8 +386,7 @@ RegisterNames(CoordPath **paths, int npaths)
 			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (pending[i].key >> 32),
 								 (uint32) pending[i].key, COORD_NS_REGISTRY);
 			CoordLockBudget(1);
-			r = LockAcquire(&tag, ExclusiveLock, false, true);
-			if (r == LOCKACQUIRE_NOT_AVAIL)
+			if (!RegistryKeyTake(&tag, retry, &r))
 			{
 				busy = true;
 				continue;
@@ -422,7 +463,7 @@ AcquirePath(CoordPath *p, bool shared, bool session, int64 timeout_us, bool regi
 		return false;
 	if (register_again)
 	{
-		(void) RegisterNames(&p, 1);
+		(void) RegisterNames(&p, 1, true);
 		CoordInflightDone();
 	}
 	return true;
@@ -475,7 +516,7 @@ LockPath(text *path_text, bool shared, bool session, int64 timeout_us)
 	bool		busy;
 
 	CoordParsePath(path_text, &p);
-	busy = RegisterNames(&pp, 1);
+	busy = RegisterNames(&pp, 1, false);
 	ok = AcquirePath(&p, shared, session, timeout_us, busy);
 
 	if (ok && session)
@@ -679,7 +720,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 		/* in flight until registered, so a collision found then lets it go */
 		if (CoordAcquire(tags, modes, p.depth, true, 0, true))
 		{
-			(void) RegisterNames(&pp, 1);
+			(void) RegisterNames(&pp, 1, true);
 			CoordInflightDone();
 			NoteSessionLock(&p, shared);
 			PG_RETURN_TEXT_P(cstring_to_text(p.path));

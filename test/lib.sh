@@ -16,7 +16,8 @@ log() { printf '%s\n' "$*" >&2; }
 # Installs what is missing from Debian's packages (once per machine).
 coord_deps() {
   local want=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-cron
-              libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc)
+              libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc
+              python3-psycopg nodejs default-jdk-headless libpostgresql-jdbc-java pgbouncer)
   local missing=() p
   for p in "${want[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

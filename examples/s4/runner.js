@@ -13,10 +13,6 @@
 // LEASE.  Idle runners wait on LISTEN "coord:<queue>" and poll every POLL_S
 // seconds.  -e: exit once the queue has no ready, scheduled or running job;
 // -c: exit after COUNT jobs.  Connects with the PG* environment variables.
-//
-// With pg's untyped parameters, cast them: coord.complete($1::bigint,
-// $2::bigint) (the two-argument call is otherwise ambiguous with
-// coord.complete(bigint[], bigint[])).
 'use strict';
 const { Client } = require('pg');
 

@@ -76,7 +76,7 @@ BEGIN
       ('coord_worker', ARRAY['lock', 'try_lock', 'unlock', 'unlock_all', 'xact_lock', 'try_xact_lock',
                              'lock_first', 'fence', 'fence_ok', 'path_key',
                              'request', 'mark_queued', 'mark_done', 'release', 'request_state', 'key_hash',
-                             'enqueue', 'enqueue_many', 'claim', 'complete', 'fail', 'heartbeat',
+                             'enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
                              'job_state', 'job_claimed', 'job_part', 'cron_next']),
       ('coord_monitor', ARRAY['job_state', 'request_state', 'cron_next', 'grid']),
       ('coord_admin', ARRAY['schedule', 'unschedule', 'tick', 'cron_install', 'define_app', 'drop_app',

@@ -169,11 +169,13 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.complete(bigint, bigint, jsonb) IS
   'Marks a claimed job done; false, and no change, when the claim is no longer the caller''s';
 
-CREATE FUNCTION coord.complete(ids bigint[], tokens bigint[])
+-- Not an overload of coord.complete: drivers that send untyped parameters
+-- (node-postgres) would find coord.complete($1, $2) ambiguous.
+CREATE FUNCTION coord.complete_many(ids bigint[], tokens bigint[])
 RETURNS integer AS 'MODULE_PATHNAME', 'coord_complete_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.complete(bigint[], bigint[]) IS
-  'Marks claimed jobs done; returns how many were still the caller''s';
+COMMENT ON FUNCTION coord.complete_many(bigint[], bigint[]) IS
+  'Marks claimed jobs done (ids[i] with tokens[i]); returns how many were still the caller''s';
 
 CREATE FUNCTION coord.fail(id bigint, token bigint, error text DEFAULT NULL, retry_after interval DEFAULT NULL)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_fail'
@@ -185,7 +187,7 @@ CREATE FUNCTION coord.heartbeat(id bigint, token bigint, lease interval DEFAULT 
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_heartbeat'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.heartbeat(bigint, bigint, interval) IS
-  'Extends a lease; returns the new lease end (infinity for a session-bound claim), NULL if the claim is not the caller''s';
+  'Extends a lease; returns the new lease end (9999-01-01 00:00:00+00 for a session-bound claim), NULL if the claim is not the caller''s';
 
 CREATE FUNCTION coord.cancel(id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_cancel'

@@ -77,3 +77,18 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
 LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
 COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid) IS
   'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';
+
+-- The batch complete is no longer an overload of coord.complete: drivers
+-- that send untyped parameters (node-postgres) found coord.complete($1, $2)
+-- ambiguous.
+DROP FUNCTION coord.complete(bigint[], bigint[]);
+CREATE FUNCTION coord.complete_many(ids bigint[], tokens bigint[])
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_complete_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.complete_many(bigint[], bigint[]) IS
+  'Marks claimed jobs done (ids[i] with tokens[i]); returns how many were still the caller''s';
+
+-- A session-bound claim's heartbeat answers a far-future instant drivers can
+-- read, no longer infinity.
+COMMENT ON FUNCTION coord.heartbeat(bigint, bigint, interval) IS
+  'Extends a lease; returns the new lease end (9999-01-01 00:00:00+00 for a session-bound claim), NULL if the claim is not the caller''s';

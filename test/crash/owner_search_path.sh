@@ -138,7 +138,7 @@ calls_worker='
 SELECT coord.enqueue($$w$$, $${}$$, key => $$k$$, run_at => pg_catalog.now()), coord.enqueue($$w$$, $${}$$, key => $$k$$);
 SELECT * FROM coord.enqueue_many($$w$$, ARRAY[$${"a": 1}$$, $${"a": 2}$$]::pg_catalog.jsonb[]);
 SELECT coord.heartbeat(id, token, $$1 minute$$), coord.complete(id, token, $${"r": 1}$$) FROM coord.claim($$w$$, 1);
-SELECT coord.complete(ARRAY[id], ARRAY[token]) FROM coord.claim($$w$$, 1);
+SELECT coord.complete_many(ARRAY[id], ARRAY[token]) FROM coord.claim($$w$$, 1);
 SELECT coord.fail(id, token, $$boom$$, $$1 second$$) FROM coord.claim($$w$$, 1, session_bound => true);
 SELECT coord.claim($$w$$, 1, partition => 0, partitions => 2);
 SELECT coord.job_state(1), coord.job_claimed(1), coord.job_part($$k$$, 1);

@@ -444,7 +444,7 @@ def standby_writes(s, state):
         (W, "coord.claim (nothing due)", f"SELECT * FROM coord.claim('{QUEUE}-unused', 1)"),
         (W, "coord.complete (lease claim)", f"SELECT coord.complete({lid}, {ltok})"),
         (W, "coord.complete (session claim)", f"SELECT coord.complete({sid}, {stok})"),
-        (W, "coord.complete (arrays)", f"SELECT coord.complete(ARRAY[{lid}]::bigint[], ARRAY[{ltok}]::bigint[])"),
+        (W, "coord.complete_many", f"SELECT coord.complete_many(ARRAY[{lid}]::bigint[], ARRAY[{ltok}]::bigint[])"),
         (W, "coord.fail", f"SELECT coord.fail({lid}, {ltok}, 'x')"),
         (W, "coord.heartbeat", f"SELECT coord.heartbeat({lid}, {ltok})"),
         (W, "coord.cancel", f"SELECT coord.cancel({free_id})"),

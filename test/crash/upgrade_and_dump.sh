@@ -53,6 +53,12 @@ expect coord_up "SELECT coord.schedule('up-s', 'up', every => '1 hour') > 0" "t"
 q coord_up "SELECT coord.define_app('up-a', starts => 'hourly')" >/dev/null || fail "coord.define_app"
 expect coord_up "SELECT count(*) FROM coord.runs WHERE app = 'up-a'" "0" "new view: coord.runs"
 expect coord_up "SELECT coord.tick() >= 0" "t" "new function: coord.tick"
+expect coord_up "SELECT string_agg(p.oid::regprocedure::text, ',' ORDER BY 1) FROM pg_proc AS p
+                  WHERE p.pronamespace = 'coord'::regnamespace AND p.proname IN ('complete', 'complete_many')" \
+       "coord.complete(bigint,bigint,jsonb),coord.complete_many(bigint[],bigint[])" \
+       "0.1.0's batch overload of coord.complete is gone, coord.complete_many replaces it"
+expect coord_up "PREPARE untyped AS SELECT coord.complete(\$1, \$2); EXECUTE untyped(-1, 1)" "f" \
+       "coord.complete(\$1, \$2) with untyped parameters is not ambiguous"
 
 q coord_fresh "CREATE EXTENSION pg_coord" >/dev/null
 catalog="

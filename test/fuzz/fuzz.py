@@ -1295,7 +1295,7 @@ class Worker(threading.Thread):
             b"SELECT coord.request(" + k + b", false), coord.release(" + k + b"), coord.release(" + k + b")",
             b"SELECT coord.try_lock(x) FROM coord.lock_first(ARRAY[" + p + b", '/f/b']) x",
             b"SELECT coord.mark_queued(" + k + b", " + q + b") FROM (SELECT coord.request(" + k + b", false)) s",
-            b"SELECT coord.complete(array_agg(c.id), array_agg(c.token)) FROM coord.claim(" + q + b", " + n + b") c",
+            b"SELECT coord.complete_many(array_agg(c.id), array_agg(c.token)) FROM coord.claim(" + q + b", " + n + b") c",
             b"SELECT coord.job_state(c.id), coord.job_claimed(c.id), coord.retry(c.id) FROM coord.claim(" + q + b", " + n + b") c",
             b"SELECT coord.tick(), coord.tick(now() + '1 day')",
             b"WITH c AS (SELECT * FROM coord.claim(" + q + b", " + n + b")) "

@@ -44,13 +44,13 @@ SELECT is(coord.fail(t.id, t.token, 'forged', '100 years'), NULL, 'other role: f
 SELECT is(coord.fail(t.id, t.token, 'forged'), NULL, 'other role: fail answers NULL') FROM tap_cr_tok AS t WHERE who = 'a1';
 SELECT is(coord.complete(t.id, t.token, '{"forged": true}'), false, 'other role: complete answers false')
   FROM tap_cr_tok AS t WHERE who = 'a1';
-SELECT is(coord.complete(ARRAY[t.id], ARRAY[t.token]), 0, 'other role: batch complete counts it not')
+SELECT is(coord.complete_many(ARRAY[t.id], ARRAY[t.token]), 0, 'other role: batch complete counts it not')
   FROM tap_cr_tok AS t WHERE who = 'a1';
 -- the same answers as a stale token's
 SELECT is(ARRAY[coord.heartbeat(t.id, t.token)::text, coord.fail(t.id, t.token, 'x'),
-                coord.complete(t.id, t.token)::text, coord.complete(ARRAY[t.id], ARRAY[t.token])::text],
+                coord.complete(t.id, t.token)::text, coord.complete_many(ARRAY[t.id], ARRAY[t.token])::text],
           ARRAY[coord.heartbeat(t.id, t.token - 1)::text, coord.fail(t.id, t.token - 1, 'x'),
-                coord.complete(t.id, t.token - 1)::text, coord.complete(ARRAY[t.id], ARRAY[t.token - 1])::text],
+                coord.complete(t.id, t.token - 1)::text, coord.complete_many(ARRAY[t.id], ARRAY[t.token - 1])::text],
           'other role: the right token answers as a stale one')
   FROM tap_cr_tok AS t WHERE who = 'a1';
 -- a scan of tokens finds nothing
@@ -83,7 +83,7 @@ INSERT INTO tap_cr_tok SELECT 'a2', id, token FROM coord.claim('tap-cr', 1);
 SELECT is(coord.fail(t.id, t.token, 'again', '0'), 'scheduled', 'claimant: fail') FROM tap_cr_tok AS t WHERE who = 'a2';
 INSERT INTO tap_cr_tok SELECT 'a3', id, token FROM coord.claim('tap-cr', 1);
 INSERT INTO tap_cr_tok SELECT 'a4', id, token FROM coord.claim('tap-cr', 1);
-SELECT is(coord.complete(ARRAY[t.id], ARRAY[t.token]), 1, 'claimant: batch complete') FROM tap_cr_tok AS t WHERE who = 'a3';
+SELECT is(coord.complete_many(ARRAY[t.id], ARRAY[t.token]), 1, 'claimant: batch complete') FROM tap_cr_tok AS t WHERE who = 'a3';
 RESET ROLE;
 
 -- tokens stay strictly increasing, whoever claims

@@ -13,7 +13,7 @@ SELECT function_returns('coord', 'enqueue_many',
 SELECT function_returns('coord', 'claim',
        ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
-SELECT function_returns('coord', 'complete', ARRAY['bigint[]', 'bigint[]'], 'integer');
+SELECT function_returns('coord', 'complete_many', ARRAY['bigint[]', 'bigint[]'], 'integer');
 SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval'], 'text');
 SELECT function_returns('coord', 'heartbeat', ARRAY['bigint', 'bigint', 'interval'], 'timestamp with time zone');
 SELECT function_returns('coord', 'cancel', ARRAY['bigint'], 'boolean');
@@ -41,8 +41,8 @@ SELECT lives_ok($$SELECT coord.enqueue('tap', '{"a":1}')$$, 'enqueue with an unt
 SELECT is((SELECT count(*)::int FROM coord.claim('tap', 5)), 1, 'claim takes the due job');
 SELECT is((SELECT count(*)::int FROM coord.claim('tap', 5)), 0, 'and not twice');
 SELECT is((SELECT state FROM coord.jobs WHERE queue = 'tap'), 'running', 'running while claimed');
-SELECT is(coord.complete(ARRAY(SELECT id FROM coord.job WHERE queue = 'tap'),
-                         ARRAY(SELECT token FROM coord.job WHERE queue = 'tap')), 1, 'batch complete');
+SELECT is(coord.complete_many(ARRAY(SELECT id FROM coord.job WHERE queue = 'tap'),
+                               ARRAY(SELECT token FROM coord.job WHERE queue = 'tap')), 1, 'batch complete');
 SELECT is((SELECT state FROM coord.jobs WHERE queue = 'tap'), 'done', 'done after complete');
 SELECT is(coord.job_state(coord.enqueue('tap', run_at => now() + interval '1 day')), 'scheduled', 'future job is scheduled');
 SELECT is((SELECT scheduled FROM coord.queue_stats WHERE queue = 'tap'), 1::bigint, 'queue_stats counts it');
@@ -75,7 +75,7 @@ SELECT throws_ok($$SELECT coord.claim('q', partitions => 4)$$, '22004', NULL, 'c
 SELECT throws_ok($$SELECT coord.claim('q', partition => -1, partitions => 4)$$, '22023', NULL, 'claim bad partition');
 SELECT throws_ok($$SELECT coord.claim('q', partition => 0, partitions => 0)$$, '22023', NULL, 'claim zero partitions');
 SELECT throws_ok($$SELECT coord.complete(1, NULL)$$, '22004', NULL, 'complete token NULL');
-SELECT throws_ok($$SELECT coord.complete(ARRAY[1], ARRAY[1, 2]::bigint[])$$, '2202E', NULL, 'complete lengths differ');
+SELECT throws_ok($$SELECT coord.complete_many(ARRAY[1], ARRAY[1, 2])$$, '2202E', NULL, 'complete lengths differ');
 SELECT throws_ok($$SELECT coord.fail(NULL, 1)$$, '22004', NULL, 'fail id NULL');
 SELECT throws_ok($$SELECT coord.fail(1, 1, 'x', '-1 s')$$, '22023', NULL, 'fail negative retry_after');
 SELECT throws_ok($$SELECT coord.heartbeat(1, 1, '-1 s')$$, '22023', NULL, 'heartbeat negative lease');

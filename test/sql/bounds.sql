@@ -30,7 +30,7 @@ CREATE TEMP TABLE claimed (id bigint, token bigint);
 SELECT 'INSERT INTO claimed SELECT id, token FROM coord.claim(''bounds-many'', 10000)'
   FROM generate_series(1, 5) \gexec
 SELECT count(*) FROM claimed;
-SELECT coord.complete(array_agg(id), array_agg(token)) FROM claimed, generate_series(1, 20);
+SELECT coord.complete_many(array_agg(id), array_agg(token)) FROM claimed, generate_series(1, 20);
 SELECT count(*) FROM coord.job WHERE queue = 'bounds-many';
 
 -- Dependency checks on a chain of 40 diamonds (2^40 paths through it) are

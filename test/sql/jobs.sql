@@ -84,11 +84,21 @@ SELECT token AS ct FROM coord.claim('cancel') \gset
 SELECT coord.cancel(:cid), coord.cancel(:cid) AS again, coord.complete(:cid, :ct) AS complete_after_cancel;
 SELECT coord.job_state(:cid), coord.retry(:cid) AS retry_cancelled;
 
--- Session-bound claims: the row stays ready, the job shows as running; heartbeat says infinity.
+-- Session-bound claims: the row stays ready, the job shows as running;
+-- heartbeat answers 9999-01-01 00:00:00+00, not infinity (which drivers
+-- cannot read), and in the zones furthest from UTC it is still a year
+-- below 10000 (Python's datetime.MAXYEAR is 9999).
 SELECT coord.enqueue('sess') AS sid \gset
 SELECT token AS st FROM coord.claim('sess', session_bound => true) \gset
 SELECT coord.job_state(:sid), coord.heartbeat(:sid, :st) AS hb,
+       coord.heartbeat(:sid, :st) = '9999-01-01 00:00:00+00' AS hb_is_9999,
        (SELECT count(*) FROM coord.claim('sess', session_bound => true)) AS claimable_again;
+SET TimeZone = 'Pacific/Kiritimati';
+SELECT coord.heartbeat(:sid, :st)::text AS hb_utc_plus_14,
+       extract(year FROM coord.heartbeat(:sid, :st) + interval '300 days') < 10000 AS plus_300_days_fits;
+SET TimeZone = 'Etc/GMT+12';
+SELECT coord.heartbeat(:sid, :st)::text AS hb_utc_minus_12;
+RESET TimeZone;
 SELECT coord.complete(:sid, :st);
 SELECT coord.job_state(:sid);
 -- ... a claim in a transaction that rolls back is given up.
@@ -139,8 +149,12 @@ SELECT coord.claim('q', 1, '-1 second');
 SELECT coord.claim('q', partition => 1);
 SELECT coord.claim('q', partition => 3, partitions => 3);
 SELECT coord.complete(NULL, 1);
-SELECT coord.complete(ARRAY[1, 2], ARRAY[1]::bigint[]);
-SELECT coord.complete(ARRAY[1, NULL], ARRAY[1, 2]::bigint[]);
+SELECT coord.complete_many(ARRAY[1, 2], ARRAY[1]);
+SELECT coord.complete_many(ARRAY[1, NULL], ARRAY[1, 2]);
+-- untyped parameters (node-postgres sends them so) find one coord.complete
+PREPARE untyped_complete AS SELECT coord.complete($1, $2);
+EXECUTE untyped_complete(-1, 1);
+DEALLOCATE untyped_complete;
 SELECT coord.fail(1, NULL);
 SELECT coord.fail(1, 1, retry_after => '-1 second');
 SELECT coord.heartbeat(1, 1, '0');

@@ -17,7 +17,7 @@ SELECT public.coord_par($$SELECT coord.enqueue_many('mem_q', ARRAY['{}']::jsonb[
 SELECT public.coord_par($$SELECT coord.claim('mem_q')$$);
 SELECT public.coord_par($$SELECT coord.claim('mem_q', session_bound => true)$$);
 SELECT public.coord_par($$SELECT coord.complete(1, 1)$$);
-SELECT public.coord_par($$SELECT coord.complete(ARRAY[1]::bigint[], ARRAY[1]::bigint[])$$);
+SELECT public.coord_par($$SELECT coord.complete_many(ARRAY[1]::bigint[], ARRAY[1]::bigint[])$$);
 SELECT public.coord_par($$SELECT coord.fail(1, 1)$$);
 SELECT public.coord_par($$SELECT coord.heartbeat(1, 1)$$);
 SELECT public.coord_par($$SELECT coord.cancel(1)$$);

@@ -1,0 +1,152 @@
+"""pg_coord through PgBouncer in pool_mode = transaction (see pgbouncer.sh).
+
+PgBouncer has one server connection, so clients A and B, one after the
+other, run on the same server session: what a function leaves in its
+session (a lock, a claim, an owner, a LISTEN, an idle mark) is then seen
+by, or lost to, the next client.  Each check is one row of the README's
+table; `direct` is a connection to the server without the pooler.
+"""
+import os
+import select
+import sys
+import time
+
+import psycopg2
+
+PGB = dict(host=os.environ["PGB_HOST"], port=os.environ["PGB_PORT"], dbname="coord_pgb")
+checks = []
+
+
+def pooled():
+    c = psycopg2.connect(**PGB)
+    c.autocommit = True
+    return c
+
+
+def one(conn, sql, args=()):
+    cur = conn.cursor()
+    cur.execute(sql, args)
+    return cur.fetchone()
+
+
+def check(row, cond, detail):
+    if not cond:
+        print(f"FAIL: {row}: {detail}")
+        sys.exit(1)
+    checks.append(row)
+    print(f"ok {row}: {detail}")
+
+
+def main():
+    direct = psycopg2.connect(dbname="coord_pgb")
+    direct.autocommit = True
+
+    # --- works: each call is complete in one transaction
+    a, b = pooled(), pooled()
+    (jid,) = one(a, "SELECT coord.enqueue('w', '{\"n\": 1}')")
+    jid2, tok2 = one(b, "SELECT id, token FROM coord.claim('w', 1, '1 minute')")
+    check("lease claims", jid2 == jid, "A enqueues, B claims with a lease")
+    (hb,) = one(a, "SELECT coord.heartbeat(%s, %s) > now()", (jid, tok2))
+    (done,) = one(a, "SELECT coord.complete(%s, %s)", (jid, tok2))
+    check("heartbeat, complete (lease)", hb and done, "A heartbeats and completes B's lease claim with its token")
+    one(a, "SELECT coord.enqueue('w', '{\"n\": 2}')")
+    jid3, tok3 = one(b, "SELECT id, token FROM coord.claim('w')")
+    (st,) = one(a, "SELECT coord.fail(%s, %s, 'x')", (jid3, tok3))
+    check("fail", st == "scheduled", f"fail of a lease claim: {st}")
+    one(a, "SELECT coord.enqueue_many('w', ARRAY['{}', '{}']::jsonb[])")
+    (n,) = one(b, "SELECT coord.complete_many(array_agg(id), array_agg(token)) FROM coord.claim('w', 5)")
+    check("enqueue_many, complete_many", n == 2, f"{n} completed")
+    a.autocommit = False
+    one(a, "SELECT coord.xact_lock('/pgb/x')")
+    (f,) = one(a, "SELECT coord.fence('/pgb/x')")
+    (other,) = one(direct, "SELECT coord.try_lock('/pgb/x')")
+    a.commit()
+    (after,) = one(direct, "SELECT coord.try_lock('/pgb/x') AND coord.unlock('/pgb/x')")
+    a.autocommit = True
+    check("xact_lock, fence", f > 0 and not other and after,
+          "held through A's transaction (another session cannot take it), gone at its commit")
+    (r,) = one(a, "SELECT coord.tick() >= 0 AND (SELECT count(*) FROM coord.jobs) >= 0")
+    check("tick, views", r, "coord.tick() and the views")
+    a.close()
+    b.close()
+
+    # --- session locks pass to the next client
+    a = pooled()
+    (pid_a,) = one(a, "SELECT pg_backend_pid()")
+    one(a, "SELECT coord.lock('/pgb/s')")
+    a.close()
+    b = pooled()
+    (pid_b,) = one(b, "SELECT pg_backend_pid()")
+    (held,) = one(b, "SELECT count(*) FROM coord.locks WHERE pid = pg_backend_pid() AND path = '/pgb/s'")
+    (unl,) = one(b, "SELECT coord.unlock('/pgb/s')")
+    check("session locks", pid_a == pid_b and held == 1 and unl,
+          "A's coord.lock outlives A; B holds it and its coord.unlock succeeds")
+    b.close()
+
+    # --- session-bound claims stay held on the server connection
+    a = pooled()
+    one(a, "SELECT coord.enqueue('sb')")
+    sid, stok = one(a, "SELECT id, token FROM coord.claim('sb', session_bound => true)")
+    a.close()
+    time.sleep(0.2)
+    (state,) = one(direct, "SELECT coord.job_state(%s)", (sid,))
+    b = pooled()
+    (bdone,) = one(b, "SELECT coord.complete(%s, %s)", (sid, stok))
+    check("session-bound claims", state == "running" and bdone,
+          f"A disconnected, its claim is still held ({state}); B completes it")
+    b.close()
+
+    # --- two clients both own a request
+    a, b = pooled(), pooled()
+    (ra,) = one(a, "SELECT coord.request('pgb-key', wait => false)")
+    (rb,) = one(b, "SELECT coord.request('pgb-key', wait => false)")
+    check("requests", ra and rb, "A and B both get true from coord.request for the same key")
+    one(b, "SELECT coord.release('pgb-key')")
+    a.close()
+    b.close()
+
+    # --- LISTEN loses notifications; idle marks stick to the pooled connection
+    a, b = pooled(), pooled()
+    a.cursor().execute('LISTEN "coord:lq"')
+    (nclaimed,) = one(a, "SELECT count(*) FROM coord.claim('lq')")    # nothing: marks the session idle
+    (server_pid,) = one(a, "SELECT pg_backend_pid()")
+    one(b, "SELECT coord.enqueue('lq')")
+    select.select([a], [], [], 1.0)
+    a.poll()
+    got_a = len(a.notifies)
+    b.poll()
+    got_b = len(b.notifies)
+    check("LISTEN", nclaimed == 0 and got_a == 0,
+          f"A listens and idles, B enqueues: A gets {got_a} notifications (B, the next client, got {got_b})")
+    one(b, "SELECT count(*) FROM coord.claim('lq')")   # takes the job: not idle any more
+    a.close()
+    b.close()
+    a = pooled()
+    one(a, "SELECT count(*) FROM coord.claim('lq2')")   # finds nothing: idle mark
+    a.close()
+    time.sleep(0.2)
+    (marks,) = one(direct, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 17205 "
+                           "AND pid = %s AND granted", (server_pid,))
+    listener = psycopg2.connect(dbname="coord_pgb")   # listens, never claims: not idle
+    listener.autocommit = True
+    listener.cursor().execute('LISTEN "coord:lq2"')
+    one(direct, "SELECT coord.enqueue('lq2')")
+    select.select([listener], [], [], 2.0)
+    listener.poll()
+    sent = len(listener.notifies)
+    listener.cursor().execute('LISTEN "coord:lq3"')     # control: a queue nobody idled on
+    one(direct, "SELECT coord.enqueue('lq3')")
+    select.select([listener], [], [], 1.0)
+    listener.poll()
+    control = len(listener.notifies) - sent
+    check("idle marks", marks >= 1 and sent == 1 and control == 0,
+          f"A idled on a queue and disconnected: its server connection still holds {marks} idle mark(s), "
+          f"and an enqueue there still sends a NOTIFY ({sent} seen; {control} on a queue nobody idled on) "
+          f"with no client waiting")
+    print(f"pgbouncer: {len(checks)} checks passed through PgBouncer (pool_mode = transaction): "
+          + ", ".join(checks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
