@@ -39,7 +39,8 @@ def run():
     setup = psycopg2.connect(dbname=DB)
     setup.autocommit = True
     setup.cursor().execute("CREATE EXTENSION pg_coord")
-    s1 = psycopg2.connect(dbname=DB)
+    # the padding takes more lock-table entries than coord.max_locks_per_session allows
+    s1 = psycopg2.connect(dbname=DB, options="-c coord.max_locks_per_session=0")
     s2 = psycopg2.connect(dbname=DB)
     s2.autocommit = True
     c1, c2, cm = s1.cursor(), s2.cursor(), setup.cursor()

@@ -63,7 +63,7 @@ SELECT is((SELECT count(*)::int FROM tap_cr_tok AS t, generate_series(t.token - 
 SELECT is((SELECT count(*)::int FROM tap_cr_tok AS t, generate_series(t.token - 200, t.token + 200) AS g
             WHERE t.who = 'a1' AND coord.complete(t.id, g)), 0,
           'other role: a complete scan finds none');
-SELECT is((SELECT coord.complete(pg_catalog.array_agg(t.id), pg_catalog.array_agg(g))
+SELECT is((SELECT coord.complete_many(pg_catalog.array_agg(t.id), pg_catalog.array_agg(g))
              FROM tap_cr_tok AS t, generate_series(t.token - 200, t.token + 200) AS g WHERE t.who = 'a1'), 0,
           'other role: a batch complete of 401 tokens completes none');
 SELECT is(coord.job_state(t.id), 'running', 'other role: job_state says only running') FROM tap_cr_tok AS t WHERE who = 'a1';
