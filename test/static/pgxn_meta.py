@@ -383,8 +383,7 @@ def try_dist(root):
             return "", (r.stdout + r.stderr).strip()[-3000:]
         with zipfile.ZipFile(out) as z:
             n = len(z.namelist())
-        last = (r.stdout.strip().splitlines() or [""])[-1]
-        return "; make dist of HEAD: %d entries, %s" % (n, last.replace("pgxn_meta: ", "")), None
+        return "; make dist of HEAD: %d entries, its META.json valid too" % n, None
 
 
 def main():
