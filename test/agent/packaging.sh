@@ -8,6 +8,8 @@
 #     (LINKDIR=/usr/bin MAN1DIR=/usr/share/man/man1); bindir=/usr/local/bin
 #     puts the binary itself there and makes no link;
 #   - uninstall removes the link only while it points at our binary;
+#   - without DESTDIR a LINKDIR that cannot be written is a warning (the
+#     agent is still installed), with DESTDIR an error;
 #   - the example systemd unit: User=/Group= is the user the README's
 #     useradd line creates, it has the hardening lines, systemd-analyze
 #     verify accepts it, and systemd-analyze security rates it as the README
@@ -69,6 +71,14 @@ mkdir -p "$d/usr/local/bin"
 ln -s /opt/other/coord-agent "$d/usr/local/bin/coord-agent"
 make -s -C agent uninstall DESTDIR="$d" >/dev/null
 check "uninstall leaves a link that is not ours" eq "$(readlink "$d/usr/local/bin/coord-agent")" /opt/other/coord-agent
+d=$T/soft
+make -s -C agent install bindir="$d/bin" LINKDIR=/proc/coord-agent-test MAN1DIR="$d/man1" >"$d.out" 2>&1 && rc=0 || rc=$?
+check "no DESTDIR, LINKDIR not writable: a warning, and the rest installed (exit 0)" \
+  eq "$rc $(grep -c 'could not install into LINKDIR=/proc/coord-agent-test' "$d.out") $(test -x "$d/bin/coord-agent" && test -f "$d/man1/coord-agent.1" && echo both)" "0 1 both"
+d=$T/strict
+mkdir -p "$d" && touch "$d/usr"    # a file where DESTDIR/usr/local/bin should go
+make -s -C agent install DESTDIR="$d" >/dev/null 2>&1 && rc=0 || rc=$?
+check "with DESTDIR (a package) the same is an error" test "$rc" -ne 0
 d=$T/top
 make -s install DESTDIR="$d" >/dev/null
 check "top-level make install: the link and the man page too" \
