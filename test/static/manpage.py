@@ -60,8 +60,12 @@ if shutil.which("groff"):
     page = have.replace("@VERSION@", "0.0.0")
     r = subprocess.run(["groff", "-t", "-man", "-Tutf8", "-ww", "-z"], input=page,
                        capture_output=True, text=True)
-    if r.returncode != 0 or r.stderr.strip():
-        problems.append("groff warns about agent/coord-agent.1.in:\n  " + r.stderr.strip()[:2000])
+    # man renders one long page; groff -z alone has 66-line pages, where a
+    # table cell can straddle a page end: that warning does not apply
+    warnings = [l for l in r.stderr.splitlines()
+                if l.strip() and "table text block will not fit on one page" not in l]
+    if r.returncode != 0 or warnings:
+        problems.append("groff warns about agent/coord-agent.1.in:\n  " + "\n  ".join(warnings)[:2000])
     rendered = "groff renders it without a warning"
 
 if problems:
