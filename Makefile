@@ -51,7 +51,7 @@ REGRESS_OPTS = --inputdir=test --outputdir=. --load-extension=$(EXTENSION)
 ISOLATION = $(sort $(notdir $(basename $(wildcard test/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=test --outputdir=. --load-extension=$(EXTENSION)
 
-EXTRA_CLEAN = results/ regression.diffs regression.out test/results/ bench/out/
+EXTRA_CLEAN = results/ regression.diffs regression.out test/results/ bench/out/ $(EXTENSION)-*.zip
 
 PG_CONFIG ?= pg_config
 # No JIT bitcode: it needs clang, which a fresh machine may not have.
@@ -81,10 +81,28 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_FRAGMENTS) $(EXTENSION).control
 sql/$(EXTENSION)--0.1.0--0.2.0.sql: $(UPGRADE_0_2_0)
 	cat $(UPGRADE_0_2_0) > $@
 
-# The version lives in the control file only; META.json is made from it.
+# The version lives in the control file only; META.json is made from it
+# (and committed: PGXN reads it from the archive).
 all: META.json
 META.json: META.json.in $(EXTENSION).control
 	sed 's/@EXTVERSION@/$(EXTVERSION)/g' $< > $@
+
+# make dist: the PGXN archive $(EXTENSION)-$(EXTVERSION).zip, every file
+# under $(EXTENSION)-$(EXTVERSION)/, from git: the tag v$(EXTVERSION) if it
+# exists, else HEAD (DIST_REF=... for another commit); uncommitted changes
+# are not in it.  The archive's META.json is then checked against the PGXN
+# Meta Spec 1.0.0 and the archive's own control file
+# (test/static/pgxn_meta.py, which make test runs on the tree too).
+DIST_REF ?= $(shell git rev-parse -q --verify 'refs/tags/v$(EXTVERSION)^{commit}' >/dev/null 2>&1 && echo v$(EXTVERSION) || echo HEAD)
+DIST = $(EXTENSION)-$(EXTVERSION).zip
+.PHONY: dist
+dist: META.json
+	@[ '$(DIST_REF)' != HEAD ] || git diff --quiet HEAD -- META.json || \
+		{ echo "make dist: META.json differs from HEAD's (META.json.in or the version changed): commit it first" >&2; exit 1; }
+	@[ '$(DIST_REF)' != HEAD ] || git diff --quiet HEAD || \
+		echo "make dist: uncommitted changes are not in $(DIST) (it is made from HEAD)" >&2
+	git archive --format=zip --prefix=$(EXTENSION)-$(EXTVERSION)/ -o $(DIST) $(DIST_REF)
+	python3 test/static/pgxn_meta.py --zip $(DIST)
 
 # One suite at a time, so that the runner can count and report each.
 .PHONY: installcheck-regress installcheck-isolation test demo bench callgrind

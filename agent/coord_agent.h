@@ -196,6 +196,8 @@ extern void job_free(Job *job);
 /* ---------- the loop (agent.c) and status (status.c) ---------- */
 
 extern int agent_run(const char *config_path, const CliOverrides *cli);
+/* status's exit status when the role may not read some of its sections */
+#define STATUS_DENIED 3
 extern int status_run(const char *conninfo, bool color, msec_t statement_timeout,
 					  msec_t lock_timeout);
 

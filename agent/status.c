@@ -10,8 +10,14 @@
  * apps.  Every text from the database is printed with its control
  * characters escaped (a job's task name could carry terminal escapes), and
  * the session has the agent's statement_timeout and lock_timeout, so that
- * a lock held elsewhere cannot hang it.  Colour (ANSI) only when stdout is a terminal, and never with
- * --no-color or NO_COLOR set: piped output stays plain text.
+ * a lock held elsewhere cannot hang it.  Colour (ANSI) only when stdout is
+ * a terminal, and never with --no-color or NO_COLOR set: piped output stays
+ * plain text.
+ *
+ * The views are coord_monitor's, not coord_worker's: the privileges are
+ * checked first, a section the role may not read says so instead of
+ * failing, and the run ends with the GRANT that would show it all (exit
+ * STATUS_DENIED, not 1, which is for no connection or a failed query).
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
@@ -156,15 +162,40 @@ age_text(const char *ms)
 	return xstrdup(format_duration(strtoll(ms, NULL, 10), b, sizeof(b)));
 }
 
+/*
+ * What this role may read: set once per run from has_*_privilege, so that a
+ * role without coord_monitor gets one clear line per section rather than the
+ * server's "permission denied" for each.
+ */
+typedef struct Access
+{
+	char	   *role;			/* current_user, escaped for printing */
+	char	   *grantee;		/* current_user, quote_ident'ed and escaped */
+	bool		queue_stats;
+	bool		jobs;
+	bool		locks;
+	bool		grid_exists;
+	bool		grid;
+	bool		denied;			/* some section was not shown */
+} Access;
+
+/* A section the role may not read: says so, and what grants it. */
+static bool
+denied(Access *acc, bool allowed, const char *object)
+{
+	if (allowed)
+		return false;
+	printf("  %s(role %s may not read %s: needs coord_monitor)%s\n", col(C_YELLOW), acc->role, object, reset());
+	acc->denied = true;
+	return true;
+}
+
 static void
-show_queues(PGconn *conn, bool *ok)
+show_queues(PGconn *conn, Access *acc, bool *ok)
 {
 	static const char *const headers[] = {"QUEUE", "READY", "RUNNING", "SCHEDULED", "DEAD", "DONE/1H", "OLDEST READY"};
 	static const bool right[] = {false, true, true, true, true, true, true};
-	PGresult   *res = query(conn,
-							"SELECT queue, ready, running, scheduled, dead, done_last_hour, "
-							"COALESCE(floor(extract(epoch FROM oldest_ready_age) * 1000)::bigint::text, '') "
-							"FROM coord.queue_stats ORDER BY queue", ok);
+	PGresult   *res;
 	int			n,
 				r,
 				c;
@@ -172,6 +203,12 @@ show_queues(PGconn *conn, bool *ok)
 	const char **colors;
 
 	section("Queues");
+	if (denied(acc, acc->queue_stats, "coord.queue_stats"))
+		return;
+	res = query(conn,
+				"SELECT queue, ready, running, scheduled, dead, done_last_hour, "
+				"COALESCE(floor(extract(epoch FROM oldest_ready_age) * 1000)::bigint::text, '') "
+				"FROM coord.queue_stats ORDER BY queue", ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -211,22 +248,25 @@ show_queues(PGconn *conn, bool *ok)
 }
 
 static void
-show_running(PGconn *conn, bool *ok)
+show_running(PGconn *conn, Access *acc, bool *ok)
 {
 	static const char *const headers[] = {"JOB", "QUEUE", "TASK", "ATTEMPT", "TARGET HOST", "RUNNING FOR"};
 	static const bool right[] = {true, false, false, true, false, true};
-	PGresult   *res = query(conn,
-							"SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
-							"attempt, COALESCE(host, ''), "
-							"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
-							"count(*) OVER () "
-							"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30", ok);
+	PGresult   *res;
 	int			n,
 				r,
 				c;
 	char	  **cells;
 
 	section("Running jobs");
+	if (denied(acc, acc->jobs, "coord.jobs"))
+		return;
+	res = query(conn,
+				"SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
+				"attempt, COALESCE(host, ''), "
+				"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
+				"count(*) OVER () "
+				"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30", ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -253,15 +293,11 @@ show_running(PGconn *conn, bool *ok)
 }
 
 static void
-show_locks(PGconn *conn, bool *ok)
+show_locks(PGconn *conn, Access *acc, bool *ok)
 {
 	static const char *const headers[] = {"PATH", "MODE", "STATE", "PID", "APPLICATION", "CLIENT", "WAITING FOR"};
 	static const bool right[] = {false, false, false, true, false, false, true};
-	PGresult   *res = query(conn,
-							"SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END, pid, "
-							"COALESCE(application_name, ''), COALESCE(client_addr::text, 'local'), "
-							"COALESCE(floor(extract(epoch FROM now() - wait_start) * 1000)::bigint::text, '') "
-							"FROM coord.locks ORDER BY path, granted DESC, pid", ok);
+	PGresult   *res;
 	int			n,
 				r,
 				c;
@@ -269,6 +305,13 @@ show_locks(PGconn *conn, bool *ok)
 	const char **colors;
 
 	section("Locks");
+	if (denied(acc, acc->locks, "coord.locks"))
+		return;
+	res = query(conn,
+				"SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END, pid, "
+				"COALESCE(application_name, ''), COALESCE(client_addr::text, 'local'), "
+				"COALESCE(floor(extract(epoch FROM now() - wait_start) * 1000)::bigint::text, '') "
+				"FROM coord.locks ORDER BY path, granted DESC, pid", ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -302,26 +345,25 @@ show_locks(PGconn *conn, bool *ok)
 	PQclear(res);
 }
 
-/* The apps x periods grid, if this pg_coord has coord.grid(). */
+/*
+ * The apps x periods grid, if this pg_coord has coord.grid(); its lines as
+ * they come (with no app defined, one line that says so).
+ */
 static void
-show_grid(PGconn *conn, bool *ok)
+show_grid(PGconn *conn, Access *acc, bool *ok)
 {
-	PGresult   *res = query(conn,
-							"SELECT pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') IS NOT NULL",
-							ok);
-	bool		exists;
+	PGresult   *res;
 	int			n,
 				r,
 				c;
 
-	if (res == NULL)
-		return;
-	exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	PQclear(res);
-	if (!exists)
+	if (!acc->grid_exists)
 		return;
 	section("Apps (last day)");
-	res = query(conn, "SELECT * FROM coord.grid(now() - interval '1 day', now(), NULL)", ok);
+	if (denied(acc, acc->grid, "coord.grid()"))
+		return;
+	res = query(conn, "SELECT * FROM coord.grid(pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::pg_catalog.interval, "
+				"pg_catalog.now(), NULL)", ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -342,6 +384,41 @@ show_grid(PGconn *conn, bool *ok)
 	PQclear(res);
 }
 
+/*
+ * What the role may read.  to_regclass/to_regprocedure give NULL (and so
+ * do the privilege functions) for an object this pg_coord does not have.
+ */
+static bool
+load_access(PGconn *conn, Access *acc, bool *ok)
+{
+	PGresult   *res = query(conn,
+							"SELECT CURRENT_USER, pg_catalog.quote_ident(CURRENT_USER), "
+							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.queue_stats'), 'SELECT'), "
+							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.jobs'), 'SELECT'), "
+							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.locks'), 'SELECT'), "
+							"g IS NOT NULL, pg_catalog.has_function_privilege(g, 'EXECUTE') "
+							"FROM pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') AS g",
+							ok);
+
+	if (res == NULL)
+		return false;
+	acc->role = cell(res, 0, 0);
+	acc->grantee = cell(res, 0, 1);
+	acc->queue_stats = strcmp(PQgetvalue(res, 0, 2), "t") == 0;
+	acc->jobs = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
+	acc->locks = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+	acc->grid_exists = strcmp(PQgetvalue(res, 0, 5), "t") == 0;
+	acc->grid = strcmp(PQgetvalue(res, 0, 6), "t") == 0;
+	acc->denied = false;
+	PQclear(res);
+	return true;
+}
+
+/*
+ * Exit status: 0 all shown; 1 no connection, no pg_coord, or a query
+ * failed; STATUS_DENIED the role may not read some sections (coord_monitor
+ * grants them all).
+ */
 int
 status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lock_timeout)
 {
@@ -350,6 +427,7 @@ status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lo
 	PGconn	   *conn;
 	PGresult   *res;
 	bool		ok = true;
+	Access		acc;
 	char		st[32],
 				lt[32];
 	const char *limits[2] = {st, lt};
@@ -408,10 +486,24 @@ status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lo
 	}
 	PQclear(res);
 
-	show_queues(conn, &ok);
-	show_running(conn, &ok);
-	show_locks(conn, &ok);
-	show_grid(conn, &ok);
+	if (!load_access(conn, &acc, &ok))
+	{
+		PQfinish(conn);
+		return 1;
+	}
+	show_queues(conn, &acc, &ok);
+	show_running(conn, &acc, &ok);
+	show_locks(conn, &acc, &ok);
+	show_grid(conn, &acc, &ok);
 	PQfinish(conn);
-	return ok ? 0 : 1;
+	fflush(stdout);				/* the advice comes after the sections */
+	if (acc.denied)
+		fprintf(stderr, "coord-agent status: role %s may not read all of pg_coord's views; "
+				"status needs the privileges of coord_monitor, which a superuser grants with: "
+				"GRANT coord_monitor TO %s;\n", acc.role, acc.grantee);
+	free(acc.role);
+	free(acc.grantee);
+	if (!ok)
+		return 1;
+	return acc.denied ? STATUS_DENIED : 0;
 }

@@ -1805,6 +1805,8 @@ HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, 
  * A coarser app shows its run in the column where its period starts and '-'
  * for the rest of it; a finer app shows, per column, the state of its runs
  * there that matters most (dead over cancelled over running ... over done).
+ * With no app to show, one line: "no apps defined" ("no apps named" for an
+ * empty list).
  */
 Datum
 coord_grid(PG_FUNCTION_ARGS)
@@ -1890,6 +1892,19 @@ coord_grid(PG_FUNCTION_ARGS)
 		width = Max(width, (int) strlen(rows[i].app));
 	}
 	width += 2;
+	/* nothing to draw: one plain line, not a header over no rows */
+	if (nrows == 0)
+	{
+		Datum		v[1];
+		bool		n[1] = {false};
+
+		v[0] = CStringGetTextDatum(PG_ARGISNULL(2) ? "no apps defined" : "no apps named");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		CoordRestoreUser(&sw);
+		AtEOXact_GUC(true, nest);
+		SPI_finish();
+		return (Datum) 0;
+	}
 	/* all apps: upstream ones first, by the longest chain of upstreams above them */
 	if (PG_ARGISNULL(2) && nrows > 1)
 	{

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Static check: the man page agent/coord-agent.1.in is what agent/mkman.py
+makes of README.md's coord-agent(1) section today (so the two agree), every
+long option of coord-agent's --help is documented there, the EXIT STATUS
+list names every status main.c and status.c return, and groff (when
+installed) renders the page without a warning.
+
+Prints "manpage: ..." last and exits 0, or says what differs and exits 1
+(after a README edit: make -C agent man).
+"""
+import difflib
+import importlib.util
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+problems = []
+
+spec = importlib.util.spec_from_file_location("mkman", root / "agent" / "mkman.py")
+mkman = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mkman)
+
+readme = (root / "README.md").read_text(encoding="utf-8")
+want = mkman.convert(readme)
+page_path = root / "agent" / "coord-agent.1.in"
+have = page_path.read_text(encoding="utf-8") if page_path.exists() else ""
+if want != have:
+    diff = list(difflib.unified_diff(have.splitlines(), want.splitlines(),
+                                     "agent/coord-agent.1.in", "from README.md", lineterm="", n=1))
+    problems.append("agent/coord-agent.1.in differs from README.md's coord-agent(1) section "
+                    "(run: make -C agent man):\n  " + "\n  ".join(diff[:40]))
+
+# every --option of the usage text is in the section's OPTIONS
+section = "\n".join(mkman.section(readme))
+main_c = (root / "agent" / "main.c").read_text(encoding="utf-8")
+usage = main_c[main_c.index("usage(FILE *out)"):main_c.index("DEFAULT_CONFIG_PATH);")]
+options = sorted(set(re.findall(r"--[a-z][a-z-]+", usage)))
+for opt in options:
+    if "`" + opt not in section:
+        problems.append("--help lists %s, which coord-agent(1) in README.md does not document" % opt)
+
+# every exit status the program returns is listed under EXIT STATUS
+exits = section[section.index("### EXIT STATUS"):section.index("### SIGNALS")]
+listed = set(re.findall(r"^`(\d+)`$", exits, re.M))
+returned = set()
+for f in ("main.c", "status.c", "agent.c"):
+    src = (root / "agent" / f).read_text(encoding="utf-8")
+    returned |= set(re.findall(r"\breturn (\d+);", src)) if f == "main.c" else set()
+    returned |= set(re.findall(r"\bexit\((\d+)\)", src))
+header = (root / "agent" / "coord_agent.h").read_text(encoding="utf-8")
+returned |= set(re.findall(r"#define STATUS_\w+\s+(\d+)", header))
+for code in sorted(returned - listed):
+    problems.append("exit status %s is returned but not listed under EXIT STATUS" % code)
+
+rendered = "groff not installed: rendering not checked"
+if shutil.which("groff"):
+    page = have.replace("@VERSION@", "0.0.0")
+    r = subprocess.run(["groff", "-t", "-man", "-Tutf8", "-ww", "-z"], input=page,
+                       capture_output=True, text=True)
+    # man renders one long page; groff -z alone has 66-line pages, where a
+    # table cell can straddle a page end: that warning does not apply
+    warnings = [l for l in r.stderr.splitlines()
+                if l.strip() and "table text block will not fit on one page" not in l]
+    if r.returncode != 0 or warnings:
+        problems.append("groff warns about agent/coord-agent.1.in:\n  " + "\n  ".join(warnings)[:2000])
+    rendered = "groff renders it without a warning"
+
+if problems:
+    for p in problems:
+        print("manpage: " + p)
+    print("manpage: %d problems" % len(problems))
+    sys.exit(1)
+print("manpage: agent/coord-agent.1.in agrees with README.md (%d lines), %d options of --help "
+      "documented, exit statuses %s listed, %s" % (len(have.splitlines()), len(options),
+                                                  ", ".join(sorted(listed)), rendered))
