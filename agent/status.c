@@ -173,6 +173,7 @@ typedef struct Access
 	char	   *grantee;		/* current_user, quote_ident'ed and escaped */
 	bool		queue_stats;
 	bool		jobs;
+	bool		jobs_payload;	/* coord_monitor reads no payload column */
 	bool		locks;
 	bool		grid_exists;
 	bool		grid;
@@ -261,8 +262,14 @@ show_running(PGconn *conn, Access *acc, bool *ok)
 	section("Running jobs");
 	if (denied(acc, acc->jobs, "coord.jobs"))
 		return;
-	res = query(conn,
+	/* the task is named in the payload, which only coord_admin may read */
+	res = query(conn, acc->jobs_payload ?
 				"SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
+				"attempt, COALESCE(host, ''), "
+				"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
+				"count(*) OVER () "
+				"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30" :
+				"SELECT id, queue, '(payload not readable)', "
 				"attempt, COALESCE(host, ''), "
 				"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
 				"count(*) OVER () "
@@ -394,9 +401,10 @@ load_access(PGconn *conn, Access *acc, bool *ok)
 	PGresult   *res = query(conn,
 							"SELECT CURRENT_USER, pg_catalog.quote_ident(CURRENT_USER), "
 							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.queue_stats'), 'SELECT'), "
-							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.jobs'), 'SELECT'), "
+							"pg_catalog.has_any_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'SELECT'), "
 							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.locks'), 'SELECT'), "
-							"g IS NOT NULL, pg_catalog.has_function_privilege(g, 'EXECUTE') "
+							"g IS NOT NULL, pg_catalog.has_function_privilege(g, 'EXECUTE'), "
+							"pg_catalog.has_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'payload', 'SELECT') "
 							"FROM pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') AS g",
 							ok);
 
@@ -409,6 +417,7 @@ load_access(PGconn *conn, Access *acc, bool *ok)
 	acc->locks = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
 	acc->grid_exists = strcmp(PQgetvalue(res, 0, 5), "t") == 0;
 	acc->grid = strcmp(PQgetvalue(res, 0, 6), "t") == 0;
+	acc->jobs_payload = strcmp(PQgetvalue(res, 0, 7), "t") == 0;
 	acc->denied = false;
 	PQclear(res);
 	return true;

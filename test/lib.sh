@@ -36,7 +36,8 @@ coord_build() {
   local SUDO=""
   [ "$(id -u)" -ne 0 ] && [ ! -w "$(pg_config --pkglibdir)" ] && SUDO=sudo
   make -C "$COORD_ROOT" -s >/dev/null
-  $SUDO make -C "$COORD_ROOT" -s install >/dev/null
+  # no PATH link or man page outside PostgreSQL's directories from tests
+  $SUDO make -C "$COORD_ROOT" -s install LINKDIR= MAN1DIR= >/dev/null
 }
 
 # Runs a command as the cluster's OS user.

@@ -66,6 +66,13 @@ check "the grid: a header for one app" grep -q '^  runs of 1 app, .* one column 
 check "a row for the app" grep -q '^  nightly  ' <<<"$out"
 check "and the legend" grep -q '^  legend: ' <<<"$out"
 
+echo "== a running job, seen by a monitor: no payload"
+sql "SELECT coord.enqueue('mail', '{\"task\": \"secret-task\"}'); SELECT count(*) FROM coord.claim('mail', 5)" >/dev/null
+status_as watcher
+check "exit 0" eq "$rc" 0
+check "the running job is listed, its task not read" grep -qF '(payload not readable)' <<<"$out"
+check "nothing of the payload shows" eq "$(grep -c 'secret-task' <<<"$out" || true)" 0
+
 echo "== a database without pg_coord"
 psql -qX -d postgres -c "CREATE DATABASE plain" >/dev/null
 status_as watcher plain
