@@ -15,7 +15,8 @@ OBJS = \
 	src/schedules.o \
 	src/apps.o
 
-# The install script is built from one fragment per concern, in this order.
+# The install script of the version in development (the control file's
+# default_version) is built from one fragment per concern, in this order.
 SQL_FRAGMENTS = \
 	sql/parts/head.sql \
 	sql/parts/locks.sql \
@@ -27,19 +28,15 @@ SQL_FRAGMENTS = \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 
-# Update scripts are made the same way: a hand-written first part, then the
-# fragments that create what the version adds.
-UPGRADE_0_2_0 = \
-	sql/upgrade/0.1.0--0.2.0.sql \
-	sql/parts/jobs_views.sql \
-	sql/parts/schedules.sql \
-	sql/parts/apps.sql \
-	sql/parts/grants.sql \
-	sql/parts/dump.sql
-
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
-# older versions' install scripts, kept as released
-DATA = sql/$(EXTENSION)--0.1.0.sql
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+# Released scripts are frozen files (sql/released.sha256; make test checks
+# them), and so is every update script.  0.1.0's install script is not
+# shipped (it granted PUBLIC every function): only the update from it is;
+# test/upgrade/ keeps a copy for the upgrade tests.
+DATA = \
+	sql/$(EXTENSION)--0.2.0.sql \
+	sql/$(EXTENSION)--0.1.0--0.2.0.sql \
+	sql/$(EXTENSION)--0.2.0--0.3.0.sql
 
 PG_CPPFLAGS = -Isrc -DCOORD_VERSION='"$(EXTVERSION)"' -Wall -Wextra -Werror -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers
@@ -61,6 +58,8 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard src/*.h)
+# the library's version (COORD_VERSION) comes from the control file
+src/common.o: $(EXTENSION).control
 
 # coord-agent, the per-host job manager: agent/ has its own PGXS Makefile
 # (a program linking libpq only); built, installed and cleaned with the rest.
@@ -77,9 +76,6 @@ clean-agent:
 
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_FRAGMENTS) $(EXTENSION).control
 	cat $(SQL_FRAGMENTS) > $@
-
-sql/$(EXTENSION)--0.1.0--0.2.0.sql: $(UPGRADE_0_2_0)
-	cat $(UPGRADE_0_2_0) > $@
 
 # The version lives in the control file only; META.json is made from it
 # (and committed: PGXN reads it from the archive).

@@ -38,6 +38,27 @@ coord_build() {
   make -C "$COORD_ROOT" -s >/dev/null
   # no PATH link or man page outside PostgreSQL's directories from tests
   $SUDO make -C "$COORD_ROOT" -s install LINKDIR= MAN1DIR= >/dev/null
+  coord_old_scripts_install
+}
+
+# 0.1.0's install script is not shipped (it granted PUBLIC every function),
+# but the upgrade tests start from a 0.1.0 catalog: they put the copy kept
+# in test/upgrade/ into the installation for the run, and take it out again
+# when the run ends (coord_cluster_stop).
+COORD_OLD_SCRIPT=
+coord_old_scripts_install() {
+  local SUDO="" dest
+  dest="$(pg_config --sharedir)/extension/pg_coord--0.1.0.sql"
+  [ -e "$dest" ] && return 0
+  [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$dest")" ] && SUDO=sudo
+  $SUDO install -m 644 "$COORD_ROOT/test/upgrade/pg_coord--0.1.0.sql" "$dest" && COORD_OLD_SCRIPT=$dest
+}
+coord_old_scripts_remove() {
+  [ -n "$COORD_OLD_SCRIPT" ] || return 0
+  local SUDO=""
+  [ "$(id -u)" -ne 0 ] && [ ! -w "$(dirname "$COORD_OLD_SCRIPT")" ] && SUDO=sudo
+  $SUDO rm -f "$COORD_OLD_SCRIPT"
+  COORD_OLD_SCRIPT=
 }
 
 # Runs a command as the cluster's OS user.
@@ -85,6 +106,7 @@ coord_cluster_crash_restart() {
 }
 
 coord_cluster_stop() {
+  coord_old_scripts_remove
   if [ -n "${COORD_TMP:-}" ] && [ -d "$COORD_TMP" ]; then
     as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
     rm -rf "$COORD_TMP"

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Upgrades and pg_dump, on the cluster of test/run.sh (PG* environment):
-# 1. 0.1.0 -> 0.2.0: an installation made at 0.1.0 with state in it (jobs
-#    ready and claimed, a request, a fence) is updated with ALTER EXTENSION
-#    UPDATE; the state survives and works, the new functions are there, and
-#    the catalog is the same as a fresh 0.2.0 installation's.
-# 2. pg_dump | psql into a second database keeps queues, history, requests,
-#    fences, schedules and apps, and tokens issued afterwards are larger.
+# Upgrades and pg_dump, on the cluster of test/run.sh (PG* environment),
+# every update path to the version in development ($dev, the control file's):
+# 1. 0.1.0 -> 0.2.0 -> dev: an installation made at 0.1.0 (from the copy of
+#    its released script in test/upgrade/) with state in it (jobs ready and
+#    claimed, a request, a fence) is updated step by step with ALTER
+#    EXTENSION UPDATE TO; the state survives and works, the new functions
+#    are there, and the catalog is the same as a fresh install's, object for
+#    object (tables, columns, indexes, constraints, functions with their
+#    definitions, grants and comments, views, column grants, config tables).
+# 2. 0.2.0 -> dev, with the live state 0.2.0 wrote (test/upgrade/
+#    state-0.2.0.sql: jobs of every state, a lease claim, requests, fences,
+#    schedules, apps and runs): the same checks; and a pg_dump of that 0.2.0
+#    database restored across the update (into a fresh dev install) keeps
+#    every row, and tokens issued afterwards are larger.
+# 3. pg_dump | psql at dev into a second database keeps queues, history,
+#    requests, fences, schedules and apps, and tokens issued afterwards are
+#    larger.
 # Exit 0 = pass; the last line says what was checked.
 set -uo pipefail
 checks=0
@@ -17,10 +27,11 @@ expect() {  # expect DB SQL WANT WHAT
   [ "$got" = "$3" ] || fail "$4: got '$got', want '$3'"
   checks=$((checks + 1))
 }
-for db in coord_up coord_fresh coord_src coord_dst; do
+dev=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$(pg_config --sharedir)/extension/pg_coord.control")
+for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst; do
   psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 done
-trap 'for db in coord_up coord_fresh coord_src coord_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done
+trap 'for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done
       psql -qX -d postgres -c "DROP ROLE IF EXISTS upgrade_worker" >/dev/null 2>&1' EXIT
 
 # ---- 1. update from 0.1.0
@@ -37,8 +48,10 @@ q coord_up "INSERT INTO coord.job (queue, payload, run_at, priority, max_attempt
 q coord_up "INSERT INTO coord.lock_names (key, path) VALUES (coord.path_key('/up/leader'), '/up/leader');
             INSERT INTO coord.fences (path, token, fenced_at) VALUES ('/up/leader', nextval('coord.fence_seq'), now())" >/dev/null
 q coord_up "INSERT INTO coord.request_keys (key, state, requested_at, queued_at) VALUES ('up-key', 'queued', now(), now())" >/dev/null
-q coord_up "ALTER EXTENSION pg_coord UPDATE" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE failed"
+q coord_up "ALTER EXTENSION pg_coord UPDATE TO '0.2.0'" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE TO '0.2.0' failed"
 expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "0.2.0" "updated to 0.2.0"
+q coord_up "ALTER EXTENSION pg_coord UPDATE" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE (0.2.0 -> $dev) failed"
+expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "$dev" "updated to $dev"
 expect coord_up "SELECT string_agg(payload->>'n' || ':' || state, ',' ORDER BY id) FROM coord.jobs" \
        "1:ready,2:ready,3:running" "jobs survive; the lease claim is still running"
 expect coord_up "SELECT coord.enqueue('up', '{}', key => 'two') = (SELECT id FROM coord.job WHERE key = 'two')" "t" "dedupe keys still hold"
@@ -85,17 +98,66 @@ SELECT 'view ' || c.relname || ' ' || md5(pg_get_viewdef(c.oid)) FROM pg_class c
 UNION ALL
 SELECT 'cfg ' || unnest(extconfig)::regclass FROM pg_extension WHERE extname = 'pg_coord'
 ORDER BY 1"
-q coord_up "$catalog" >"${TMPDIR:-/tmp}/coord_up.catalog" || fail "catalog query"
-q coord_fresh "$catalog" >"${TMPDIR:-/tmp}/coord_fresh.catalog" || fail "catalog query"
-if ! diff -u "${TMPDIR:-/tmp}/coord_fresh.catalog" "${TMPDIR:-/tmp}/coord_up.catalog" >"${TMPDIR:-/tmp}/coord_catalog.diff"; then
-  head -40 "${TMPDIR:-/tmp}/coord_catalog.diff"
-  fail "the updated catalog differs from a fresh 0.2.0 installation (- fresh, + updated)"
-fi
-objects=$(wc -l <"${TMPDIR:-/tmp}/coord_fresh.catalog")
-checks=$((checks + 1))
-rm -f "${TMPDIR:-/tmp}"/coord_up.catalog "${TMPDIR:-/tmp}"/coord_fresh.catalog "${TMPDIR:-/tmp}"/coord_catalog.diff
+same_catalog() {  # same_catalog DB PATH: DB's catalog is a fresh install's
+  q "$1" "$catalog" >"${TMPDIR:-/tmp}/coord_up.catalog" || fail "catalog query"
+  q coord_fresh "$catalog" >"${TMPDIR:-/tmp}/coord_fresh.catalog" || fail "catalog query"
+  if ! diff -u "${TMPDIR:-/tmp}/coord_fresh.catalog" "${TMPDIR:-/tmp}/coord_up.catalog" >"${TMPDIR:-/tmp}/coord_catalog.diff"; then
+    head -40 "${TMPDIR:-/tmp}/coord_catalog.diff"
+    fail "$2: the updated catalog differs from a fresh $dev installation (- fresh, + updated)"
+  fi
+  objects=$(wc -l <"${TMPDIR:-/tmp}/coord_fresh.catalog")
+  checks=$((checks + 1))
+  rm -f "${TMPDIR:-/tmp}"/coord_up.catalog "${TMPDIR:-/tmp}"/coord_fresh.catalog "${TMPDIR:-/tmp}"/coord_catalog.diff
+}
+same_catalog coord_up "0.1.0 -> 0.2.0 -> $dev"
 
-# ---- 2. pg_dump and restore
+# ---- 2. update from 0.2.0, with the state 0.2.0 wrote; its dump restored across the update
+q coord_b020 "CREATE EXTENSION pg_coord VERSION '0.2.0'" >/dev/null
+psql -qX -v ON_ERROR_STOP=1 -d coord_b020 -f "$(dirname "$0")/../upgrade/state-0.2.0.sql" >/dev/null || fail "loading the 0.2.0 state"
+# the fixture's lease claim (job 3, token 3) is still running; its claimant is this superuser
+q coord_b020 "UPDATE coord.job SET lease_until = now() + interval '1 hour', claimed_by = 'postgres'::regrole WHERE id = 3" >/dev/null
+state020="
+SELECT 'job ' || id || ' ' || queue || ' ' || state || ' ' || payload || ' ' || coalesce(key, '-') || ' ' || coalesce(group_key, '-') || ' ' || coalesce(origin, '-') || ' ' || token || ' ' || coalesce(result::text, '-') FROM coord.jobs
+UNION ALL SELECT 'req ' || key || ' ' || state FROM coord.requests
+UNION ALL SELECT 'fence ' || path || ' ' || token FROM coord.fences
+UNION ALL SELECT 'name ' || path FROM coord.lock_names
+UNION ALL SELECT 'sched ' || name || ' ' || queue || ' ' || coalesce(every::text, cron) || ' ' || coalesce(next_run_at::text, '-') || ' ' || coalesce(job_id::text, '-') FROM coord.schedules
+UNION ALL SELECT 'run ' || app || ' ' || period_start || ' ' || state || ' ' || attempts || ' ' || coalesce(result::text, '-') FROM coord.runs
+UNION ALL SELECT 'seq ' || last_value FROM coord.job_token_seq
+UNION ALL SELECT 'seq ' || last_value FROM coord.fence_seq
+ORDER BY 1"
+q coord_b020 "$state020" >"${TMPDIR:-/tmp}/coord_b020.state" || fail "0.2.0 state query"
+pg_dump -d coord_b020 >"${TMPDIR:-/tmp}/coord_b020.dump" || fail "pg_dump at 0.2.0"
+q coord_b020 "ALTER EXTENSION pg_coord UPDATE" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE (0.2.0 -> $dev) failed"
+expect coord_b020 "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "$dev" "0.2.0 updated to $dev"
+q coord_b020 "$state020" >"${TMPDIR:-/tmp}/coord_b020.after" || fail "state query after the update"
+diff -u "${TMPDIR:-/tmp}/coord_b020.state" "${TMPDIR:-/tmp}/coord_b020.after" || fail "the update from 0.2.0 changed the state (- before, + after)"
+checks=$((checks + 1))
+same_catalog coord_b020 "0.2.0 -> $dev"
+expect coord_b020 "SELECT string_agg(state, ',' ORDER BY state) FROM (SELECT DISTINCT state FROM coord.jobs) s" \
+       "cancelled,dead,done,ready,running,scheduled" "jobs of every state survive the update"
+expect coord_b020 "SELECT coord.complete(3, 3, '{\"after\": 1}')" "t" "the 0.2.0 lease claim completes with its token"
+expect coord_b020 "SELECT string_agg(c.group_key, ',') FROM coord.claim('u', 10) AS c WHERE c.group_key IS NOT NULL" "grp" \
+       "one job of a group at a time, after the update"
+expect coord_b020 "SELECT coord.request_state('u-done') || ',' || coord.request_state('u-queued')" "done,queued" "requests survive"
+expect coord_b020 "SELECT coord.lock('/u/leader') AND coord.fence('/u/leader') > 2" "t" "fencing tokens go on increasing"
+expect coord_b020 "SELECT coord.retry(id) FROM coord.jobs WHERE queue = 'u-dead'" "t" "a 0.2.0 dead job is retried"
+q coord_b020 "SELECT coord.tick('2026-01-01 03:30Z')" >/dev/null || fail "tick after the update from 0.2.0"
+expect coord_b020 "SELECT string_agg(to_char(period_start AT TIME ZONE 'UTC', 'HH24MI'), ',' ORDER BY period_start) FROM coord.runs WHERE app = 'u-up'" \
+       "0000,0100,0200,0300" "apps go on from the 0.2.0 state (the next hour, nothing twice)"
+# the 0.2.0 dump, restored where pg_coord is at $dev (pg_dump names no version)
+psql -qX -v ON_ERROR_STOP=1 -d coord_b020_dst -f "${TMPDIR:-/tmp}/coord_b020.dump" >/dev/null 2>"${TMPDIR:-/tmp}/coord_restore.err" ||
+  { cat "${TMPDIR:-/tmp}/coord_restore.err"; fail "restoring the 0.2.0 dump"; }
+expect coord_b020_dst "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "$dev" "the 0.2.0 dump restores into $dev"
+q coord_b020_dst "$state020" >"${TMPDIR:-/tmp}/coord_b020_dst.state" || fail "state query after the restore"
+diff -u "${TMPDIR:-/tmp}/coord_b020.state" "${TMPDIR:-/tmp}/coord_b020_dst.state" || fail "the 0.2.0 dump restored across the update lost or changed rows (- 0.2.0, + restored)"
+rows020=$(wc -l <"${TMPDIR:-/tmp}/coord_b020.state")
+checks=$((checks + 1))
+expect coord_b020_dst "SELECT coord.lock('/u/leader') AND coord.fence('/u/leader') > 2" "t" "fencing tokens after the restore across the update are larger"
+expect coord_b020_dst "SELECT min(token) > 6 FROM coord.claim('u', 2)" "t" "claim tokens after the restore across the update are larger"
+rm -f "${TMPDIR:-/tmp}"/coord_b020.state "${TMPDIR:-/tmp}"/coord_b020.after "${TMPDIR:-/tmp}"/coord_b020.dump "${TMPDIR:-/tmp}"/coord_b020_dst.state
+
+# ---- 3. pg_dump and restore
 q coord_src "CREATE EXTENSION pg_coord" >/dev/null
 q coord_src "SELECT coord.enqueue('d', jsonb_build_object('n', g)) FROM generate_series(1, 5) g" >/dev/null
 q coord_src "SELECT coord.enqueue('d', '{\"later\": true}', run_at => now() + interval '1 day', key => 'later')" >/dev/null
@@ -152,4 +214,4 @@ expect coord_dst "SELECT count(*) FROM coord.schedules WHERE job_id IS NOT NULL"
 q coord_dst "SELECT coord.tick('2026-01-01 03:30Z')" >/dev/null || fail "tick after the restore"
 expect coord_dst "SELECT string_agg(to_char(period_start AT TIME ZONE 'UTC', 'HH24MI'), ',' ORDER BY period_start) FROM coord.runs WHERE app = 'd-up'" \
        "0000,0100,0200,0300" "apps go on from their stored state (the next hour, nothing twice)"
-echo "upgrade_and_dump: $checks checks passed; 0.1.0 -> 0.2.0 keeps jobs, claims, requests and fences and matches a fresh install ($objects catalog lines); pg_dump/restore kept $rows state rows, tokens stay increasing"
+echo "upgrade_and_dump: $checks checks passed; 0.1.0 -> 0.2.0 -> $dev and 0.2.0 -> $dev keep jobs of every state, claims, requests, fences, schedules, apps and runs and match a fresh install ($objects catalog lines); the 0.2.0 dump restored across the update kept $rows020 rows; pg_dump/restore at $dev kept $rows state rows; tokens stay increasing"
