@@ -37,6 +37,7 @@
 #include "utils/syscache.h"
 
 #include "common.h"
+#include "compat.h"
 
 /* Seed of the name hash; changing it would move every lock to a new key. */
 #define COORD_NAME_HASH_SEED	UINT64CONST(0x636f6f72645f7631)
@@ -261,7 +262,7 @@ FindHold(const char *key)
 	if (!CoordHoldsAny())
 		return NULL;
 	h = hash_search(holds, key, HASH_FIND, NULL);
-	if (h != NULL && !LockHeldByMe(&h->tag, ExclusiveLock))
+	if (h != NULL && !CoordLockHeldByMe(&h->tag, ExclusiveLock))
 	{
 		/* released behind our back (pg_advisory_unlock_all, DISCARD ALL) */
 		hash_search(holds, key, HASH_REMOVE, NULL);
@@ -623,7 +624,7 @@ FindBackend(int pid)
 
 	for (b = 1; b <= nbe; b++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(b);
+		LocalPgBackendStatus *local = CoordLocalBackendStatus(b);
 
 		if (local != NULL && local->backendStatus.st_procpid == pid)
 			return &local->backendStatus;
@@ -896,7 +897,7 @@ CoordPlanGeneration(SPIPlanPtr plan)
 	ps = (CachedPlanSource *) linitial(sources);
 	if (!ps->is_valid || ps->gplan == NULL || !ps->gplan->is_valid ||
 		TransactionIdIsValid(ps->gplan->saved_xmin) ||
-		(ps->search_path != NULL && !OverrideSearchPathMatchesCurrent(ps->search_path)) ||
+		(ps->search_path != NULL && !CoordSearchPathMatches(ps->search_path)) ||
 		(ps->gplan->dependsOnRole && ps->gplan->planRoleId != GetUserId()))
 		return -1;
 	return ps->generation;

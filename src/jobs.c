@@ -118,6 +118,7 @@
 #include "utils/timestamp.h"
 
 #include "common.h"
+#include "compat.h"
 
 #define JOB_KEY_MAX			1024
 #define CLAIM_MAX_N			10000
@@ -379,7 +380,7 @@ SetIdle(const char *channel, bool idle)
 	if (idle)
 	{
 		hash_search(idle_marks, &key, HASH_ENTER, &found);
-		if (!found || !LockHeldByMe(&tag, ShareLock))
+		if (!found || !CoordLockHeldByMe(&tag, ShareLock))
 			(void) LockAcquire(&tag, ShareLock, true, true);
 	}
 	else
@@ -388,7 +389,7 @@ SetIdle(const char *channel, bool idle)
 		if (found)
 		{
 			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
-			if (LockHeldByMe(&tag, ShareLock))
+			if (CoordLockHeldByMe(&tag, ShareLock))
 				LockRelease(&tag, ShareLock, true);
 		}
 	}
@@ -705,7 +706,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		ExecStoreHeapTuple(h, slot, false);
 		table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
 		if (rri->ri_NumIndices > 0)
-			(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+			(void) CoordExecInsertIndexTuples(rri, slot, estate, COORD_INDEXES_ALL);
 		ExecClearTuple(slot);
 		heap_freetuple(h);
 		ResetPerTupleExprContext(estate);
@@ -1293,7 +1294,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 	bool	   *n;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	CoordUpdateIndexes update_indexes;
 	TM_Result	res;
 	bool		was_claimed,
 				had_lease;
@@ -1348,7 +1349,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 							 &tmfd, &lockmode, &update_indexes);
 	if (res != TM_Ok)
 		elog(ERROR, "unexpected table_tuple_update status %d for a job the claim locked", (int) res);
-	if (update_indexes)
+	if (CoordNeedsIndexTuples(update_indexes))
 	{
 		if (w->rri == NULL)
 		{
@@ -1364,7 +1365,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Datum lease,
 		 * update = false: true would read the range table we have none of.
 		 * It only hints bottom-up index deletion; a claim is rarely not HOT.
 		 */
-		(void) ExecInsertIndexTuples(w->rri, w->new, w->estate, false, false, NULL, NIL);
+		(void) CoordExecInsertIndexTuples(w->rri, w->new, w->estate, update_indexes);
 		ResetPerTupleExprContext(w->estate);
 	}
 
