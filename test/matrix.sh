@@ -60,6 +60,12 @@ done
 . "$ROOT/test/lib.sh"
 
 mkdir -p "$CACHE" "$ROOT/test/results"
+# one matrix run at a time per cache: the chroots and their clusters' ports are shared
+exec 9>"$CACHE/.lock"
+if ! flock -n 9; then
+  log "matrix: another test-matrix is using $CACHE; waiting for it"
+  flock 9
+fi
 
 # ---- mounts: /proc, a tmpfs /dev/shm and a devpts per chroot, always unmounted
 MOUNTED=()
@@ -93,7 +99,9 @@ remove_tree() {   # DIR
   unmount_under "$1" || { log "matrix: something is still mounted under $1; not removing it"; return 1; }
   rm -rf --one-file-system "$1"
 }
-on_exit() { unmount_all; }
+# the chroot whose `make test` is running (stopped with us when interrupted)
+CUR_CHROOT=
+on_exit() { [ -n "$CUR_CHROOT" ] && kill_leftovers "$CUR_CHROOT"; unmount_all; }
 trap on_exit EXIT
 trap 'log "matrix: interrupted"; exit 130' INT TERM HUP
 
@@ -166,11 +174,12 @@ ensure_chroot() {   # MAJOR: sets CHROOT to the chroot's path
   r=$CACHE/$suite
   CHROOT=$r
   read -ra pkgs <<<"$(coord_packages "$m")"
+  remove_tree "$r.new" || return 1     # an interrupted build's
   if [ "${COORD_MATRIX_REBUILD:-0}" != 1 ] && [ -d "$r" ]; then
     chroot_ok "$r" "$m" "${pkgs[@]}" && return 0
     # packages added to the list since: install them in place
     if [ -f "$r/.pg_coord-matrix.stamp" ] && [ "$(head -1 "$r/.pg_coord-matrix.stamp")" = "recipe $RECIPE" ] &&
-       mount_in "$r" &&
+       mount_in "$r" && in_chroot "$r" apt-get update -qq >>"$CACHE/$suite.apt.log" 2>&1 &&
        in_chroot "$r" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >>"$CACHE/$suite.apt.log" 2>&1; then
       stamp_of "$r" "${pkgs[@]}" >"$r/.pg_coord-matrix.stamp"
       unmount_all
@@ -229,10 +238,12 @@ for m in "${majors[@]}"; do
     continue
   fi
   log "matrix: PostgreSQL $m: make test in $r (output in $out)"
+  CUR_CHROOT=$r
   in_chroot "$r" COORD_PG_MAJOR="$m" timeout -k 30 "$TEST_TIMEOUT" \
       bash -c 'cd /build/pg_coord && make -s test' 2>&1 | tee "$out" | sed -u "s/^/[pg$m] /" >&2
   rc=${PIPESTATUS[0]}
   kill_leftovers "$r"
+  CUR_CHROOT=
   unmount_all
   summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
   if [ -n "$summary" ]; then
