@@ -48,6 +48,7 @@
 #include "utils/syscache.h"
 
 #include "common.h"
+#include "compat.h"
 
 /* Seed of the name hash; changing it would move every lock to a new key. */
 #define COORD_NAME_HASH_SEED	UINT64CONST(0x636f6f72645f7631)
@@ -328,7 +329,7 @@ CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session)
 void
 CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode)
 {
-	if (coord_nlocks > 0 && CountedTag(tag) && !LockHeldByMe(tag, mode))
+	if (coord_nlocks > 0 && CountedTag(tag) && !CoordLockHeldByMe(tag, mode))
 		coord_nlocks--;
 }
 
@@ -340,7 +341,7 @@ NewLocks(const LOCKTAG *tags, const LOCKMODE *modes, int n)
 	int			nnew = 0;
 
 	for (i = 0; i < n; i++)
-		if (!LockHeldByMe(&tags[i], modes[i]))
+		if (!CoordLockHeldByMe(&tags[i], modes[i]))
 			nnew++;
 	return nnew;
 }
@@ -391,7 +392,7 @@ FindHold(const char *key)
 	if (!CoordHoldsAny())
 		return NULL;
 	h = hash_search(holds, key, HASH_FIND, NULL);
-	if (h != NULL && !LockHeldByMe(&h->tag, ExclusiveLock))
+	if (h != NULL && !CoordLockHeldByMe(&h->tag, ExclusiveLock))
 	{
 		/* released behind our back (pg_advisory_unlock_all, DISCARD ALL) */
 		hash_search(holds, key, HASH_REMOVE, NULL);
@@ -795,7 +796,7 @@ FindBackend(int pid)
 
 	for (b = 1; b <= nbe; b++)
 	{
-		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(b);
+		LocalPgBackendStatus *local = CoordLocalBackendStatus(b);
 
 		if (local != NULL && local->backendStatus.st_procpid == pid)
 			return &local->backendStatus;
@@ -1232,7 +1233,7 @@ CoordPlanGeneration(SPIPlanPtr plan)
 	ps = (CachedPlanSource *) linitial(sources);
 	if (!ps->is_valid || ps->gplan == NULL || !ps->gplan->is_valid ||
 		TransactionIdIsValid(ps->gplan->saved_xmin) ||
-		(ps->search_path != NULL && !OverrideSearchPathMatchesCurrent(ps->search_path)) ||
+		(ps->search_path != NULL && !CoordSearchPathMatches(ps->search_path)) ||
 		(ps->gplan->dependsOnRole && ps->gplan->planRoleId != GetUserId()))
 		return -1;
 	return ps->generation;

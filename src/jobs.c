@@ -145,6 +145,7 @@
 #include "utils/timestamp.h"
 
 #include "common.h"
+#include "compat.h"
 
 #define JOB_KEY_MAX			1024
 #define CLAIM_MAX_N			10000
@@ -446,7 +447,7 @@ SetIdle(const char *channel, bool idle)
 		if (found)
 			dlist_delete(&m->lru);
 		dlist_push_tail(&idle_lru, &m->lru);
-		if (!found || !LockHeldByMe(&tag, ShareLock))
+		if (!found || !CoordLockHeldByMe(&tag, ShareLock))
 			(void) LockAcquire(&tag, ShareLock, true, true);
 		while (hash_get_num_entries(idle_marks) > Max(coord_max_idle_marks, 1))
 		{
@@ -456,7 +457,7 @@ SetIdle(const char *channel, bool idle)
 
 			CoordSetTag(&oldtag, oldkey, COORD_NS_IDLE);
 			hash_search(idle_marks, &oldkey, HASH_REMOVE, NULL);
-			if (LockHeldByMe(&oldtag, ShareLock))
+			if (CoordLockHeldByMe(&oldtag, ShareLock))
 				LockRelease(&oldtag, ShareLock, true);
 		}
 	}
@@ -467,7 +468,7 @@ SetIdle(const char *channel, bool idle)
 		{
 			dlist_delete(&m->lru);
 			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
-			if (LockHeldByMe(&tag, ShareLock))
+			if (CoordLockHeldByMe(&tag, ShareLock))
 				LockRelease(&tag, ShareLock, true);
 		}
 	}
@@ -786,7 +787,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		ExecStoreHeapTuple(h, slot, false);
 		table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
 		if (rri->ri_NumIndices > 0)
-			(void) ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
+			(void) CoordExecInsertIndexTuples(rri, slot, estate, COORD_INDEXES_ALL);
 		ExecClearTuple(slot);
 		heap_freetuple(h);
 		ResetPerTupleExprContext(estate);
@@ -1468,7 +1469,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 	bool	   *n;
 	TM_FailureData tmfd;
 	LockTupleMode lockmode;
-	bool		update_indexes;
+	CoordUpdateIndexes update_indexes;
 	TM_Result	res;
 	bool		was_claimed,
 				had_lease;
@@ -1525,7 +1526,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 							 &tmfd, &lockmode, &update_indexes);
 	if (res != TM_Ok)
 		elog(ERROR, "unexpected table_tuple_update status %d for a job the claim locked", (int) res);
-	if (update_indexes)
+	if (CoordNeedsIndexTuples(update_indexes))
 	{
 		if (w->rri == NULL)
 		{
@@ -1541,7 +1542,7 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 		 * update = false: true would read the range table we have none of.
 		 * It only hints bottom-up index deletion; a claim is rarely not HOT.
 		 */
-		(void) ExecInsertIndexTuples(w->rri, w->new, w->estate, false, false, NULL, NIL);
+		(void) CoordExecInsertIndexTuples(w->rri, w->new, w->estate, update_indexes);
 		ResetPerTupleExprContext(w->estate);
 	}
 

@@ -48,10 +48,12 @@
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
 #include "common.h"
+#include "compat.h"
 
 #define MODE_IS		RowShareLock
 #define MODE_IX		RowExclusiveLock
@@ -604,7 +606,7 @@ coord_unlock(PG_FUNCTION_ARGS)
 		e = hash_search(held_locks, &hk, HASH_FIND, NULL);
 
 	CoordSetTag(&leaf, hk.key, COORD_NS_PATH);
-	if (e != NULL && !LockHeldByMe(&leaf, LevelMode(&p, p.depth - 1, shared)))
+	if (e != NULL && !CoordLockHeldByMe(&leaf, LevelMode(&p, p.depth - 1, shared)))
 	{
 		/* released behind our back: our count is stale */
 		ForgetHeld(e);
@@ -652,7 +654,7 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 		for (; e->count > 0; e->count--)
 		{
 			CHECK_FOR_INTERRUPTS();
-			if (!LockHeldByMe(&leaf, LevelMode(p, p->depth - 1, e->hk.shared)))
+			if (!CoordLockHeldByMe(&leaf, LevelMode(p, p->depth - 1, e->hk.shared)))
 				break;
 			ReleasePath(p, e->hk.shared);
 			released++;
@@ -752,7 +754,7 @@ coord_fence(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
 	CoordSetTag(&leaf, p.keys[p.depth - 1], COORD_NS_PATH);
-	if (!LockHeldByMe(&leaf, MODE_X))
+	if (!CoordLockHeldByMe(&leaf, MODE_X))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot issue a fencing token for \"%s\"", p.path),

@@ -7,17 +7,34 @@
 
 set -u
 COORD_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 # Debian's python3: psycopg2 comes from its packages, whatever python3 is first on PATH.
 export PYTHON=/usr/bin/python3
 
 log() { printf '%s\n' "$*" >&2; }
 
+# The PostgreSQL major to test: COORD_PG_MAJOR, else the one pg_config
+# names, else 15 (Debian bookworm's).
+coord_pg_major() {
+  if [ -n "${COORD_PG_MAJOR:-}" ]; then
+    echo "$COORD_PG_MAJOR"
+  else
+    pg_config --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9][0-9]*\).*/\1/p' | grep . || echo 15
+  fi
+}
+
+# The Debian packages `make test` needs for major $1 (test/matrix.sh installs
+# the same list into its chroots).
+coord_packages() {
+  local m=$1
+  echo postgresql-$m postgresql-server-dev-$m postgresql-$m-pgtap postgresql-$m-cron \
+       libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc \
+       python3-psycopg nodejs default-jdk-headless libpostgresql-jdbc-java pgbouncer
+}
+
 # Installs what is missing from Debian's packages (once per machine).
 coord_deps() {
-  local want=(postgresql-15 postgresql-server-dev-15 postgresql-15-pgtap postgresql-15-cron
-              libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc
-              python3-psycopg nodejs default-jdk-headless libpostgresql-jdbc-java pgbouncer)
+  local want
+  read -ra want <<<"$(coord_packages "$(coord_pg_major)")"
   local missing=() p
   for p in "${want[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -28,7 +45,20 @@ coord_deps() {
   [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-  PGBIN=$(pg_config --bindir)
+  coord_pgbin
+}
+
+# PGBIN: the bin directory of the major under test, first on PATH (psql,
+# pg_prove's psql, pg_config).
+coord_pgbin() {
+  local m=${COORD_PG_MAJOR:-}
+  if [ -n "$m" ] && [ -x "/usr/lib/postgresql/$m/bin/pg_config" ]; then
+    PGBIN=/usr/lib/postgresql/$m/bin
+  else
+    PGBIN=$(pg_config --bindir 2>/dev/null || echo "/usr/lib/postgresql/$(coord_pg_major)/bin")
+  fi
+  case ":$PATH:" in *":$PGBIN:"*) ;; *) PATH=$PGBIN:$PATH ;; esac
+  export PATH
 }
 
 # Builds and installs the extension.
@@ -123,3 +153,5 @@ coord_createdb() {
     psql -qX -d "$db" -c "CREATE EXTENSION $ext" >/dev/null
   done
 }
+
+coord_pgbin

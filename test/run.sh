@@ -12,6 +12,8 @@ cd "$COORD_ROOT"
 mode=${1:-test}
 
 coord_deps
+# warnings are errors in every build a test run makes (the extension, the agent)
+export WERROR=1
 coord_build
 coord_cluster_start
 
@@ -19,13 +21,19 @@ passed=0
 failed=0
 failures=()
 
-# count_suite NAME OUTPUTFILE: adds pg_regress-style "... ok" / "... FAILED" lines.
+# count_suite NAME OUTPUTFILE: adds pg_regress's result lines: "test x ... ok" /
+# "... FAILED" up to PostgreSQL 15, TAP "ok 1 - x" / "not ok 2 - x" from 16.
 count_suite() {
   local name=$1 out=$2 ok bad
-  ok=$(grep -cE '\.\.\. ok' "$out")
-  bad=$(grep -cE '\.\.\. (FAILED|failed)' "$out")
+  ok=$(grep -cE '\.\.\. ok|^ok [0-9]+ ' "$out")
+  bad=$(grep -cE '\.\.\. (FAILED|failed)|^not ok [0-9]+ ' "$out")
   passed=$((passed + ok)); failed=$((failed + bad))
-  [ "$bad" -gt 0 ] && failures+=("$name: $(grep -E '\.\.\. (FAILED|failed)' "$out" | awk '{print $2}' | tr '\n' ' ')")
+  [ "$bad" -gt 0 ] && failures+=("$name: $( { grep -E '\.\.\. (FAILED|failed)' "$out" | awk '{print $2}'
+                                            grep -E '^not ok [0-9]+ ' "$out" | sed -E 's/^not ok [0-9]+ +- +([^ ]+).*/\1/'; } | tr '\n' ' ')")
+  # a suite that ran nothing (pg_regress did not start) is a failure too
+  if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+    failed=$((failed + 1)); failures+=("$name: no test ran"); tail -5 "$out" >&2
+  fi
   log "$name: $ok passed, $bad failed"
 }
 

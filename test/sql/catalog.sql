@@ -5,6 +5,10 @@ SELECT pg_describe_object(classid, objid, objsubid) AS uncommented
  WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
    AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_coord')
    AND obj_description(objid, (SELECT relname FROM pg_class WHERE oid = classid)) IS NULL
+   -- from 17 a table's row type and array types are members too: made by the server, not by us
+   AND NOT EXISTS (SELECT FROM pg_type t WHERE d.classid = 'pg_type'::regclass AND t.oid = d.objid
+                    AND (t.typsubscript = 'array_subscript_handler'::regproc
+                         OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) <> 'c'))
  ORDER BY 1;
 SELECT proname, provolatile, proparallel FROM pg_proc
  WHERE pronamespace = 'coord'::regnamespace AND (provolatile <> 'v' OR proparallel <> 'u')
