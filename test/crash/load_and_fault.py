@@ -313,6 +313,12 @@ class Producer(Worker):
             else:
                 kind = "plain"
             delayed = rng.random() < 0.1
+            if group is not None:
+                # "enqueue order" is the order of commits: two enqueuers of one
+                # group whose ids and commits cross would see the later id run
+                # first (a claim cannot see an uncommitted job), so the check
+                # below, which orders by id, needs them one at a time
+                cur.execute("SELECT pg_advisory_xact_lock(hashtext('lf-group:' || %s))", (group,))
             cur.execute("SELECT coord.enqueue('lf_jobs', %s::jsonb, "
                         "run_at => CASE WHEN %s THEN clock_timestamp() + interval '300 milliseconds' END, "
                         "priority => %s, key => %s, group_key => %s)",
