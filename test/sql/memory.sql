@@ -47,7 +47,8 @@ SELECT public.coord_par($$SELECT coord.drop_app('mem_a')$$);
 SELECT public.coord_par($$SELECT coord.job_state(1)$$);
 SELECT public.coord_par($$SELECT coord.fence_ok('/mem/a', 1)$$);
 SELECT public.coord_par($$SELECT coord.path_key('/mem/a')$$);
-RESET force_parallel_mode;
+SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
+                       THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS parallel;
 DROP FUNCTION public.coord_par(text);
 -- nothing was left behind
 SELECT count(*) AS jobs FROM coord.jobs WHERE queue = 'mem_q';

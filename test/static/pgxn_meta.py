@@ -41,6 +41,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -371,6 +372,8 @@ def project_errors(root, m, raw, archive_names=None):
 def try_dist(root):
     """In a git checkout with META.json committed: make dist into a temporary
     file (which checks the archive with --zip).  Returns (note, error)."""
+    if shutil.which("git") is None:
+        return "; no git on this machine (a test-matrix chroot): make dist not tried", None
     if subprocess.run(["git", "-C", root, "rev-parse", "--git-dir"], capture_output=True).returncode != 0:
         return "; not a git checkout: make dist not tried", None
     if subprocess.run(["git", "-C", root, "diff", "--quiet", "HEAD", "--", "META.json"]).returncode != 0:
