@@ -107,8 +107,13 @@ trap 'log "matrix: interrupted"; exit 130' INT TERM HUP
 
 in_chroot() {   # ROOTDIR CMD...: a clean environment inside
   local r=$1; shift
+  local extra=()
+  # A machine that reaches the registries through a TLS proxy of its own
+  # names the proxy's CA for Node in NODE_EXTRA_CA_CERTS (npm install in the
+  # quick start's test): the chroot gets a copy of that file.
+  [ -f "$r/etc/pg_coord-matrix-extra-ca.crt" ] && extra+=(NODE_EXTRA_CA_CERTS=/etc/pg_coord-matrix-extra-ca.crt)
   chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive "$@"
+    HOME=/root LANG=C.UTF-8 TERM=dumb DEBIAN_FRONTEND=noninteractive "${extra[@]}" "$@"
 }
 
 # ---- the cached chroot of a major
@@ -208,6 +213,12 @@ kill_leftovers() {   # ROOTDIR
 # ---- copy the working tree in
 copy_tree() {   # ROOTDIR
   local dst=$1/build/pg_coord
+  cp -L /etc/resolv.conf "$1/etc/resolv.conf" 2>/dev/null || true
+  if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r "$NODE_EXTRA_CA_CERTS" ]; then
+    cp -L "$NODE_EXTRA_CA_CERTS" "$1/etc/pg_coord-matrix-extra-ca.crt"
+  else
+    rm -f "$1/etc/pg_coord-matrix-extra-ca.crt"
+  fi
   remove_tree "$1/build" || return 1
   mkdir -p "$dst"
   (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard |
