@@ -736,7 +736,9 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 				 errdetail("A lock taken on a standby is not seen by the primary's sessions."),
 				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
 
-	CoordLockBudget(NewLocks(tags, modes, n));
+	/* which of them are new is looked up only when all n could reach the cap */
+	if (coord_max_locks_per_session > 0 && coord_nlocks + n > coord_max_locks_per_session)
+		CoordLockBudget(NewLocks(tags, modes, n));
 	locks_in_xact = true;
 	if (timeout_us > 0)
 		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
@@ -1051,7 +1053,7 @@ CoordOwnerId(void)
  *   relations: a temporary domain named "jsonb" whose CHECK calls the
  *   caller's function would run that function as the owner.  pg_temp is
  *   named last so that it cannot come first.  Statement texts also name
- *   every object with its schema (test/static/qualified.sh checks it).
+ *   every object with its schema (test/static/qualified.py checks it).
  *
  * CoordRestoreUser undoes all three.  An error undoes them through
  * (sub)transaction abort, which restores the user id and pops GUC nest
