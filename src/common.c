@@ -591,6 +591,32 @@ OwnerCacheInval(Datum arg, int cacheid, uint32 hashvalue)
 	owner_cache = InvalidOid;
 }
 
+/* The OID of role coord_admin (InvalidOid: none), looked up once per backend. */
+static Oid	admin_role = InvalidOid;
+static bool admin_role_valid = false;
+
+/* Any change to pg_authid (CREATE, DROP, ALTER ROLE ... RENAME) forgets it. */
+static void
+AdminRoleInval(Datum arg, int cacheid, uint32 hashvalue)
+{
+	admin_role_valid = false;
+}
+
+/*
+ * CoordAdminRoleId returns the OID of role coord_admin, or InvalidOid when
+ * there is none.  Completions, failures and heartbeats ask on every call.
+ */
+Oid
+CoordAdminRoleId(void)
+{
+	if (!admin_role_valid)
+	{
+		admin_role = get_role_oid("coord_admin", true);
+		admin_role_valid = true;
+	}
+	return admin_role;
+}
+
 void
 CoordCommonInit(void)
 {
@@ -607,6 +633,7 @@ CoordCommonInit(void)
 	RegisterSubXactCallback(CommonSubXactCallback, NULL);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
 	CacheRegisterSyscacheCallback(PROCOID, OwnerCacheInval, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, AdminRoleInval, (Datum) 0);
 }
 
 static inline void
@@ -842,7 +869,7 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 	int			i;
 	static const LOCKMODE modes[] = {RowShareLock, RowExclusiveLock, ShareLock, ExclusiveLock};
 	Oid			caller = GetUserId();
-	Oid			admin = get_role_oid("coord_admin", true);
+	Oid			admin = CoordAdminRoleId();
 	bool		all_addrs;
 
 	all_addrs = has_privs_of_role(caller, ROLE_PG_READ_ALL_STATS) ||

@@ -154,6 +154,7 @@ extern bool CoordBackendAlive(int pid, TimestampTz started);
 
 /* Running SPI as the owner of schema coord, so tables need no grants to callers */
 extern Oid	CoordOwnerId(void);
+extern Oid	CoordAdminRoleId(void);
 extern void CoordBecomeOwner(CoordUserSwitch *sw);
 extern void CoordRestoreUser(const CoordUserSwitch *sw);
 extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);

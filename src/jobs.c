@@ -438,7 +438,7 @@ SetIdle(const char *channel, bool idle)
 	if (idle_marks == NULL && !idle)
 		return;
 	if (idle_marks == NULL)
-		dlist_init(&idle_lru);	/* the table was gone: so are its entries */
+		dlist_init(&idle_lru);	/* first use: the list starts empty with its table */
 	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(IdleMark), HASH_BLOBS);
 	CoordSetTag(&tag, key, COORD_NS_IDLE);
 	if (idle)
@@ -1053,7 +1053,7 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	bool		found;
 
 	if (frontiers == NULL)
-		dlist_init(&frontier_lru);	/* the table was gone: so are its entries */
+		dlist_init(&frontier_lru);	/* first use: the list starts empty with its table */
 	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
 	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
 	f = hash_search(frontiers, filter, HASH_ENTER, &found);
@@ -1920,7 +1920,7 @@ ActsForAnyClaimant(Oid caller)
 
 	if (caller == GetUserId())
 		return true;
-	admin = get_role_oid("coord_admin", true);
+	admin = CoordAdminRoleId();
 	if (!OidIsValid(admin))
 		return superuser_arg(caller);
 	return has_privs_of_role(caller, admin);
