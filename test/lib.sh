@@ -144,6 +144,33 @@ coord_cluster_stop() {
   fi
 }
 
+# Suites of scripts, each script one test (test/crash, test/upgrade,
+# test/agent): coord_run_scripts SUITE SCRIPT... runs each script with bash,
+# one after the other, its output in $COORD_RESULTS/SUITE_NAME.out; logs
+# "SUITE/NAME: ok TIME (its last line)" or "SUITE/NAME: FAILED TIME" and the
+# tail of its output; adds to the caller's counters passed and failed and to
+# its array failures ("SUITE: NAME").
+COORD_RESULTS=${COORD_RESULTS:-$COORD_ROOT/test/results}
+coord_run_scripts() {
+  local suite=$1 t name out t0 d; shift
+  mkdir -p "$COORD_RESULTS"
+  for t in "$@"; do
+    [ -e "$t" ] || continue
+    name=$(basename "$t")
+    out="$COORD_RESULTS/${suite}_$name.out"
+    t0=${EPOCHREALTIME/./}
+    if bash "$t" >"$out" 2>&1; then
+      passed=$((passed + 1))
+      d=$(( (${EPOCHREALTIME/./} - t0) / 100000 ))
+      log "$suite/$name: ok $((d / 10)).$((d % 10))s ($(tail -1 "$out"))"
+    else
+      failed=$((failed + 1)); failures+=("$suite: $name")
+      d=$(( (${EPOCHREALTIME/./} - t0) / 100000 ))
+      log "$suite/$name: FAILED $((d / 10)).$((d % 10))s"; tail -20 "$out" >&2
+    fi
+  done
+}
+
 # Creates a database with pg_coord (and pgTAP when asked) installed.
 coord_createdb() {
   local db=$1; shift

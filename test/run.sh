@@ -8,6 +8,7 @@
 #   test/run.sh bench   make bench: figures side by side with raw SQL
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/agent/run_all.sh"
 cd "$COORD_ROOT"
 mode=${1:-test}
 
@@ -94,16 +95,10 @@ run_tests() {
   log "pgtap: $((tap_tests - tap_failed)) passed, $tap_failed failed"
 
   log "== crash and restart scripts"
-  local t
-  for t in test/crash/*.sh; do
-    [ -e "$t" ] || continue
-    if bash "$t" >"test/results/$(basename "$t").out" 2>&1; then
-      passed=$((passed + 1)); log "$(basename "$t"): ok ($(tail -1 "test/results/$(basename "$t").out"))"
-    else
-      failed=$((failed + 1)); failures+=("crash: $(basename "$t")")
-      log "$(basename "$t"): FAILED"; tail -20 "test/results/$(basename "$t").out" >&2
-    fi
-  done
+  coord_run_scripts crash test/crash/*.sh
+
+  log "== upgrade, dump and install safety"
+  coord_run_scripts upgrade test/upgrade/*.sh
 
   log "== fuzz (its own cluster, port 54336; COORD_FUZZ_CALLS calls)"
   if FUZZ_CALLS=${COORD_FUZZ_CALLS:-6000} bash test/fuzz/fuzz.sh >test/results/fuzz.out 2>&1; then
@@ -113,16 +108,7 @@ run_tests() {
   fi
 
   log "== coord-agent (each script runs its own cluster, ports 54340-54349)"
-  for t in test/agent/*.sh; do
-    case "$t" in */run_all.sh|*/agent_lib.sh) continue ;; esac
-    local out="test/results/agent_$(basename "$t").out"
-    if bash "$t" >"$out" 2>&1; then
-      passed=$((passed + 1)); log "agent/$(basename "$t"): ok ($(tail -1 "$out"))"
-    else
-      failed=$((failed + 1)); failures+=("agent: $(basename "$t")")
-      log "agent/$(basename "$t"): FAILED"; tail -20 "$out" >&2
-    fi
-  done
+  coord_agent_tests
 
   log "== slow scripts"
   local i

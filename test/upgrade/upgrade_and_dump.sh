@@ -38,7 +38,7 @@ trap 'for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_d
 q coord_up "CREATE EXTENSION pg_coord VERSION '0.1.0'" >/dev/null
 expect coord_up "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "0.1.0" "installed at 0.1.0"
 # The library serves only its own version's catalog (a call at 0.1.0 is an
-# error, test/crash/version_mismatch.sh), so the 0.1.0 state is written as
+# error, test/upgrade/version_mismatch.sh), so the 0.1.0 state is written as
 # 0.1.0's functions wrote it: two ready jobs (one with a key), a lease claim
 # (state running, with a lease), a registered and fenced path, a queued key.
 q coord_up "INSERT INTO coord.job (queue, payload, run_at, priority, max_attempts, key)
@@ -113,7 +113,7 @@ same_catalog coord_up "0.1.0 -> 0.2.0 -> $dev"
 
 # ---- 2. update from 0.2.0, with the state 0.2.0 wrote; its dump restored across the update
 q coord_b020 "CREATE EXTENSION pg_coord VERSION '0.2.0'" >/dev/null
-psql -qX -v ON_ERROR_STOP=1 -d coord_b020 -f "$(dirname "$0")/../upgrade/state-0.2.0.sql" >/dev/null || fail "loading the 0.2.0 state"
+psql -qX -v ON_ERROR_STOP=1 -d coord_b020 -f "$(dirname "$0")/state-0.2.0.sql" >/dev/null || fail "loading the 0.2.0 state"
 # the fixture's lease claim (job 3, token 3) is still running; its claimant is this superuser
 q coord_b020 "UPDATE coord.job SET lease_until = now() + interval '1 hour', claimed_by = 'postgres'::regrole WHERE id = 3" >/dev/null
 state020="
