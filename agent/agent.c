@@ -1,37 +1,40 @@
 /*-------------------------------------------------------------------------
  * agent.c
- *		coord-agent's main loop: the database session (connect, LISTEN,
- *		claim, heartbeat, complete, fail, reconnect), the children's
- *		lifecycle (start, timeouts, reaping) and the signals (SIGTERM drains,
- *		SIGHUP reloads).
+ *		coord-agent's main loop: claiming and starting jobs, heartbeats,
+ *		the children's lifecycle (start, timeouts, reaping, reporting) and
+ *		the signals (SIGTERM drains, SIGHUP reloads).
  *
  * One thread, one poll().  Signals only write a byte into a self-pipe;
- * children are started and read in the loop; the connection is opened
- * asynchronously (PQconnectStart/PQconnectPoll), so that a database that
- * is down or slow never stops timeouts, kills or a SIGTERM from being
- * handled.  The short statements (claim, complete, fail, heartbeat) are
- * one round trip each, and bounded: the session runs with
- * statement_timeout and lock_timeout (a few seconds; a statement that hits
- * them is an error like any other, logged and tried again on a later
- * loop), and the agent waits for an answer at most statement_timeout plus
- * STATEMENT_GRACE_MS before it gives the connection up as broken.  So no
- * lock held by someone else and no stuck server stops the loop for longer.
+ * children are started and read in the loop; the database session is
+ * db.c's (it connects without blocking, so that a database that is down or
+ * slow never stops timeouts, kills or a SIGTERM from being handled), and
+ * every statement is one of protocol.c's.  The short statements (claim,
+ * complete, fail, heartbeat) are one round trip each, and bounded: the
+ * session runs with statement_timeout and lock_timeout (a few seconds; a
+ * statement that hits them is an error like any other, logged and tried
+ * again on a later loop), and db.c waits for an answer at most
+ * statement_timeout plus a grace period before it gives the connection up
+ * as broken.  So no lock held by someone else and no stuck server stops
+ * the loop for longer.
  *
  * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
- * "coord:host:<host>" first, then claim; a claim that finds nothing marks
- * the session idle on that channel, and enqueue NOTIFYs only idle
- * sessions.  So while it has free slots the agent claims from a queue until
- * a claim comes back empty (a claim that found work drops the idle mark),
- * and it polls every `poll` as the README asks, in case a wake-up is lost.
+ * "coord:host:<host>" first (db.c, at every connect), then claim; a claim
+ * that finds nothing marks the session idle on that channel, and enqueue
+ * NOTIFYs only idle sessions.  So while it has free slots the agent claims
+ * from a queue until a claim comes back empty (a claim that found work
+ * drops the idle mark), and it polls every `poll` as the README asks, in
+ * case a wake-up is lost.  A notification or a new session calls
+ * agent_wake(): claim now.
  *
  * Claims are session-bound by default: if the agent dies or its connection
  * does, the jobs are claimable again at once, and the agent kills the
- * children of those jobs.  In lease mode the claims outlive the connection
- * until their lease runs out, so the children go on running through a
- * reconnect and are reported afterwards; a child whose lease ran out (by
- * our own clock, which starts before the server's) is killed, connected or
- * not: its job may be claimed again by anyone.
+ * children of those jobs (db.c calls agent_session_lost()).  In lease mode
+ * the claims outlive the connection until their lease runs out, so the
+ * children go on running through a reconnect and are reported afterwards;
+ * a child whose lease ran out (by our own clock, which starts before the
+ * server's) is killed, connected or not: its job may be claimed again by
+ * anyone.
  *
  * A claim whose result cannot be read (the wrong shape, a row without id or
  * token, an error libpq made up rather than one the server sent) may have
@@ -57,14 +60,14 @@
 /* the reconnect after an unreadable claim: not at once, it may recur */
 #define BROKEN_CLAIM_DELAY_MS 1000
 
-AgentConfig *cfg;
+static AgentConfig *cfg;
 static const CliOverrides *cli_over;
 static const char *cfg_path;
 
-Job		   *jobs;
+static Job *jobs;
 static int	njobs;
 
-bool		need_claim;
+static bool need_claim;
 static msec_t last_claim;
 static int	queue_rr;
 static char *last_claim_error;
@@ -181,6 +184,39 @@ first_line(const char *s, size_t max)
 	return xasprintf("%.*s%s", (int) n, s, s[n] ? "..." : "");
 }
 
+/* ---------- what the session tells the loop (db.h) ---------- */
+
+/* A notification on our channels, or a new session: claim now. */
+void
+agent_wake(void)
+{
+	need_claim = true;
+}
+
+/*
+ * The session is gone, and its session-bound claims with it: their
+ * children are killed at once (another agent may already be running the
+ * job), and results not yet reported are dropped (finish_exited).
+ */
+void
+agent_session_lost(void)
+{
+	Job		   *j;
+
+	for (j = jobs; j; j = j->next)
+	{
+		if (!j->session_bound || j->killed == KILL_LOST)
+			continue;
+		j->killed = KILL_LOST;
+		if (!j->exited)
+		{
+			log_verbose("job %lld: session-bound claim lost with the session: killing pid %d",
+						(long long) j->id, (int) j->pid);
+			child_signal(j, SIGKILL);
+		}
+	}
+}
+
 /* ---------- reporting a finished job ---------- */
 
 /* Logs the end of a job: one line, the fields people grep for. */
@@ -219,7 +255,7 @@ report_job(Job *job)
 		outcome = "shutdown";
 		error = xasprintf("coord-agent on host %s shut down before the job finished%s%s",
 						  cfg->host, *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, 0);
+		state = proto_fail(job, error, 0);
 	}
 	else if (job->killed == KILL_TIMEOUT)
 	{
@@ -228,7 +264,7 @@ report_job(Job *job)
 						  format_duration(job->ended - job->started, b1, sizeof(b1)),
 						  format_duration(job->timeout, b2, sizeof(b2)),
 						  *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, -1);
+		state = proto_fail(job, error, -1);
 	}
 	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 0)
 	{
@@ -244,7 +280,7 @@ report_job(Job *job)
 				result = xstrdup(trim(t));
 			free(t);
 		}
-		state = complete_job(job, result, &kept);
+		state = proto_complete(job, result, &kept);
 		extra = xstrdup(kept ? "result=json" : "result=null");
 		free(result);
 	}
@@ -264,7 +300,7 @@ report_job(Job *job)
 		}
 		error = xasprintf("temporary failure (exit 75), retry after %s%s%s",
 						  format_duration(delay, b1, sizeof(b1)), *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, delay);
+		state = proto_fail(job, error, delay);
 		extra = xasprintf("exit=75 retry_after=%s", format_duration(delay, b1, sizeof(b1)));
 	}
 	else
@@ -284,7 +320,7 @@ report_job(Job *job)
 							  *tail ? ": " : "", tail);
 			extra = xasprintf("signal=%d", sig);
 		}
-		state = fail_job(job, error, -1);
+		state = proto_fail(job, error, -1);
 	}
 
 	ok = (state != NULL);
@@ -358,7 +394,7 @@ finish_exited(msec_t now)
 			 * claim held by this session for as long as it lives.
 			 */
 			log_error("job %lld: could not report the outcome (%s); trying again in 5s",
-					  (long long) j->id, conn_error());
+					  (long long) j->id, db_error());
 			j->report_at = now + 5000;
 		}
 		else if (j->session_bound)
@@ -381,20 +417,12 @@ reject_job(Job *job)
 	char	   *state;
 
 	job->started = job->ended = now_ms();
-	state = fail_job(job, error, -1);
+	state = proto_fail(job, error, -1);
 	log_info("job %lld rejected task=%s queue=%s attempt=%d outcome=rejected state=%s error=\"%s\"",
 			 (long long) job->id, job->task, job->queue, job->attempt,
 			 state ? state : "unknown", error);
 	free(state);
 	free(error);
-}
-
-static char *
-dup_field(PGresult *res, int row, int col)
-{
-	if (PQgetisnull(res, row, col))
-		return NULL;
-	return xstrdup(PQgetvalue(res, row, col));
 }
 
 /* Starts the child of a claimed job, or fails the job if it cannot. */
@@ -422,7 +450,7 @@ start_job(Job *job)
 		char	   *state;
 
 		/* our trouble, not the job's: no attempt used */
-		state = fail_job(job, error, 5000);
+		state = proto_fail(job, error, 5000);
 		log_error("job %lld: %s (state %s)", (long long) job->id, error, state ? state : "unknown");
 		free(state);
 		free(error);
@@ -432,47 +460,6 @@ start_job(Job *job)
 	}
 	log_info("job %lld start task=%s queue=%s attempt=%d pid=%d",
 			 (long long) job->id, job->task, job->queue, job->attempt, (int) job->pid);
-}
-
-/* Whether text is a whole decimal integer (what the claim's numbers must be). */
-static bool
-is_integer(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '\0' || strlen(s) > 19)
-		return false;
-	return strspn(s, "0123456789") == strlen(s);
-}
-
-/*
- * Why a claim's result cannot be used, or NULL if it can: the columns the
- * statement asks for, at most n rows, and in every row an id, a queue, a
- * payload, an attempt and a token.
- */
-static const char *
-unreadable_claim(const PGresult *res, int n)
-{
-	int			r;
-
-	if (PQnfields(res) != 9)
-		return "wrong number of columns";
-	if (PQntuples(res) > n)
-		return "more rows than asked for";
-	for (r = 0; r < PQntuples(res); r++)
-	{
-		int			c;
-
-		for (c = 0; c < 5; c++)
-			if (PQgetisnull(res, r, c))
-				return "a row with a NULL id, queue, payload, attempt or token";
-		if (!is_integer(PQgetvalue(res, r, 0)) || !is_integer(PQgetvalue(res, r, 3)) ||
-			!is_integer(PQgetvalue(res, r, 4)))
-			return "a row whose id, attempt or token is not an integer";
-		if (!valid_name(PQgetvalue(res, r, 1)))
-			return "a row with an invalid queue name";
-	}
-	return NULL;
 }
 
 /* Whether an empty claim has marked this session idle on some queue. */
@@ -485,61 +472,45 @@ static bool marked_idle = false;
 static int
 claim_from(const char *queue, int n)
 {
-	static const char *sql =
-		"SELECT id, queue, payload::text, attempt, token, "
-		"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
-		"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
-	char		nbuf[16],
-				lease[48];
-	const char *values[5];
 	PGresult   *res;
-	char		sqlstate[6];
 	int			got,
 				r;
 	bool		session_bound = cfg->lease == 0;
 	msec_t		sent = now_ms();
 	const char *why;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(lease, sizeof(lease), "%lld milliseconds", (long long) (session_bound ? 300000 : cfg->lease));
-	values[0] = queue;
-	values[1] = nbuf;
-	values[2] = lease;
-	values[3] = cfg->host;
-	values[4] = session_bound ? "true" : "false";
-	res = run_sql(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
-	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
+	switch (proto_claim(queue, n, cfg->lease, cfg->host, &res, &why))
 	{
-		/* not the server's error: it may have claimed, and we cannot know what */
-		char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
-								  queue, conn_error());
+		case CLAIM_NO_ANSWER:
+			{
+				/* not the server's error: it may have claimed */
+				char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
+										  queue, db_error());
 
-		log_error("%s", m);
-		free(m);
-		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
-		return -1;
-	}
-	if (res != NULL && (why = unreadable_claim(res, n)) != NULL)
-	{
-		log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
-				  queue, why);
-		PQclear(res);
-		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
-		return -1;
-	}
-	if (res == NULL)
-	{
-		if (db_state == DB_READY)
-		{
-			char	   *m = xasprintf("claim from queue %s failed: %s", queue, conn_error());
-
-			/* once per distinct error: the poll would repeat it every second */
-			if (last_claim_error == NULL || strcmp(last_claim_error, m) != 0)
 				log_error("%s", m);
-			free(last_claim_error);
-			last_claim_error = m;
-		}
-		return -1;
+				free(m);
+				db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+				return -1;
+			}
+		case CLAIM_UNREADABLE:
+			log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
+					  queue, why);
+			db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+			return -1;
+		case CLAIM_FAILED:
+			if (db_state == DB_READY)
+			{
+				char	   *m = xasprintf("claim from queue %s failed: %s", queue, db_error());
+
+				/* once per distinct error: the poll repeats it every second */
+				if (last_claim_error == NULL || strcmp(last_claim_error, m) != 0)
+					log_error("%s", m);
+				free(last_claim_error);
+				last_claim_error = m;
+			}
+			return -1;
+		case CLAIM_OK:
+			break;
 	}
 	free(last_claim_error);
 	last_claim_error = NULL;
@@ -550,25 +521,9 @@ claim_from(const char *queue, int n)
 		marked_idle = true;
 	for (r = 0; r < got && db_state == DB_READY; r++)
 	{
-		Job		   *job;
-		const char *names[3] = {PQgetvalue(res, r, 5), PQgetvalue(res, r, 6), PQgetvalue(res, r, 1)};
-		bool		isnull[3] = {PQgetisnull(res, r, 5), PQgetisnull(res, r, 6), false};
-		int			k;
+		Job		   *job = job_new();
 
-		job = job_new();
-		job->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
-		job->queue = xstrdup(PQgetvalue(res, r, 1));
-		job->payload = xstrdup(PQgetvalue(res, r, 2));
-		job->attempt = atoi(PQgetvalue(res, r, 3));
-		job->token = strtoll(PQgetvalue(res, r, 4), NULL, 10);
-		/* the task: payload "task", else "app", else the queue's name */
-		for (k = 0; k < 3; k++)
-			if (!isnull[k] && names[k][0] != '\0')
-				break;
-		job->task = xstrdup(names[k < 3 ? k : 2]);
-		job->app = dup_field(res, r, 6);
-		job->period_start = dup_field(res, r, 7);
-		job->period_end = dup_field(res, r, 8);
+		proto_claim_job(res, r, job);
 		job->session_bound = session_bound;
 		job->lease = session_bound ? 0 : cfg->lease;
 		job->lease_valid_until = session_bound ? 0 : sent + cfg->lease;
@@ -638,29 +593,23 @@ heartbeats(msec_t now)
 
 	for (j = jobs; j && db_state == DB_READY; j = j->next)
 	{
-		char		id[24],
-					token[24];
-		const char *values[2];
-		PGresult   *res;
+		char	   *valid_until;
+		HeartbeatStatus hb;
 		msec_t		sent = now_ms();
 
 		if (j->exited || j->killed != KILL_NONE || now < j->next_heartbeat)
 			continue;
-		snprintf(id, sizeof(id), "%lld", (long long) j->id);
-		snprintf(token, sizeof(token), "%lld", (long long) j->token);
-		values[0] = id;
-		values[1] = token;
-		res = run_sql("SELECT coord.heartbeat($1::bigint, $2::bigint)", 2, values, PGRES_TUPLES_OK, NULL);
-		if (res == NULL)
+		hb = proto_heartbeat(j, &valid_until);
+		if (hb == HEARTBEAT_FAILED)
 		{
 			/* lost connection (handled) or an error: try again later */
 			if (db_state == DB_READY)
 				log_warning("job %lld: heartbeat failed (%s); trying again later",
-							(long long) j->id, conn_error());
+							(long long) j->id, db_error());
 			j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
 			continue;
 		}
-		if (PQgetisnull(res, 0, 0))
+		if (hb == HEARTBEAT_LOST)
 		{
 			log_info("job %lld: the claim is no longer ours (cancelled, timed out or taken over): killing pid %d",
 					 (long long) j->id, (int) j->pid);
@@ -669,11 +618,11 @@ heartbeats(msec_t now)
 		}
 		else
 		{
-			log_verbose("job %lld: heartbeat, claim valid until %s", (long long) j->id, PQgetvalue(res, 0, 0));
+			log_verbose("job %lld: heartbeat, claim valid until %s", (long long) j->id, valid_until);
 			if (!j->session_bound)
 				j->lease_valid_until = sent + j->lease;
 		}
-		PQclear(res);
+		free(valid_until);
 		j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
 	}
 }
@@ -829,17 +778,7 @@ reload(void)
 		ntasks++;
 	log_info("SIGHUP: reloaded %s: %d task(s), %d queue(s), concurrency %d",
 			 cfg->path, ntasks, cfg->nqueues, cfg->concurrency);
-	if (db_state == DB_READY)
-		(void) set_session_limits();
-	if (relisten && db_state == DB_READY)
-	{
-		PGresult   *res = run_sql("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
-
-		if (res)
-			PQclear(res);
-		if (db_state == DB_READY)
-			(void) listen_all();
-	}
+	db_reload(cfg, relisten);
 	need_claim = true;
 }
 
@@ -860,10 +799,7 @@ next_wakeup(void)
 
 	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
 		t = min_deadline(t, need_claim ? now_ms() : last_claim + cfg->poll);
-	if (db_state == DB_DOWN && (!draining || jobs != NULL))
-		t = min_deadline(t, reconnect_at > 0 ? reconnect_at : 1);
-	if (db_state == DB_CONNECTING)
-		t = min_deadline(t, connect_started + CONNECT_TIMEOUT_MS);
+	t = min_deadline(t, db_next_wakeup(!draining || jobs != NULL));
 	if (draining && !drain_killed)
 		t = min_deadline(t, drain_deadline);
 	for (j = jobs; j; j = j->next)
@@ -933,7 +869,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			 COORD_AGENT_VERSION, config_path, ntasks, cfg->host, cfg->nqueues, cfg->concurrency,
 			 cfg->lease > 0 ? "lease claims of " : "session-bound claims",
 			 cfg->lease > 0 ? format_duration(cfg->lease, b, sizeof(b)) : "");
-	reconnect_at = now_ms();
+	db_init(cfg);
 
 	for (;;)
 	{
@@ -981,10 +917,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			}
 		}
 
-		if (db_state == DB_DOWN && (!draining || jobs != NULL) && now >= reconnect_at)
-			start_connect();
-		if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
-			connect_failed("timeout expired");
+		db_tick(now, !draining || jobs != NULL);
 		if (db_state == DB_READY)
 		{
 			heartbeats(now);
@@ -1002,12 +935,9 @@ agent_run(const char *config_path, const CliOverrides *cli)
 		pfds[nfds].fd = sigpipe_fds[0];
 		pfds[nfds].events = POLLIN;
 		pjobs[nfds++] = NULL;
-		if ((db_state == DB_READY || db_state == DB_CONNECTING) && PQsocket(conn) >= 0)
+		if (db_poll_fd(&pfds[nfds]))
 		{
 			conn_idx = nfds;
-			pfds[nfds].fd = PQsocket(conn);
-			pfds[nfds].events = (db_state == DB_CONNECTING && connect_dir == PGRES_POLLING_WRITING)
-				? POLLOUT : POLLIN;
 			pjobs[nfds++] = NULL;
 		}
 		{
@@ -1060,21 +990,10 @@ agent_run(const char *config_path, const CliOverrides *cli)
 				child_read(j, pfds[i].fd, 16);
 		}
 		if (conn_idx >= 0 && pfds[conn_idx].revents != 0)
-		{
-			if (db_state == DB_CONNECTING)
-				advance_connect();
-			else if (db_state == DB_READY)
-			{
-				if (!PQconsumeInput(conn) || PQstatus(conn) == CONNECTION_BAD)
-					lost_connection(PQerrorMessage(conn));
-				else
-					drain_notifies();
-			}
-		}
+			db_socket_ready();
 	}
 
-	if (conn)
-		PQfinish(conn);
+	db_close();
 	log_info("stopped");
 	free(pfds);
 	free(pjobs);

@@ -1,11 +1,33 @@
 /*-------------------------------------------------------------------------
  * db.c
- *		coord-agent's database session (moved from agent.c).
+ *		coord-agent's database session: the one libpq connection, opened
+ *		without blocking, the bounded round trip every statement makes,
+ *		LISTEN at connect, notices and notifications, and the reconnect with
+ *		backoff after the session is lost.
+ *
+ * States: DB_DOWN -> (db_tick, when reconnect_at has come) DB_CONNECTING ->
+ * (PQconnectPoll, driven by db_socket_ready) DB_READY, or back to DB_DOWN
+ * when the connect fails or takes longer than CONNECT_TIMEOUT_MS.  Once
+ * connected, session_ready opens the session with protocol.c's statements
+ * (statement_timeout and lock_timeout, the extension check, LISTEN on every
+ * channel) and only then counts as up: the backoff starts again from zero.
+ * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
+ * a database that is down or slow never stops the loop.
+ *
+ * db_run is the only way a statement goes out: one round trip, at most
+ * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer (then
+ * the connection is given up as broken), notifications read after each.
+ * Whenever the session is lost (db_lost: a broken connection, no answer in
+ * time, or the loop's own decision), agent_session_lost() is called before
+ * the reconnect is scheduled: session-bound claims went with the session.
+ * Any notification means "claim now": agent_wake().
+ *
+ * The session uses the configuration db_init and db_reload were last given
+ * (agent.c owns it and replaces it on SIGHUP).
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +36,25 @@
 #include "db.h"
 #include "protocol.h"
 
+#define CONNECT_TIMEOUT_MS	10000
 #define BACKOFF_FIRST_MS	100
 #define BACKOFF_CAP_MS		5000
 /* how much longer than statement_timeout we wait for the server's answer */
 #define STATEMENT_GRACE_MS	2000
 
-PGconn	   *conn;
 DbState		db_state = DB_DOWN;
-PostgresPollingStatusType connect_dir;
-msec_t		connect_started;
-msec_t		reconnect_at;
+
+static const AgentConfig *cfg;
+static PGconn *conn;
+static PostgresPollingStatusType connect_dir;
+static msec_t connect_started;
+static msec_t reconnect_at;
 static msec_t backoff;
 static char *last_connect_error;
 
-static void session_ready(void);
-
 /* The connection's last error, one line, for a log line. */
 const char *
-conn_error(void)
+db_error(void)
 {
 	static char buf[1024];
 
@@ -50,7 +73,7 @@ notice_processor(void *arg, const char *message)
 }
 
 /* Any NOTIFY on our channels means: claim now. */
-void
+static void
 drain_notifies(void)
 {
 	PGnotify   *n;
@@ -58,7 +81,7 @@ drain_notifies(void)
 	while ((n = PQnotifies(conn)) != NULL)
 	{
 		log_verbose("notification on \"%s\"", n->relname);
-		need_claim = true;
+		agent_wake();
 		PQfreemem(n);
 	}
 }
@@ -75,15 +98,14 @@ schedule_reconnect(void)
 }
 
 /*
- * The connection is gone.  Session-bound claims went with it: their
- * children are killed at once (another agent may already be running the
- * job), and results not yet reported are dropped.  Lease claims live on
- * until their lease ends; their children keep running.
+ * The connection is gone.  Session-bound claims went with it: the loop
+ * kills their children at once (another agent may already be running the
+ * job) and drops results not yet reported.  Lease claims live on until
+ * their lease ends; their children keep running.
  */
 void
-lost_connection(const char *why)
+db_lost(const char *why)
 {
-	Job		   *j;
 	char	   *msg = xstrdup(why ? why : "connection lost");
 
 	log_error("lost the database connection: %s", trim(msg));
@@ -92,18 +114,7 @@ lost_connection(const char *why)
 		PQfinish(conn);
 	conn = NULL;
 	db_state = DB_DOWN;
-	for (j = jobs; j; j = j->next)
-	{
-		if (!j->session_bound || j->killed == KILL_LOST)
-			continue;
-		j->killed = KILL_LOST;
-		if (!j->exited)
-		{
-			log_verbose("job %lld: session-bound claim lost with the session: killing pid %d",
-						(long long) j->id, (int) j->pid);
-			child_signal(j, SIGKILL);
-		}
-	}
+	agent_session_lost();
 	schedule_reconnect();
 }
 
@@ -164,11 +175,11 @@ wait_result(msec_t deadline, bool *timed_out)
 	return first;
 }
 
-/* lost_connection, and no reconnect before delay ms. */
+/* db_lost, and no reconnect before delay ms. */
 void
-lost_connection_after(const char *why, msec_t delay)
+db_lost_after(const char *why, msec_t delay)
 {
-	lost_connection(why);
+	db_lost(why);
 	if (reconnect_at < now_ms() + delay)
 		reconnect_at = now_ms() + delay;
 }
@@ -182,8 +193,8 @@ lost_connection_after(const char *why, msec_t delay)
  * its connection.
  */
 PGresult *
-run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType want,
-		char *sqlstate)
+db_run(const char *sql, int nparams, const char *const *values, ExecStatusType want,
+	   char *sqlstate)
 {
 	PGresult   *res;
 	bool		timed_out;
@@ -206,7 +217,7 @@ run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType 
 										format_duration(cfg->statement_timeout, b, sizeof(b)),
 										STATEMENT_GRACE_MS);
 
-			lost_connection(why);
+			db_lost(why);
 			free(why);
 			return NULL;
 		}
@@ -220,7 +231,7 @@ run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType 
 	{
 		if (res)
 			PQclear(res);
-		lost_connection(PQerrorMessage(conn));
+		db_lost(PQerrorMessage(conn));
 		return NULL;
 	}
 	if (sqlstate && res && PQresultErrorField(res, PG_DIAG_SQLSTATE))
@@ -237,28 +248,26 @@ run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType 
 	return NULL;
 }
 
-/* Connected: check the extension, LISTEN, and look for work at once. */
+/*
+ * Connected: the session's limits, the extension check, LISTEN, and look for
+ * work at once.  Up to here the session does not count as up: a failure is
+ * a failed connect (logged once per distinct error, backoff kept).
+ */
 static void
 session_ready(void)
 {
-	PGresult   *res;
 	char	   *why = NULL;
+	int			installed;
 
 	PQsetNoticeProcessor(conn, notice_processor, NULL);
 	db_state = DB_READY;
-	if (!set_session_limits())
+	if (!proto_set_limits(cfg->statement_timeout, cfg->lock_timeout))
 		why = xstrdup("could not set statement_timeout and lock_timeout");
-	res = why ? NULL : run_sql("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
-				  0, NULL, PGRES_TUPLES_OK, NULL);
-	if (why != NULL)
-		;
-	else if (res == NULL)
+	else if ((installed = proto_extension_installed()) < 0)
 		why = xstrdup("could not check for the pg_coord extension");
-	else if (PQntuples(res) == 0)
+	else if (installed == 0)
 		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
-	if (res)
-		PQclear(res);
-	if (why == NULL && db_state == DB_READY && !listen_all())
+	if (why == NULL && db_state == DB_READY && !proto_listen_all(cfg))
 		why = xstrdup("LISTEN failed");
 	if (why != NULL)
 	{
@@ -276,13 +285,13 @@ session_ready(void)
 	free(last_connect_error);
 	last_connect_error = NULL;
 	backoff = 0;
-	need_claim = true;
+	agent_wake();
 	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims",
 			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
 			 cfg->lease > 0 ? "lease" : "session-bound");
 }
 
-void
+static void
 connect_failed(const char *why)
 {
 	char	   *m = xstrdup(why);
@@ -302,7 +311,7 @@ connect_failed(const char *why)
 	last_connect_error = m;
 }
 
-void
+static void
 start_connect(void)
 {
 	/* after dbname, so that they win over its client_encoding */
@@ -326,7 +335,7 @@ start_connect(void)
 	log_verbose("connecting");
 }
 
-void
+static void
 advance_connect(void)
 {
 	connect_dir = PQconnectPoll(conn);
@@ -334,4 +343,101 @@ advance_connect(void)
 		session_ready();
 	else if (connect_dir == PGRES_POLLING_FAILED)
 		connect_failed(PQerrorMessage(conn));
+}
+
+/* ---------- what the loop calls ---------- */
+
+/* The configuration at start; the first connect is due at once. */
+void
+db_init(const AgentConfig *config)
+{
+	cfg = config;
+	reconnect_at = now_ms();
+}
+
+/*
+ * SIGHUP: the new configuration, its limits on the open session, and LISTEN
+ * again if the channels changed.
+ */
+void
+db_reload(const AgentConfig *config, bool relisten)
+{
+	cfg = config;
+	if (db_state == DB_READY)
+		(void) proto_set_limits(cfg->statement_timeout, cfg->lock_timeout);
+	if (relisten && db_state == DB_READY)
+	{
+		(void) proto_unlisten_all();
+		if (db_state == DB_READY)
+			(void) proto_listen_all(cfg);
+	}
+}
+
+/*
+ * Starts a connect when one is due and wanted (the loop does not want one
+ * while it drains with nothing left to report), and gives up a connect that
+ * takes too long.
+ */
+void
+db_tick(msec_t now, bool wanted)
+{
+	if (db_state == DB_DOWN && wanted && now >= reconnect_at)
+		start_connect();
+	if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
+		connect_failed("timeout expired");
+}
+
+/* When db_tick has something to do (0: nothing by the clock). */
+msec_t
+db_next_wakeup(bool wanted)
+{
+	if (db_state == DB_DOWN && wanted)
+		return reconnect_at > 0 ? reconnect_at : 1;
+	if (db_state == DB_CONNECTING)
+		return connect_started + CONNECT_TIMEOUT_MS;
+	return 0;
+}
+
+/* What poll() waits for on the connection; false: nothing to wait for. */
+bool
+db_poll_fd(struct pollfd *pfd)
+{
+	if ((db_state != DB_READY && db_state != DB_CONNECTING) || PQsocket(conn) < 0)
+		return false;
+	pfd->fd = PQsocket(conn);
+	pfd->events = (db_state == DB_CONNECTING && connect_dir == PGRES_POLLING_WRITING)
+		? POLLOUT : POLLIN;
+	return true;
+}
+
+/* poll() saw the connection's socket: the connect's next step, or input. */
+void
+db_socket_ready(void)
+{
+	if (db_state == DB_CONNECTING)
+		advance_connect();
+	else if (db_state == DB_READY)
+	{
+		if (!PQconsumeInput(conn) || PQstatus(conn) == CONNECTION_BAD)
+			db_lost(PQerrorMessage(conn));
+		else
+			drain_notifies();
+	}
+}
+
+/* The connection, for libpq calls that need one (NULL: none). */
+PGconn *
+db_conn(void)
+{
+	return conn;
+}
+
+/* At exit. */
+void
+db_close(void)
+{
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
 }
