@@ -1,37 +1,40 @@
 /*-------------------------------------------------------------------------
  * agent.c
- *		coord-agent's main loop: the database session (connect, LISTEN,
- *		claim, heartbeat, complete, fail, reconnect), the children's
- *		lifecycle (start, timeouts, reaping) and the signals (SIGTERM drains,
- *		SIGHUP reloads).
+ *		coord-agent's main loop: claiming and starting jobs, heartbeats,
+ *		the children's lifecycle (start, timeouts, reaping, reporting) and
+ *		the signals (SIGTERM drains, SIGHUP reloads).
  *
  * One thread, one poll().  Signals only write a byte into a self-pipe;
- * children are started and read in the loop; the connection is opened
- * asynchronously (PQconnectStart/PQconnectPoll), so that a database that
- * is down or slow never stops timeouts, kills or a SIGTERM from being
- * handled.  The short statements (claim, complete, fail, heartbeat) are
- * one round trip each, and bounded: the session runs with
- * statement_timeout and lock_timeout (a few seconds; a statement that hits
- * them is an error like any other, logged and tried again on a later
- * loop), and the agent waits for an answer at most statement_timeout plus
- * STATEMENT_GRACE_MS before it gives the connection up as broken.  So no
- * lock held by someone else and no stuck server stops the loop for longer.
+ * children are started and read in the loop; the database session is
+ * db.c's (it connects without blocking, so that a database that is down or
+ * slow never stops timeouts, kills or a SIGTERM from being handled), and
+ * every statement is one of protocol.c's.  The short statements (claim,
+ * complete, fail, heartbeat) are one round trip each, and bounded: the
+ * session runs with statement_timeout and lock_timeout (a few seconds; a
+ * statement that hits them is an error like any other, logged and tried
+ * again on a later loop), and db.c waits for an answer at most
+ * statement_timeout plus a grace period before it gives the connection up
+ * as broken.  So no lock held by someone else and no stuck server stops
+ * the loop for longer.
  *
  * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
- * "coord:host:<host>" first, then claim; a claim that finds nothing marks
- * the session idle on that channel, and enqueue NOTIFYs only idle
- * sessions.  So while it has free slots the agent claims from a queue until
- * a claim comes back empty (a claim that found work drops the idle mark),
- * and it polls every `poll` as the README asks, in case a wake-up is lost.
+ * "coord:host:<host>" first (db.c, at every connect), then claim; a claim
+ * that finds nothing marks the session idle on that channel, and enqueue
+ * NOTIFYs only idle sessions.  So while it has free slots the agent claims
+ * from a queue until a claim comes back empty (a claim that found work
+ * drops the idle mark), and it polls every `poll` as the README asks, in
+ * case a wake-up is lost.  A notification or a new session calls
+ * agent_wake(): claim now.
  *
  * Claims are session-bound by default: if the agent dies or its connection
  * does, the jobs are claimable again at once, and the agent kills the
- * children of those jobs.  In lease mode the claims outlive the connection
- * until their lease runs out, so the children go on running through a
- * reconnect and are reported afterwards; a child whose lease ran out (by
- * our own clock, which starts before the server's) is killed, connected or
- * not: its job may be claimed again by anyone.
+ * children of those jobs (db.c calls agent_session_lost()).  In lease mode
+ * the claims outlive the connection until their lease runs out, so the
+ * children go on running through a reconnect and are reported afterwards;
+ * a child whose lease ran out (by our own clock, which starts before the
+ * server's) is killed, connected or not: its job may be claimed again by
+ * anyone.
  *
  * A claim whose result cannot be read (the wrong shape, a row without id or
  * token, an error libpq made up rather than one the server sent) may have
@@ -51,33 +54,15 @@
 #include <unistd.h>
 
 #include "coord_agent.h"
+#include "db.h"
+#include "protocol.h"
 
-#define CONNECT_TIMEOUT_MS	10000
-#define BACKOFF_FIRST_MS	100
-#define BACKOFF_CAP_MS		5000
-/* how much longer than statement_timeout we wait for the server's answer */
-#define STATEMENT_GRACE_MS	2000
 /* the reconnect after an unreadable claim: not at once, it may recur */
 #define BROKEN_CLAIM_DELAY_MS 1000
-
-typedef enum DbState
-{
-	DB_DOWN,
-	DB_CONNECTING,
-	DB_READY
-} DbState;
 
 static AgentConfig *cfg;
 static const CliOverrides *cli_over;
 static const char *cfg_path;
-
-static PGconn *conn;
-static DbState db_state = DB_DOWN;
-static PostgresPollingStatusType connect_dir;
-static msec_t connect_started;
-static msec_t reconnect_at;
-static msec_t backoff;
-static char *last_connect_error;
 
 static Job *jobs;
 static int	njobs;
@@ -199,71 +184,25 @@ first_line(const char *s, size_t max)
 	return xasprintf("%.*s%s", (int) n, s, s[n] ? "..." : "");
 }
 
-/* ---------- the database session ---------- */
+/* ---------- what the session tells the loop (db.h) ---------- */
 
-/* The connection's last error, one line, for a log line. */
-static const char *
-conn_error(void)
+/* A notification on our channels, or a new session: claim now. */
+void
+agent_wake(void)
 {
-	static char buf[1024];
-
-	snprintf(buf, sizeof(buf), "%s", conn ? PQerrorMessage(conn) : "no connection");
-	return trim(buf);
-}
-
-static void
-notice_processor(void *arg, const char *message)
-{
-	char	   *m = xstrdup(message);
-
-	(void) arg;
-	log_info("server: %s", trim(m));
-	free(m);
-}
-
-/* Any NOTIFY on our channels means: claim now. */
-static void
-drain_notifies(void)
-{
-	PGnotify   *n;
-
-	while ((n = PQnotifies(conn)) != NULL)
-	{
-		log_verbose("notification on \"%s\"", n->relname);
-		need_claim = true;
-		PQfreemem(n);
-	}
-}
-
-static void
-schedule_reconnect(void)
-{
-	msec_t		now = now_ms();
-
-	reconnect_at = now + backoff;
-	backoff = backoff == 0 ? BACKOFF_FIRST_MS : backoff * 2;
-	if (backoff > BACKOFF_CAP_MS)
-		backoff = BACKOFF_CAP_MS;
+	need_claim = true;
 }
 
 /*
- * The connection is gone.  Session-bound claims went with it: their
+ * The session is gone, and its session-bound claims with it: their
  * children are killed at once (another agent may already be running the
- * job), and results not yet reported are dropped.  Lease claims live on
- * until their lease ends; their children keep running.
+ * job), and results not yet reported are dropped (finish_exited).
  */
-static void
-lost_connection(const char *why)
+void
+agent_session_lost(void)
 {
 	Job		   *j;
-	char	   *msg = xstrdup(why ? why : "connection lost");
 
-	log_error("lost the database connection: %s", trim(msg));
-	free(msg);
-	if (conn)
-		PQfinish(conn);
-	conn = NULL;
-	db_state = DB_DOWN;
 	for (j = jobs; j; j = j->next)
 	{
 		if (!j->session_bound || j->killed == KILL_LOST)
@@ -276,285 +215,6 @@ lost_connection(const char *why)
 			child_signal(j, SIGKILL);
 		}
 	}
-	schedule_reconnect();
-}
-
-/*
- * Waits for the answer to the statement just sent, at most until deadline
- * (0: no limit); returns its first result (NULL: none), the rest is read
- * and dropped.  *timed_out says the deadline passed first.
- */
-static PGresult *
-wait_result(msec_t deadline, bool *timed_out)
-{
-	PGresult   *first = NULL;
-	PGresult   *r;
-
-	*timed_out = false;
-	for (;;)
-	{
-		while (PQisBusy(conn))
-		{
-			struct pollfd pfd;
-			msec_t		left = deadline ? deadline - now_ms() : 1000;
-			int			rc;
-
-			if (left <= 0)
-			{
-				*timed_out = true;
-				if (first)
-					PQclear(first);
-				return NULL;
-			}
-			pfd.fd = PQsocket(conn);
-			pfd.events = POLLIN;
-			pfd.revents = 0;
-			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
-			if (rc < 0 && errno != EINTR)
-			{
-				/* cannot wait: treat it as no answer (PQgetResult would block) */
-				log_error("poll: %s", strerror(errno));
-				*timed_out = true;
-				if (first)
-					PQclear(first);
-				return NULL;
-			}
-			/* an error here leaves the connection bad: PQgetResult says why */
-			if (rc > 0 && !PQconsumeInput(conn))
-				break;
-		}
-		r = PQgetResult(conn);
-		if (r == NULL)
-			break;
-		if (first == NULL)
-			first = r;
-		else
-			PQclear(r);
-		if (PQstatus(conn) == CONNECTION_BAD)
-			break;
-	}
-	return first;
-}
-
-/* lost_connection, and no reconnect before delay ms. */
-static void
-lost_connection_after(const char *why, msec_t delay)
-{
-	lost_connection(why);
-	if (reconnect_at < now_ms() + delay)
-		reconnect_at = now_ms() + delay;
-}
-
-/*
- * Runs one statement; returns its result when it has the expected status,
- * else NULL (after handling a lost connection).  sqlstate, if given, gets
- * the error's SQLSTATE: empty when the server sent none (libpq's own error:
- * the statement may have done its work).  A statement that the server does
- * not answer within statement_timeout plus a grace period is given up with
- * its connection.
- */
-static PGresult *
-run_sql(const char *sql, int nparams, const char *const *values, ExecStatusType want,
-		char *sqlstate)
-{
-	PGresult   *res;
-	bool		timed_out;
-	msec_t		deadline = cfg->statement_timeout > 0
-		? now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS : 0;
-
-	if (sqlstate)
-		sqlstate[0] = '\0';
-	if (db_state != DB_READY)
-		return NULL;
-	if (!PQsendQueryParams(conn, sql, nparams, NULL, values, NULL, NULL, 0))
-		res = NULL;
-	else
-	{
-		res = wait_result(deadline, &timed_out);
-		if (timed_out)
-		{
-			char		b[32];
-			char	   *why = xasprintf("no answer within %s (statement_timeout and %d ms)",
-										format_duration(cfg->statement_timeout, b, sizeof(b)),
-										STATEMENT_GRACE_MS);
-
-			lost_connection(why);
-			free(why);
-			return NULL;
-		}
-	}
-	if (res && PQresultStatus(res) == want)
-	{
-		drain_notifies();
-		return res;
-	}
-	if (PQstatus(conn) == CONNECTION_BAD)
-	{
-		if (res)
-			PQclear(res);
-		lost_connection(PQerrorMessage(conn));
-		return NULL;
-	}
-	if (sqlstate && res && PQresultErrorField(res, PG_DIAG_SQLSTATE))
-		snprintf(sqlstate, 6, "%s", PQresultErrorField(res, PG_DIAG_SQLSTATE));
-	{
-		char	   *m = xstrdup(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
-
-		log_verbose("statement failed: %s", trim(m));
-		free(m);
-	}
-	if (res)
-		PQclear(res);
-	drain_notifies();
-	return NULL;
-}
-
-/*
- * The session's statement_timeout and lock_timeout, from the
- * configuration: at connect, and again after a reload.
- */
-static bool
-set_session_limits(void)
-{
-	char		st[32],
-				lt[32];
-	const char *values[2] = {st, lt};
-	PGresult   *res;
-
-	snprintf(st, sizeof(st), "%lldms", (long long) cfg->statement_timeout);
-	snprintf(lt, sizeof(lt), "%lldms", (long long) cfg->lock_timeout);
-	res = run_sql("SELECT pg_catalog.set_config('statement_timeout', $1, false), "
-				  "pg_catalog.set_config('lock_timeout', $2, false)",
-				  2, values, PGRES_TUPLES_OK, NULL);
-	if (res == NULL)
-		return false;
-	PQclear(res);
-	log_verbose("session: statement_timeout %s, lock_timeout %s", st, lt);
-	return true;
-}
-
-/* LISTEN on every channel that can bring us work. */
-static bool
-listen_all(void)
-{
-	int			i;
-
-	for (i = 0; i <= cfg->nqueues; i++)
-	{
-		char	   *channel = i < cfg->nqueues ? xasprintf("coord:%s", cfg->queues[i])
-			: xasprintf("coord:host:%s", cfg->host);
-		char	   *ident = PQescapeIdentifier(conn, channel, strlen(channel));
-		char	   *sql = xasprintf("LISTEN %s", ident ? ident : "\"\"");
-		PGresult   *res = run_sql(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
-
-		log_verbose("LISTEN %s", ident ? ident : channel);
-		PQfreemem(ident);
-		free(sql);
-		free(channel);
-		if (res == NULL)
-			return false;
-		PQclear(res);
-	}
-	return true;
-}
-
-/* Connected: check the extension, LISTEN, and look for work at once. */
-static void
-session_ready(void)
-{
-	PGresult   *res;
-	char	   *why = NULL;
-
-	PQsetNoticeProcessor(conn, notice_processor, NULL);
-	db_state = DB_READY;
-	if (!set_session_limits())
-		why = xstrdup("could not set statement_timeout and lock_timeout");
-	res = why ? NULL : run_sql("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
-				  0, NULL, PGRES_TUPLES_OK, NULL);
-	if (why != NULL)
-		;
-	else if (res == NULL)
-		why = xstrdup("could not check for the pg_coord extension");
-	else if (PQntuples(res) == 0)
-		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
-	if (res)
-		PQclear(res);
-	if (why == NULL && db_state == DB_READY && !listen_all())
-		why = xstrdup("LISTEN failed");
-	if (why != NULL)
-	{
-		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
-			log_error("%s; retrying", why);
-		free(last_connect_error);
-		last_connect_error = why;
-		if (conn)
-			PQfinish(conn);
-		conn = NULL;
-		db_state = DB_DOWN;
-		schedule_reconnect();
-		return;
-	}
-	free(last_connect_error);
-	last_connect_error = NULL;
-	backoff = 0;
-	need_claim = true;
-	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims",
-			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
-			 cfg->lease > 0 ? "lease" : "session-bound");
-}
-
-static void
-connect_failed(const char *why)
-{
-	char	   *m = xstrdup(why);
-	char		b[32];
-
-	trim(m);
-	if (conn)
-		PQfinish(conn);
-	conn = NULL;
-	db_state = DB_DOWN;
-	schedule_reconnect();
-	if (last_connect_error == NULL || strcmp(last_connect_error, m) != 0 || verbose)
-		log_error("could not connect: %s (retrying %s%s)", m,
-				  reconnect_at > now_ms() ? "in " : "now",
-				  reconnect_at > now_ms() ? format_duration(reconnect_at - now_ms(), b, sizeof(b)) : "");
-	free(last_connect_error);
-	last_connect_error = m;
-}
-
-static void
-start_connect(void)
-{
-	/* after dbname, so that they win over its client_encoding */
-	const char *keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
-	const char *vals[] = {cfg->dbname, "coord-agent", "UTF8", NULL};
-
-	conn = PQconnectStartParams(keys, vals, 1);
-	if (conn == NULL)
-	{
-		log_error("out of memory");
-		exit(1);
-	}
-	if (PQstatus(conn) == CONNECTION_BAD)
-	{
-		connect_failed(PQerrorMessage(conn));
-		return;
-	}
-	db_state = DB_CONNECTING;
-	connect_dir = PGRES_POLLING_WRITING;
-	connect_started = now_ms();
-	log_verbose("connecting");
-}
-
-static void
-advance_connect(void)
-{
-	connect_dir = PQconnectPoll(conn);
-	if (connect_dir == PGRES_POLLING_OK)
-		session_ready();
-	else if (connect_dir == PGRES_POLLING_FAILED)
-		connect_failed(PQerrorMessage(conn));
 }
 
 /* ---------- reporting a finished job ---------- */
@@ -569,92 +229,6 @@ log_end(const Job *job, const char *outcome, const char *extra)
 			 (long long) job->id, job->task,
 			 fmt_secs((job->ended ? job->ended : now_ms()) - job->started, b, sizeof(b)),
 			 outcome, extra && *extra ? " " : "", extra ? extra : "");
-}
-
-/*
- * coord.fail; returns the new state ('scheduled', 'dead'), "lost" when the
- * claim was no longer ours, or NULL when it could not be said (connection
- * or statement error).
- */
-static char *
-fail_job(const Job *job, const char *error, msec_t retry_after)
-{
-	char		id[24],
-				token[24],
-				delay[48];
-	const char *values[4];
-	PGresult   *res;
-	char	   *state;
-	char	   *clean = clean_text(error, strlen(error));
-
-	snprintf(id, sizeof(id), "%lld", (long long) job->id);
-	snprintf(token, sizeof(token), "%lld", (long long) job->token);
-	snprintf(delay, sizeof(delay), "%lld milliseconds", (long long) retry_after);
-	values[0] = id;
-	values[1] = token;
-	values[2] = clean;
-	values[3] = retry_after >= 0 ? delay : NULL;
-	res = run_sql("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
-				  4, values, PGRES_TUPLES_OK, NULL);
-	free(clean);
-	if (res == NULL)
-		return NULL;
-	if (PQntuples(res) != 1 || PQnfields(res) != 1)
-	{
-		log_error("job %lld: coord.fail returned %d row(s) of %d column(s)",
-				  (long long) job->id, PQntuples(res), PQnfields(res));
-		PQclear(res);
-		return NULL;
-	}
-	state = xstrdup(PQgetisnull(res, 0, 0) ? "lost" : PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return state;
-}
-
-/*
- * coord.complete with the result, or with NULL if the server will not take
- * it (*kept says which).
- */
-static char *
-complete_job(const Job *job, const char *result, bool *kept)
-{
-	char		id[24],
-				token[24];
-	const char *values[3];
-	PGresult   *res;
-	char		sqlstate[6];
-	char	   *state;
-
-	snprintf(id, sizeof(id), "%lld", (long long) job->id);
-	snprintf(token, sizeof(token), "%lld", (long long) job->token);
-	values[0] = id;
-	values[1] = token;
-	values[2] = result;
-	*kept = (result != NULL);
-	res = run_sql("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
-				  3, values, PGRES_TUPLES_OK, sqlstate);
-	if (res == NULL && result != NULL && db_state == DB_READY && strncmp(sqlstate, "22", 2) == 0)
-	{
-		/* not JSON after all (data exception): the result is NULL */
-		log_verbose("job %lld: the last line of stdout is not JSON the server takes; result NULL",
-					(long long) job->id);
-		values[2] = NULL;
-		*kept = false;
-		res = run_sql("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
-					  3, values, PGRES_TUPLES_OK, NULL);
-	}
-	if (res == NULL)
-		return NULL;
-	if (PQntuples(res) != 1 || PQnfields(res) != 1)
-	{
-		log_error("job %lld: coord.complete returned %d row(s) of %d column(s)",
-				  (long long) job->id, PQntuples(res), PQnfields(res));
-		PQclear(res);
-		return NULL;
-	}
-	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
-	PQclear(res);
-	return state;
 }
 
 /*
@@ -681,7 +255,7 @@ report_job(Job *job)
 		outcome = "shutdown";
 		error = xasprintf("coord-agent on host %s shut down before the job finished%s%s",
 						  cfg->host, *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, 0);
+		state = proto_fail(job, error, 0);
 	}
 	else if (job->killed == KILL_TIMEOUT)
 	{
@@ -690,7 +264,7 @@ report_job(Job *job)
 						  format_duration(job->ended - job->started, b1, sizeof(b1)),
 						  format_duration(job->timeout, b2, sizeof(b2)),
 						  *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, -1);
+		state = proto_fail(job, error, -1);
 	}
 	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 0)
 	{
@@ -706,7 +280,7 @@ report_job(Job *job)
 				result = xstrdup(trim(t));
 			free(t);
 		}
-		state = complete_job(job, result, &kept);
+		state = proto_complete(job, result, &kept);
 		extra = xstrdup(kept ? "result=json" : "result=null");
 		free(result);
 	}
@@ -726,7 +300,7 @@ report_job(Job *job)
 		}
 		error = xasprintf("temporary failure (exit 75), retry after %s%s%s",
 						  format_duration(delay, b1, sizeof(b1)), *tail ? "; stderr: " : "", tail);
-		state = fail_job(job, error, delay);
+		state = proto_fail(job, error, delay);
 		extra = xasprintf("exit=75 retry_after=%s", format_duration(delay, b1, sizeof(b1)));
 	}
 	else
@@ -746,7 +320,7 @@ report_job(Job *job)
 							  *tail ? ": " : "", tail);
 			extra = xasprintf("signal=%d", sig);
 		}
-		state = fail_job(job, error, -1);
+		state = proto_fail(job, error, -1);
 	}
 
 	ok = (state != NULL);
@@ -820,7 +394,7 @@ finish_exited(msec_t now)
 			 * claim held by this session for as long as it lives.
 			 */
 			log_error("job %lld: could not report the outcome (%s); trying again in 5s",
-					  (long long) j->id, conn_error());
+					  (long long) j->id, db_error());
 			j->report_at = now + 5000;
 		}
 		else if (j->session_bound)
@@ -843,20 +417,12 @@ reject_job(Job *job)
 	char	   *state;
 
 	job->started = job->ended = now_ms();
-	state = fail_job(job, error, -1);
+	state = proto_fail(job, error, -1);
 	log_info("job %lld rejected task=%s queue=%s attempt=%d outcome=rejected state=%s error=\"%s\"",
 			 (long long) job->id, job->task, job->queue, job->attempt,
 			 state ? state : "unknown", error);
 	free(state);
 	free(error);
-}
-
-static char *
-dup_field(PGresult *res, int row, int col)
-{
-	if (PQgetisnull(res, row, col))
-		return NULL;
-	return xstrdup(PQgetvalue(res, row, col));
 }
 
 /* Starts the child of a claimed job, or fails the job if it cannot. */
@@ -884,7 +450,7 @@ start_job(Job *job)
 		char	   *state;
 
 		/* our trouble, not the job's: no attempt used */
-		state = fail_job(job, error, 5000);
+		state = proto_fail(job, error, 5000);
 		log_error("job %lld: %s (state %s)", (long long) job->id, error, state ? state : "unknown");
 		free(state);
 		free(error);
@@ -894,47 +460,6 @@ start_job(Job *job)
 	}
 	log_info("job %lld start task=%s queue=%s attempt=%d pid=%d",
 			 (long long) job->id, job->task, job->queue, job->attempt, (int) job->pid);
-}
-
-/* Whether text is a whole decimal integer (what the claim's numbers must be). */
-static bool
-is_integer(const char *s)
-{
-	if (*s == '-')
-		s++;
-	if (*s == '\0' || strlen(s) > 19)
-		return false;
-	return strspn(s, "0123456789") == strlen(s);
-}
-
-/*
- * Why a claim's result cannot be used, or NULL if it can: the columns the
- * statement asks for, at most n rows, and in every row an id, a queue, a
- * payload, an attempt and a token.
- */
-static const char *
-unreadable_claim(const PGresult *res, int n)
-{
-	int			r;
-
-	if (PQnfields(res) != 9)
-		return "wrong number of columns";
-	if (PQntuples(res) > n)
-		return "more rows than asked for";
-	for (r = 0; r < PQntuples(res); r++)
-	{
-		int			c;
-
-		for (c = 0; c < 5; c++)
-			if (PQgetisnull(res, r, c))
-				return "a row with a NULL id, queue, payload, attempt or token";
-		if (!is_integer(PQgetvalue(res, r, 0)) || !is_integer(PQgetvalue(res, r, 3)) ||
-			!is_integer(PQgetvalue(res, r, 4)))
-			return "a row whose id, attempt or token is not an integer";
-		if (!valid_name(PQgetvalue(res, r, 1)))
-			return "a row with an invalid queue name";
-	}
-	return NULL;
 }
 
 /* Whether an empty claim has marked this session idle on some queue. */
@@ -947,61 +472,45 @@ static bool marked_idle = false;
 static int
 claim_from(const char *queue, int n)
 {
-	static const char *sql =
-		"SELECT id, queue, payload::text, attempt, token, "
-		"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
-		"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
-	char		nbuf[16],
-				lease[48];
-	const char *values[5];
 	PGresult   *res;
-	char		sqlstate[6];
 	int			got,
 				r;
 	bool		session_bound = cfg->lease == 0;
 	msec_t		sent = now_ms();
 	const char *why;
 
-	snprintf(nbuf, sizeof(nbuf), "%d", n);
-	snprintf(lease, sizeof(lease), "%lld milliseconds", (long long) (session_bound ? 300000 : cfg->lease));
-	values[0] = queue;
-	values[1] = nbuf;
-	values[2] = lease;
-	values[3] = cfg->host;
-	values[4] = session_bound ? "true" : "false";
-	res = run_sql(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
-	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
+	switch (proto_claim(queue, n, cfg->lease, cfg->host, &res, &why))
 	{
-		/* not the server's error: it may have claimed, and we cannot know what */
-		char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
-								  queue, conn_error());
+		case CLAIM_NO_ANSWER:
+			{
+				/* not the server's error: it may have claimed */
+				char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
+										  queue, db_error());
 
-		log_error("%s", m);
-		free(m);
-		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
-		return -1;
-	}
-	if (res != NULL && (why = unreadable_claim(res, n)) != NULL)
-	{
-		log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
-				  queue, why);
-		PQclear(res);
-		lost_connection_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
-		return -1;
-	}
-	if (res == NULL)
-	{
-		if (db_state == DB_READY)
-		{
-			char	   *m = xasprintf("claim from queue %s failed: %s", queue, conn_error());
-
-			/* once per distinct error: the poll would repeat it every second */
-			if (last_claim_error == NULL || strcmp(last_claim_error, m) != 0)
 				log_error("%s", m);
-			free(last_claim_error);
-			last_claim_error = m;
-		}
-		return -1;
+				free(m);
+				db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+				return -1;
+			}
+		case CLAIM_UNREADABLE:
+			log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
+					  queue, why);
+			db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+			return -1;
+		case CLAIM_FAILED:
+			if (db_state == DB_READY)
+			{
+				char	   *m = xasprintf("claim from queue %s failed: %s", queue, db_error());
+
+				/* once per distinct error: the poll repeats it every second */
+				if (last_claim_error == NULL || strcmp(last_claim_error, m) != 0)
+					log_error("%s", m);
+				free(last_claim_error);
+				last_claim_error = m;
+			}
+			return -1;
+		case CLAIM_OK:
+			break;
 	}
 	free(last_claim_error);
 	last_claim_error = NULL;
@@ -1012,25 +521,9 @@ claim_from(const char *queue, int n)
 		marked_idle = true;
 	for (r = 0; r < got && db_state == DB_READY; r++)
 	{
-		Job		   *job;
-		const char *names[3] = {PQgetvalue(res, r, 5), PQgetvalue(res, r, 6), PQgetvalue(res, r, 1)};
-		bool		isnull[3] = {PQgetisnull(res, r, 5), PQgetisnull(res, r, 6), false};
-		int			k;
+		Job		   *job = job_new();
 
-		job = job_new();
-		job->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
-		job->queue = xstrdup(PQgetvalue(res, r, 1));
-		job->payload = xstrdup(PQgetvalue(res, r, 2));
-		job->attempt = atoi(PQgetvalue(res, r, 3));
-		job->token = strtoll(PQgetvalue(res, r, 4), NULL, 10);
-		/* the task: payload "task", else "app", else the queue's name */
-		for (k = 0; k < 3; k++)
-			if (!isnull[k] && names[k][0] != '\0')
-				break;
-		job->task = xstrdup(names[k < 3 ? k : 2]);
-		job->app = dup_field(res, r, 6);
-		job->period_start = dup_field(res, r, 7);
-		job->period_end = dup_field(res, r, 8);
+		proto_claim_job(res, r, job);
 		job->session_bound = session_bound;
 		job->lease = session_bound ? 0 : cfg->lease;
 		job->lease_valid_until = session_bound ? 0 : sent + cfg->lease;
@@ -1100,29 +593,23 @@ heartbeats(msec_t now)
 
 	for (j = jobs; j && db_state == DB_READY; j = j->next)
 	{
-		char		id[24],
-					token[24];
-		const char *values[2];
-		PGresult   *res;
+		char	   *valid_until;
+		HeartbeatStatus hb;
 		msec_t		sent = now_ms();
 
 		if (j->exited || j->killed != KILL_NONE || now < j->next_heartbeat)
 			continue;
-		snprintf(id, sizeof(id), "%lld", (long long) j->id);
-		snprintf(token, sizeof(token), "%lld", (long long) j->token);
-		values[0] = id;
-		values[1] = token;
-		res = run_sql("SELECT coord.heartbeat($1::bigint, $2::bigint)", 2, values, PGRES_TUPLES_OK, NULL);
-		if (res == NULL)
+		hb = proto_heartbeat(j, &valid_until);
+		if (hb == HEARTBEAT_FAILED)
 		{
 			/* lost connection (handled) or an error: try again later */
 			if (db_state == DB_READY)
 				log_warning("job %lld: heartbeat failed (%s); trying again later",
-							(long long) j->id, conn_error());
+							(long long) j->id, db_error());
 			j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
 			continue;
 		}
-		if (PQgetisnull(res, 0, 0))
+		if (hb == HEARTBEAT_LOST)
 		{
 			log_info("job %lld: the claim is no longer ours (cancelled, timed out or taken over): killing pid %d",
 					 (long long) j->id, (int) j->pid);
@@ -1131,11 +618,11 @@ heartbeats(msec_t now)
 		}
 		else
 		{
-			log_verbose("job %lld: heartbeat, claim valid until %s", (long long) j->id, PQgetvalue(res, 0, 0));
+			log_verbose("job %lld: heartbeat, claim valid until %s", (long long) j->id, valid_until);
 			if (!j->session_bound)
 				j->lease_valid_until = sent + j->lease;
 		}
-		PQclear(res);
+		free(valid_until);
 		j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
 	}
 }
@@ -1291,17 +778,7 @@ reload(void)
 		ntasks++;
 	log_info("SIGHUP: reloaded %s: %d task(s), %d queue(s), concurrency %d",
 			 cfg->path, ntasks, cfg->nqueues, cfg->concurrency);
-	if (db_state == DB_READY)
-		(void) set_session_limits();
-	if (relisten && db_state == DB_READY)
-	{
-		PGresult   *res = run_sql("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
-
-		if (res)
-			PQclear(res);
-		if (db_state == DB_READY)
-			(void) listen_all();
-	}
+	db_reload(cfg, relisten);
 	need_claim = true;
 }
 
@@ -1322,10 +799,7 @@ next_wakeup(void)
 
 	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
 		t = min_deadline(t, need_claim ? now_ms() : last_claim + cfg->poll);
-	if (db_state == DB_DOWN && (!draining || jobs != NULL))
-		t = min_deadline(t, reconnect_at > 0 ? reconnect_at : 1);
-	if (db_state == DB_CONNECTING)
-		t = min_deadline(t, connect_started + CONNECT_TIMEOUT_MS);
+	t = min_deadline(t, db_next_wakeup(!draining || jobs != NULL));
 	if (draining && !drain_killed)
 		t = min_deadline(t, drain_deadline);
 	for (j = jobs; j; j = j->next)
@@ -1395,7 +869,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			 COORD_AGENT_VERSION, config_path, ntasks, cfg->host, cfg->nqueues, cfg->concurrency,
 			 cfg->lease > 0 ? "lease claims of " : "session-bound claims",
 			 cfg->lease > 0 ? format_duration(cfg->lease, b, sizeof(b)) : "");
-	reconnect_at = now_ms();
+	db_init(cfg);
 
 	for (;;)
 	{
@@ -1443,10 +917,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			}
 		}
 
-		if (db_state == DB_DOWN && (!draining || jobs != NULL) && now >= reconnect_at)
-			start_connect();
-		if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
-			connect_failed("timeout expired");
+		db_tick(now, !draining || jobs != NULL);
 		if (db_state == DB_READY)
 		{
 			heartbeats(now);
@@ -1464,12 +935,9 @@ agent_run(const char *config_path, const CliOverrides *cli)
 		pfds[nfds].fd = sigpipe_fds[0];
 		pfds[nfds].events = POLLIN;
 		pjobs[nfds++] = NULL;
-		if ((db_state == DB_READY || db_state == DB_CONNECTING) && PQsocket(conn) >= 0)
+		if (db_poll_fd(&pfds[nfds]))
 		{
 			conn_idx = nfds;
-			pfds[nfds].fd = PQsocket(conn);
-			pfds[nfds].events = (db_state == DB_CONNECTING && connect_dir == PGRES_POLLING_WRITING)
-				? POLLOUT : POLLIN;
 			pjobs[nfds++] = NULL;
 		}
 		{
@@ -1522,21 +990,10 @@ agent_run(const char *config_path, const CliOverrides *cli)
 				child_read(j, pfds[i].fd, 16);
 		}
 		if (conn_idx >= 0 && pfds[conn_idx].revents != 0)
-		{
-			if (db_state == DB_CONNECTING)
-				advance_connect();
-			else if (db_state == DB_READY)
-			{
-				if (!PQconsumeInput(conn) || PQstatus(conn) == CONNECTION_BAD)
-					lost_connection(PQerrorMessage(conn));
-				else
-					drain_notifies();
-			}
-		}
+			db_socket_ready();
 	}
 
-	if (conn)
-		PQfinish(conn);
+	db_close();
 	log_info("stopped");
 	free(pfds);
 	free(pjobs);

@@ -1,14 +1,19 @@
 /*-------------------------------------------------------------------------
  * coord_agent.h
- *		coord-agent, the per-host job manager of pg_coord (DESIGN.md 3.6):
- *		the types and functions its files share.
+ *		coord-agent, the per-host job manager of pg_coord (README.md,
+ *		"coord-agent(1)", which is also its man page): the types and
+ *		functions every file of the agent shares.
  *
  * The agent is one single-threaded process: one poll() loop over a
  * self-pipe (signals), the libpq socket and the pipes of its children.
- * agent.c is that loop and all the SQL; child.c starts, feeds, reads and
+ * agent.c is that loop; db.c the database session (db.h); protocol.c every
+ * statement sent to pg_coord (protocol.h); child.c starts, feeds, reads and
  * kills the child processes; config.c reads the allow-list; status.c is
  * "coord-agent status"; util.c holds logging, clocks, buffers, parsing,
- * escaping and password masking.
+ * escaping and password masking; main.c the command line.  This header
+ * has what all of them use (the configuration, a job, the utilities); the
+ * session and the statements have headers of their own, included only by
+ * the files that use them.
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_H

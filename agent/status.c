@@ -7,7 +7,8 @@
  * Everything comes from the public views (coord.queue_stats, coord.locks,
  * coord.jobs) and, only if it exists, coord.grid(); the function is looked
  * up with to_regprocedure so that this works against a pg_coord without
- * apps.  Every text from the database is printed with its control
+ * apps.  The statements are protocol.c's (proto_status_*, which say what
+ * columns they return); this file connects, checks and prints.  Every text from the database is printed with its control
  * characters escaped (a job's task name could carry terminal escapes), and
  * the session has the agent's statement_timeout and lock_timeout, so that
  * a lock held elsewhere cannot hang it.  Colour (ANSI) only when stdout is
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "coord_agent.h"
+#include "protocol.h"
 
 #define C_RESET		"\033[0m"
 #define C_BOLD		"\033[1m"
@@ -136,11 +138,10 @@ cell(const PGresult *res, int r, int c)
 	return escape_text(PQgetvalue(res, r, c));
 }
 
+/* A query's result, or NULL (its error printed, *ok false) if it failed. */
 static PGresult *
-query(PGconn *conn, const char *sql, bool *ok)
+checked(PGconn *conn, PGresult *res, bool *ok)
 {
-	PGresult   *res = PQexec(conn, sql);
-
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		print_error("", PQerrorMessage(conn));
@@ -206,10 +207,7 @@ show_queues(PGconn *conn, Access *acc, bool *ok)
 	section("Queues");
 	if (denied(acc, acc->queue_stats, "coord.queue_stats"))
 		return;
-	res = query(conn,
-				"SELECT queue, ready, running, scheduled, dead, done_last_hour, "
-				"COALESCE(floor(extract(epoch FROM oldest_ready_age) * 1000)::bigint::text, '') "
-				"FROM coord.queue_stats ORDER BY queue", ok);
+	res = checked(conn, proto_status_queues(conn), ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -263,17 +261,7 @@ show_running(PGconn *conn, Access *acc, bool *ok)
 	if (denied(acc, acc->jobs, "coord.jobs"))
 		return;
 	/* the task is named in the payload, which only coord_admin may read */
-	res = query(conn, acc->jobs_payload ?
-				"SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
-				"attempt, COALESCE(host, ''), "
-				"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
-				"count(*) OVER () "
-				"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30" :
-				"SELECT id, queue, '(payload not readable)', "
-				"attempt, COALESCE(host, ''), "
-				"COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
-				"count(*) OVER () "
-				"FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30", ok);
+	res = checked(conn, proto_status_running(conn, acc->jobs_payload), ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -314,11 +302,7 @@ show_locks(PGconn *conn, Access *acc, bool *ok)
 	section("Locks");
 	if (denied(acc, acc->locks, "coord.locks"))
 		return;
-	res = query(conn,
-				"SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END, pid, "
-				"COALESCE(application_name, ''), COALESCE(client_addr::text, 'local'), "
-				"COALESCE(floor(extract(epoch FROM now() - wait_start) * 1000)::bigint::text, '') "
-				"FROM coord.locks ORDER BY path, granted DESC, pid", ok);
+	res = checked(conn, proto_status_locks(conn), ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -369,8 +353,7 @@ show_grid(PGconn *conn, Access *acc, bool *ok)
 	section("Apps (last day)");
 	if (denied(acc, acc->grid, "coord.grid()"))
 		return;
-	res = query(conn, "SELECT * FROM coord.grid(pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::pg_catalog.interval, "
-				"pg_catalog.now(), NULL)", ok);
+	res = checked(conn, proto_status_grid(conn), ok);
 	if (res == NULL)
 		return;
 	n = PQntuples(res);
@@ -391,22 +374,11 @@ show_grid(PGconn *conn, Access *acc, bool *ok)
 	PQclear(res);
 }
 
-/*
- * What the role may read.  to_regclass/to_regprocedure give NULL (and so
- * do the privilege functions) for an object this pg_coord does not have.
- */
+/* What the role may read (an object this pg_coord does not have: false). */
 static bool
 load_access(PGconn *conn, Access *acc, bool *ok)
 {
-	PGresult   *res = query(conn,
-							"SELECT CURRENT_USER, pg_catalog.quote_ident(CURRENT_USER), "
-							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.queue_stats'), 'SELECT'), "
-							"pg_catalog.has_any_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'SELECT'), "
-							"pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.locks'), 'SELECT'), "
-							"g IS NOT NULL, pg_catalog.has_function_privilege(g, 'EXECUTE'), "
-							"pg_catalog.has_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'payload', 'SELECT') "
-							"FROM pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') AS g",
-							ok);
+	PGresult   *res = checked(conn, proto_status_access(conn), ok);
 
 	if (res == NULL)
 		return false;
@@ -437,9 +409,6 @@ status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lo
 	PGresult   *res;
 	bool		ok = true;
 	Access		acc;
-	char		st[32],
-				lt[32];
-	const char *limits[2] = {st, lt};
 
 	free(mask_conninfo(conninfo));	/* remembers its password for redact() */
 	conn = PQconnectdbParams(keys, vals, 1);
@@ -450,11 +419,7 @@ status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lo
 		PQfinish(conn);
 		return 1;
 	}
-	snprintf(st, sizeof(st), "%lldms", (long long) statement_timeout);
-	snprintf(lt, sizeof(lt), "%lldms", (long long) lock_timeout);
-	res = PQexecParams(conn, "SELECT pg_catalog.set_config('statement_timeout', $1, false), "
-					   "pg_catalog.set_config('lock_timeout', $2, false)",
-					   2, NULL, limits, NULL, NULL, 0);
+	res = proto_status_limits(conn, statement_timeout, lock_timeout);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		print_error("", PQerrorMessage(conn));
@@ -463,10 +428,7 @@ status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lo
 		return 1;
 	}
 	PQclear(res);
-	res = query(conn,
-				"SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
-				"pg_catalog.current_database(), pg_catalog.to_char(pg_catalog.now(), 'YYYY-MM-DD HH24:MI:SS TZ')",
-				&ok);
+	res = checked(conn, proto_status_header(conn), &ok);
 	if (res == NULL)
 	{
 		PQfinish(conn);

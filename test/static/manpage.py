@@ -2,8 +2,9 @@
 """Static check: the man page agent/coord-agent.1.in is what agent/mkman.py
 makes of README.md's coord-agent(1) section today (so the two agree), every
 long option of coord-agent's --help is documented there, the EXIT STATUS
-list names every status main.c and status.c return, and groff (when
-installed) renders the page without a warning.
+list names every status main.c returns, every exit() of agent/*.c and the
+STATUS_ codes of coord_agent.h, and groff (when installed) renders the page
+without a warning.
 
 Prints "manpage: ..." last and exits 0, or says what differs and exits 1
 (after a README edit: make -C agent man).
@@ -46,9 +47,9 @@ for opt in options:
 exits = section[section.index("### EXIT STATUS"):section.index("### SIGNALS")]
 listed = set(re.findall(r"^`(\d+)`$", exits, re.M))
 returned = set()
-for f in ("main.c", "status.c", "agent.c"):
-    src = (root / "agent" / f).read_text(encoding="utf-8")
-    returned |= set(re.findall(r"\breturn (\d+);", src)) if f == "main.c" else set()
+for path in sorted((root / "agent").glob("*.c")):
+    src = path.read_text(encoding="utf-8")
+    returned |= set(re.findall(r"\breturn (\d+);", src)) if path.name == "main.c" else set()
     returned |= set(re.findall(r"\bexit\((\d+)\)", src))
 header = (root / "agent" / "coord_agent.h").read_text(encoding="utf-8")
 returned |= set(re.findall(r"#define STATUS_\w+\s+(\d+)", header))

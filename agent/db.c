@@ -1,0 +1,443 @@
+/*-------------------------------------------------------------------------
+ * db.c
+ *		coord-agent's database session: the one libpq connection, opened
+ *		without blocking, the bounded round trip every statement makes,
+ *		LISTEN at connect, notices and notifications, and the reconnect with
+ *		backoff after the session is lost.
+ *
+ * States: DB_DOWN -> (db_tick, when reconnect_at has come) DB_CONNECTING ->
+ * (PQconnectPoll, driven by db_socket_ready) DB_READY, or back to DB_DOWN
+ * when the connect fails or takes longer than CONNECT_TIMEOUT_MS.  Once
+ * connected, session_ready opens the session with protocol.c's statements
+ * (statement_timeout and lock_timeout, the extension check, LISTEN on every
+ * channel) and only then counts as up: the backoff starts again from zero.
+ * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
+ * a database that is down or slow never stops the loop.
+ *
+ * db_run is the only way a statement goes out: one round trip, at most
+ * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer (then
+ * the connection is given up as broken), notifications read after each.
+ * Whenever the session is lost (db_lost: a broken connection, no answer in
+ * time, or the loop's own decision), agent_session_lost() is called before
+ * the reconnect is scheduled: session-bound claims went with the session.
+ * Any notification means "claim now": agent_wake().
+ *
+ * The session uses the configuration db_init and db_reload were last given
+ * (agent.c owns it and replaces it on SIGHUP).
+ *-------------------------------------------------------------------------
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_agent.h"
+#include "db.h"
+#include "protocol.h"
+
+#define CONNECT_TIMEOUT_MS	10000
+#define BACKOFF_FIRST_MS	100
+#define BACKOFF_CAP_MS		5000
+/* how much longer than statement_timeout we wait for the server's answer */
+#define STATEMENT_GRACE_MS	2000
+
+DbState		db_state = DB_DOWN;
+
+static const AgentConfig *cfg;
+static PGconn *conn;
+static PostgresPollingStatusType connect_dir;
+static msec_t connect_started;
+static msec_t reconnect_at;
+static msec_t backoff;
+static char *last_connect_error;
+
+/* The connection's last error, one line, for a log line. */
+const char *
+db_error(void)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf), "%s", conn ? PQerrorMessage(conn) : "no connection");
+	return trim(buf);
+}
+
+static void
+notice_processor(void *arg, const char *message)
+{
+	char	   *m = xstrdup(message);
+
+	(void) arg;
+	log_info("server: %s", trim(m));
+	free(m);
+}
+
+/* Any NOTIFY on our channels means: claim now. */
+static void
+drain_notifies(void)
+{
+	PGnotify   *n;
+
+	while ((n = PQnotifies(conn)) != NULL)
+	{
+		log_verbose("notification on \"%s\"", n->relname);
+		agent_wake();
+		PQfreemem(n);
+	}
+}
+
+static void
+schedule_reconnect(void)
+{
+	msec_t		now = now_ms();
+
+	reconnect_at = now + backoff;
+	backoff = backoff == 0 ? BACKOFF_FIRST_MS : backoff * 2;
+	if (backoff > BACKOFF_CAP_MS)
+		backoff = BACKOFF_CAP_MS;
+}
+
+/*
+ * The connection is gone.  Session-bound claims went with it: the loop
+ * kills their children at once (another agent may already be running the
+ * job) and drops results not yet reported.  Lease claims live on until
+ * their lease ends; their children keep running.
+ */
+void
+db_lost(const char *why)
+{
+	char	   *msg = xstrdup(why ? why : "connection lost");
+
+	log_error("lost the database connection: %s", trim(msg));
+	free(msg);
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
+	agent_session_lost();
+	schedule_reconnect();
+}
+
+/*
+ * Waits for the answer to the statement just sent, at most until deadline
+ * (0: no limit); returns its first result (NULL: none), the rest is read
+ * and dropped.  *timed_out says the deadline passed first.
+ */
+static PGresult *
+wait_result(msec_t deadline, bool *timed_out)
+{
+	PGresult   *first = NULL;
+	PGresult   *r;
+
+	*timed_out = false;
+	for (;;)
+	{
+		while (PQisBusy(conn))
+		{
+			struct pollfd pfd;
+			msec_t		left = deadline ? deadline - now_ms() : 1000;
+			int			rc;
+
+			if (left <= 0)
+			{
+				*timed_out = true;
+				if (first)
+					PQclear(first);
+				return NULL;
+			}
+			pfd.fd = PQsocket(conn);
+			pfd.events = POLLIN;
+			pfd.revents = 0;
+			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
+			if (rc < 0 && errno != EINTR)
+			{
+				/* cannot wait: treat it as no answer (PQgetResult would block) */
+				log_error("poll: %s", strerror(errno));
+				*timed_out = true;
+				if (first)
+					PQclear(first);
+				return NULL;
+			}
+			/* an error here leaves the connection bad: PQgetResult says why */
+			if (rc > 0 && !PQconsumeInput(conn))
+				break;
+		}
+		r = PQgetResult(conn);
+		if (r == NULL)
+			break;
+		if (first == NULL)
+			first = r;
+		else
+			PQclear(r);
+		if (PQstatus(conn) == CONNECTION_BAD)
+			break;
+	}
+	return first;
+}
+
+/* db_lost, and no reconnect before delay ms. */
+void
+db_lost_after(const char *why, msec_t delay)
+{
+	db_lost(why);
+	if (reconnect_at < now_ms() + delay)
+		reconnect_at = now_ms() + delay;
+}
+
+/*
+ * Runs one statement; returns its result when it has the expected status,
+ * else NULL (after handling a lost connection).  sqlstate, if given, gets
+ * the error's SQLSTATE: empty when the server sent none (libpq's own error:
+ * the statement may have done its work).  A statement that the server does
+ * not answer within statement_timeout plus a grace period is given up with
+ * its connection.
+ */
+PGresult *
+db_run(const char *sql, int nparams, const char *const *values, ExecStatusType want,
+	   char *sqlstate)
+{
+	PGresult   *res;
+	bool		timed_out;
+	msec_t		deadline = cfg->statement_timeout > 0
+		? now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS : 0;
+
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	if (db_state != DB_READY)
+		return NULL;
+	if (!PQsendQueryParams(conn, sql, nparams, NULL, values, NULL, NULL, 0))
+		res = NULL;
+	else
+	{
+		res = wait_result(deadline, &timed_out);
+		if (timed_out)
+		{
+			char		b[32];
+			char	   *why = xasprintf("no answer within %s (statement_timeout and %d ms)",
+										format_duration(cfg->statement_timeout, b, sizeof(b)),
+										STATEMENT_GRACE_MS);
+
+			db_lost(why);
+			free(why);
+			return NULL;
+		}
+	}
+	if (res && PQresultStatus(res) == want)
+	{
+		drain_notifies();
+		return res;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		if (res)
+			PQclear(res);
+		db_lost(PQerrorMessage(conn));
+		return NULL;
+	}
+	if (sqlstate && res && PQresultErrorField(res, PG_DIAG_SQLSTATE))
+		snprintf(sqlstate, 6, "%s", PQresultErrorField(res, PG_DIAG_SQLSTATE));
+	{
+		char	   *m = xstrdup(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+
+		log_verbose("statement failed: %s", trim(m));
+		free(m);
+	}
+	if (res)
+		PQclear(res);
+	drain_notifies();
+	return NULL;
+}
+
+/*
+ * Connected: the session's limits, the extension check, LISTEN, and look for
+ * work at once.  Up to here the session does not count as up: a failure is
+ * a failed connect (logged once per distinct error, backoff kept).
+ */
+static void
+session_ready(void)
+{
+	char	   *why = NULL;
+	int			installed;
+
+	PQsetNoticeProcessor(conn, notice_processor, NULL);
+	db_state = DB_READY;
+	if (!proto_set_limits(cfg->statement_timeout, cfg->lock_timeout))
+		why = xstrdup("could not set statement_timeout and lock_timeout");
+	else if ((installed = proto_extension_installed()) < 0)
+		why = xstrdup("could not check for the pg_coord extension");
+	else if (installed == 0)
+		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
+	if (why == NULL && db_state == DB_READY && !proto_listen_all(cfg))
+		why = xstrdup("LISTEN failed");
+	if (why != NULL)
+	{
+		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
+			log_error("%s; retrying", why);
+		free(last_connect_error);
+		last_connect_error = why;
+		if (conn)
+			PQfinish(conn);
+		conn = NULL;
+		db_state = DB_DOWN;
+		schedule_reconnect();
+		return;
+	}
+	free(last_connect_error);
+	last_connect_error = NULL;
+	backoff = 0;
+	agent_wake();
+	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims",
+			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
+			 cfg->lease > 0 ? "lease" : "session-bound");
+}
+
+static void
+connect_failed(const char *why)
+{
+	char	   *m = xstrdup(why);
+	char		b[32];
+
+	trim(m);
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
+	schedule_reconnect();
+	if (last_connect_error == NULL || strcmp(last_connect_error, m) != 0 || verbose)
+		log_error("could not connect: %s (retrying %s%s)", m,
+				  reconnect_at > now_ms() ? "in " : "now",
+				  reconnect_at > now_ms() ? format_duration(reconnect_at - now_ms(), b, sizeof(b)) : "");
+	free(last_connect_error);
+	last_connect_error = m;
+}
+
+static void
+start_connect(void)
+{
+	/* after dbname, so that they win over its client_encoding */
+	const char *keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
+	const char *vals[] = {cfg->dbname, "coord-agent", "UTF8", NULL};
+
+	conn = PQconnectStartParams(keys, vals, 1);
+	if (conn == NULL)
+	{
+		log_error("out of memory");
+		exit(1);
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		connect_failed(PQerrorMessage(conn));
+		return;
+	}
+	db_state = DB_CONNECTING;
+	connect_dir = PGRES_POLLING_WRITING;
+	connect_started = now_ms();
+	log_verbose("connecting");
+}
+
+static void
+advance_connect(void)
+{
+	connect_dir = PQconnectPoll(conn);
+	if (connect_dir == PGRES_POLLING_OK)
+		session_ready();
+	else if (connect_dir == PGRES_POLLING_FAILED)
+		connect_failed(PQerrorMessage(conn));
+}
+
+/* ---------- what the loop calls ---------- */
+
+/* The configuration at start; the first connect is due at once. */
+void
+db_init(const AgentConfig *config)
+{
+	cfg = config;
+	reconnect_at = now_ms();
+}
+
+/*
+ * SIGHUP: the new configuration, its limits on the open session, and LISTEN
+ * again if the channels changed.
+ */
+void
+db_reload(const AgentConfig *config, bool relisten)
+{
+	cfg = config;
+	if (db_state == DB_READY)
+		(void) proto_set_limits(cfg->statement_timeout, cfg->lock_timeout);
+	if (relisten && db_state == DB_READY)
+	{
+		(void) proto_unlisten_all();
+		if (db_state == DB_READY)
+			(void) proto_listen_all(cfg);
+	}
+}
+
+/*
+ * Starts a connect when one is due and wanted (the loop does not want one
+ * while it drains with nothing left to report), and gives up a connect that
+ * takes too long.
+ */
+void
+db_tick(msec_t now, bool wanted)
+{
+	if (db_state == DB_DOWN && wanted && now >= reconnect_at)
+		start_connect();
+	if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
+		connect_failed("timeout expired");
+}
+
+/* When db_tick has something to do (0: nothing by the clock). */
+msec_t
+db_next_wakeup(bool wanted)
+{
+	if (db_state == DB_DOWN && wanted)
+		return reconnect_at > 0 ? reconnect_at : 1;
+	if (db_state == DB_CONNECTING)
+		return connect_started + CONNECT_TIMEOUT_MS;
+	return 0;
+}
+
+/* What poll() waits for on the connection; false: nothing to wait for. */
+bool
+db_poll_fd(struct pollfd *pfd)
+{
+	if ((db_state != DB_READY && db_state != DB_CONNECTING) || PQsocket(conn) < 0)
+		return false;
+	pfd->fd = PQsocket(conn);
+	pfd->events = (db_state == DB_CONNECTING && connect_dir == PGRES_POLLING_WRITING)
+		? POLLOUT : POLLIN;
+	return true;
+}
+
+/* poll() saw the connection's socket: the connect's next step, or input. */
+void
+db_socket_ready(void)
+{
+	if (db_state == DB_CONNECTING)
+		advance_connect();
+	else if (db_state == DB_READY)
+	{
+		if (!PQconsumeInput(conn) || PQstatus(conn) == CONNECTION_BAD)
+			db_lost(PQerrorMessage(conn));
+		else
+			drain_notifies();
+	}
+}
+
+/* The connection, for libpq calls that need one (NULL: none). */
+PGconn *
+db_conn(void)
+{
+	return conn;
+}
+
+/* At exit. */
+void
+db_close(void)
+{
+	if (conn)
+		PQfinish(conn);
+	conn = NULL;
+	db_state = DB_DOWN;
+}

@@ -1,0 +1,468 @@
+/*-------------------------------------------------------------------------
+ * protocol.c
+ *		Every statement coord-agent sends to pg_coord, one function each:
+ *		the agent's contract with the extension, readable in one place.
+ *
+ * The agent's session (through db_run, on db.c's connection; each is one
+ * round trip, bounded by statement_timeout and STATEMENT_GRACE_MS):
+ *   proto_set_limits       set_config('statement_timeout'/'lock_timeout')
+ *   proto_extension_installed  pg_extension: is pg_coord there?
+ *   proto_listen_all       LISTEN "coord:<queue>" for every queue and
+ *                          "coord:host:<host>" (the channels enqueue
+ *                          NOTIFYs; README.md, "Waking idle workers")
+ *   proto_unlisten_all     UNLISTEN *
+ *   proto_claim            coord.claim: up to n jobs, session-bound or with
+ *                          a lease; n = 0 only drops the idle marks
+ *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
+ *   proto_complete         coord.complete with the result, and once more
+ *                          with NULL if the server refuses it (22xxx)
+ *   proto_fail             coord.fail, with retry_after or the default
+ * A claim result is checked before anything of it is used
+ * (proto_claim's CLAIM_UNREADABLE): a claim we cannot read may have claimed
+ * jobs we know nothing of, and the caller must drop the session.  Every
+ * parameter is sent as text with no type (ids and tokens in decimal), and
+ * the statement casts it where the function's argument is not text.
+ *
+ * "coord-agent status" (a blocking connection of its own, status.c): the
+ * same set_config, then reads of coord_monitor's views (coord.queue_stats,
+ * coord.jobs, coord.locks) and coord.grid() if it exists; each returns
+ * PQexec's result, and status.c reads the columns in the order given here.
+ *
+ * Apart from that second complete, nothing here decides what to do about a
+ * failure: that is the loop's (agent.c) or the session's (db.c).
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_agent.h"
+#include "db.h"
+#include "protocol.h"
+
+/* the session's limits: the agent's session and status's */
+static const char *const set_limits_sql =
+"SELECT pg_catalog.set_config('statement_timeout', $1, false), "
+"pg_catalog.set_config('lock_timeout', $2, false)";
+
+/* ---------- the agent's session ---------- */
+
+/*
+ * The session's statement_timeout and lock_timeout, from the
+ * configuration: at connect, and again after a reload.
+ */
+bool
+proto_set_limits(msec_t statement_timeout, msec_t lock_timeout)
+{
+	char		st[32],
+				lt[32];
+	const char *values[2] = {st, lt};
+	PGresult   *res;
+
+	snprintf(st, sizeof(st), "%lldms", (long long) statement_timeout);
+	snprintf(lt, sizeof(lt), "%lldms", (long long) lock_timeout);
+	res = db_run(set_limits_sql, 2, values, PGRES_TUPLES_OK, NULL);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	log_verbose("session: statement_timeout %s, lock_timeout %s", st, lt);
+	return true;
+}
+
+/* Whether pg_coord is installed: 1 yes, 0 no, -1 the statement failed. */
+int
+proto_extension_installed(void)
+{
+	PGresult   *res = db_run("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
+							 0, NULL, PGRES_TUPLES_OK, NULL);
+	int			installed;
+
+	if (res == NULL)
+		return -1;
+	installed = PQntuples(res) > 0;
+	PQclear(res);
+	return installed;
+}
+
+/* LISTEN on every channel that can bring us work. */
+bool
+proto_listen_all(const AgentConfig *cfg)
+{
+	int			i;
+
+	for (i = 0; i <= cfg->nqueues; i++)
+	{
+		char	   *channel = i < cfg->nqueues ? xasprintf("coord:%s", cfg->queues[i])
+			: xasprintf("coord:host:%s", cfg->host);
+		char	   *ident = PQescapeIdentifier(db_conn(), channel, strlen(channel));
+		char	   *sql = xasprintf("LISTEN %s", ident ? ident : "\"\"");
+		PGresult   *res = db_run(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+
+		log_verbose("LISTEN %s", ident ? ident : channel);
+		PQfreemem(ident);
+		free(sql);
+		free(channel);
+		if (res == NULL)
+			return false;
+		PQclear(res);
+	}
+	return true;
+}
+
+/* UNLISTEN *: before a LISTEN on a changed set of channels. */
+bool
+proto_unlisten_all(void)
+{
+	PGresult   *res = db_run("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
+
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+/* Whether text is a whole decimal integer (what the claim's numbers must be). */
+static bool
+is_integer(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '\0' || strlen(s) > 19)
+		return false;
+	return strspn(s, "0123456789") == strlen(s);
+}
+
+/*
+ * Why a claim's result cannot be used, or NULL if it can: the columns the
+ * statement asks for, at most n rows, and in every row an id, a queue, a
+ * payload, an attempt and a token.
+ */
+static const char *
+unreadable_claim(const PGresult *res, int n)
+{
+	int			r;
+
+	if (PQnfields(res) != 9)
+		return "wrong number of columns";
+	if (PQntuples(res) > n)
+		return "more rows than asked for";
+	for (r = 0; r < PQntuples(res); r++)
+	{
+		int			c;
+
+		for (c = 0; c < 5; c++)
+			if (PQgetisnull(res, r, c))
+				return "a row with a NULL id, queue, payload, attempt or token";
+		if (!is_integer(PQgetvalue(res, r, 0)) || !is_integer(PQgetvalue(res, r, 3)) ||
+			!is_integer(PQgetvalue(res, r, 4)))
+			return "a row whose id, attempt or token is not an integer";
+		if (!valid_name(PQgetvalue(res, r, 1)))
+			return "a row with an invalid queue name";
+	}
+	return NULL;
+}
+
+/*
+ * coord.claim of up to n jobs from a queue for this host: session-bound
+ * when lease is 0, else with that lease.  CLAIM_OK: *rows holds the jobs
+ * (read them with proto_claim_job; the caller clears it).  CLAIM_FAILED:
+ * an error the server sent, or the connection is gone (db_state says).
+ * CLAIM_NO_ANSWER (libpq's own error: it may have claimed) and
+ * CLAIM_UNREADABLE (*why says what is wrong with the result): the session
+ * may hold claims we cannot know.
+ */
+ClaimStatus
+proto_claim(const char *queue, int n, msec_t lease, const char *host, PGresult **rows,
+			const char **why)
+{
+	static const char *sql =
+		"SELECT id, queue, payload::text, attempt, token, "
+		"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
+		"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
+	char		nbuf[16],
+				interval[48];
+	const char *values[5];
+	PGresult   *res;
+	char		sqlstate[6];
+	bool		session_bound = lease == 0;
+
+	*rows = NULL;
+	*why = NULL;
+	snprintf(nbuf, sizeof(nbuf), "%d", n);
+	snprintf(interval, sizeof(interval), "%lld milliseconds", (long long) (session_bound ? 300000 : lease));
+	values[0] = queue;
+	values[1] = nbuf;
+	values[2] = interval;
+	values[3] = host;
+	values[4] = session_bound ? "true" : "false";
+	res = db_run(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
+		return CLAIM_NO_ANSWER;
+	if (res != NULL && (*why = unreadable_claim(res, n)) != NULL)
+	{
+		PQclear(res);
+		return CLAIM_UNREADABLE;
+	}
+	if (res == NULL)
+		return CLAIM_FAILED;
+	*rows = res;
+	return CLAIM_OK;
+}
+
+static char *
+dup_field(const PGresult *res, int row, int col)
+{
+	if (PQgetisnull(res, row, col))
+		return NULL;
+	return xstrdup(PQgetvalue(res, row, col));
+}
+
+/*
+ * Row r of a claim into job: id, token, attempt, queue, payload, the task
+ * (payload "task", else "app", else the queue's name) and the app run's
+ * fields.
+ */
+void
+proto_claim_job(const PGresult *rows, int r, Job *job)
+{
+	const char *names[3] = {PQgetvalue(rows, r, 5), PQgetvalue(rows, r, 6), PQgetvalue(rows, r, 1)};
+	bool		isnull[3] = {PQgetisnull(rows, r, 5), PQgetisnull(rows, r, 6), false};
+	int			k;
+
+	job->id = strtoll(PQgetvalue(rows, r, 0), NULL, 10);
+	job->queue = xstrdup(PQgetvalue(rows, r, 1));
+	job->payload = xstrdup(PQgetvalue(rows, r, 2));
+	job->attempt = atoi(PQgetvalue(rows, r, 3));
+	job->token = strtoll(PQgetvalue(rows, r, 4), NULL, 10);
+	for (k = 0; k < 3; k++)
+		if (!isnull[k] && names[k][0] != '\0')
+			break;
+	job->task = xstrdup(names[k < 3 ? k : 2]);
+	job->app = dup_field(rows, r, 6);
+	job->period_start = dup_field(rows, r, 7);
+	job->period_end = dup_field(rows, r, 8);
+}
+
+/*
+ * coord.heartbeat of a job's claim: HEARTBEAT_VALID (*valid_until, which the
+ * caller frees, the claim's new end as the server prints it),
+ * HEARTBEAT_LOST (NULL: cancelled, timed out or taken over), or
+ * HEARTBEAT_FAILED (an error or the connection: try again later).
+ */
+HeartbeatStatus
+proto_heartbeat(const Job *job, char **valid_until)
+{
+	char		id[24],
+				token[24];
+	const char *values[2];
+	PGresult   *res;
+	HeartbeatStatus status;
+
+	*valid_until = NULL;
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	values[0] = id;
+	values[1] = token;
+	res = db_run("SELECT coord.heartbeat($1::bigint, $2::bigint)", 2, values, PGRES_TUPLES_OK, NULL);
+	if (res == NULL)
+		return HEARTBEAT_FAILED;
+	if (PQgetisnull(res, 0, 0))
+		status = HEARTBEAT_LOST;
+	else
+	{
+		*valid_until = xstrdup(PQgetvalue(res, 0, 0));
+		status = HEARTBEAT_VALID;
+	}
+	PQclear(res);
+	return status;
+}
+
+/*
+ * coord.fail; returns the new state ('scheduled', 'dead'), "lost" when the
+ * claim was no longer ours, or NULL when it could not be said (connection
+ * or statement error).
+ */
+char *
+proto_fail(const Job *job, const char *error, msec_t retry_after)
+{
+	char		id[24],
+				token[24],
+				delay[48];
+	const char *values[4];
+	PGresult   *res;
+	char	   *state;
+	char	   *clean = clean_text(error, strlen(error));
+
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	snprintf(delay, sizeof(delay), "%lld milliseconds", (long long) retry_after);
+	values[0] = id;
+	values[1] = token;
+	values[2] = clean;
+	values[3] = retry_after >= 0 ? delay : NULL;
+	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
+				 4, values, PGRES_TUPLES_OK, NULL);
+	free(clean);
+	if (res == NULL)
+		return NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("job %lld: coord.fail returned %d row(s) of %d column(s)",
+				  (long long) job->id, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return NULL;
+	}
+	state = xstrdup(PQgetisnull(res, 0, 0) ? "lost" : PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return state;
+}
+
+/*
+ * coord.complete with the result, or with NULL if the server will not take
+ * it (*kept says which).
+ */
+char *
+proto_complete(const Job *job, const char *result, bool *kept)
+{
+	char		id[24],
+				token[24];
+	const char *values[3];
+	PGresult   *res;
+	char		sqlstate[6];
+	char	   *state;
+
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	values[0] = id;
+	values[1] = token;
+	values[2] = result;
+	*kept = (result != NULL);
+	res = db_run("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
+				 3, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL && result != NULL && db_state == DB_READY && strncmp(sqlstate, "22", 2) == 0)
+	{
+		/* not JSON after all (data exception): the result is NULL */
+		log_verbose("job %lld: the last line of stdout is not JSON the server takes; result NULL",
+					(long long) job->id);
+		values[2] = NULL;
+		*kept = false;
+		res = db_run("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
+					 3, values, PGRES_TUPLES_OK, NULL);
+	}
+	if (res == NULL)
+		return NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("job %lld: coord.complete returned %d row(s) of %d column(s)",
+				  (long long) job->id, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return NULL;
+	}
+	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
+	PQclear(res);
+	return state;
+}
+
+/* ---------- "coord-agent status" ---------- */
+
+/* The session's limits (as proto_set_limits, on status's connection). */
+PGresult *
+proto_status_limits(PGconn *conn, msec_t statement_timeout, msec_t lock_timeout)
+{
+	char		st[32],
+				lt[32];
+	const char *limits[2] = {st, lt};
+
+	snprintf(st, sizeof(st), "%lldms", (long long) statement_timeout);
+	snprintf(lt, sizeof(lt), "%lldms", (long long) lock_timeout);
+	return PQexecParams(conn, set_limits_sql, 2, NULL, limits, NULL, NULL, 0);
+}
+
+/*
+ * One row: pg_coord's extversion (NULL: not installed), the database, the
+ * server's time.
+ */
+PGresult *
+proto_status_header(PGconn *conn)
+{
+	return PQexec(conn,
+				  "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
+				  "pg_catalog.current_database(), pg_catalog.to_char(pg_catalog.now(), 'YYYY-MM-DD HH24:MI:SS TZ')");
+}
+
+/*
+ * One row, what the role may read: current_user, it quote_ident'ed, then
+ * booleans: coord.queue_stats, coord.jobs (any column), coord.locks,
+ * whether coord.grid() exists, EXECUTE on it, coord.jobs.payload.
+ * to_regclass/to_regprocedure give NULL (and so do the privilege
+ * functions) for an object this pg_coord does not have.
+ */
+PGresult *
+proto_status_access(PGconn *conn)
+{
+	return PQexec(conn,
+				  "SELECT CURRENT_USER, pg_catalog.quote_ident(CURRENT_USER), "
+				  "pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.queue_stats'), 'SELECT'), "
+				  "pg_catalog.has_any_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'SELECT'), "
+				  "pg_catalog.has_table_privilege(pg_catalog.to_regclass('coord.locks'), 'SELECT'), "
+				  "g IS NOT NULL, pg_catalog.has_function_privilege(g, 'EXECUTE'), "
+				  "pg_catalog.has_column_privilege(pg_catalog.to_regclass('coord.jobs'), 'payload', 'SELECT') "
+				  "FROM pg_catalog.to_regprocedure('coord.grid(timestamptz,timestamptz,text[])') AS g");
+}
+
+/*
+ * coord.queue_stats by queue: queue, ready, running, scheduled, dead,
+ * done_last_hour, and the oldest ready job's age in ms ('' if none).
+ */
+PGresult *
+proto_status_queues(PGconn *conn)
+{
+	return PQexec(conn,
+				  "SELECT queue, ready, running, scheduled, dead, done_last_hour, "
+				  "COALESCE(floor(extract(epoch FROM oldest_ready_age) * 1000)::bigint::text, '') "
+				  "FROM coord.queue_stats ORDER BY queue");
+}
+
+/*
+ * The first 30 running jobs of coord.jobs, longest running first: id,
+ * queue, task (only with payload: the task is named in the payload, which
+ * only coord_admin may read), attempt, host (''), ms since the claim, and
+ * how many run in all.
+ */
+PGresult *
+proto_status_running(PGconn *conn, bool payload)
+{
+	return PQexec(conn, payload ?
+				  "SELECT id, queue, COALESCE(NULLIF(payload->>'task', ''), NULLIF(payload->>'app', ''), queue), "
+				  "attempt, COALESCE(host, ''), "
+				  "COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
+				  "count(*) OVER () "
+				  "FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30" :
+				  "SELECT id, queue, '(payload not readable)', "
+				  "attempt, COALESCE(host, ''), "
+				  "COALESCE(floor(extract(epoch FROM now() - claimed_at) * 1000)::bigint::text, ''), "
+				  "count(*) OVER () "
+				  "FROM coord.jobs WHERE state = 'running' ORDER BY claimed_at, id LIMIT 30");
+}
+
+/*
+ * coord.locks: path, mode, 'held' or 'waiting', pid, application_name (''),
+ * client_addr ('local'), ms waited ('' when held).
+ */
+PGresult *
+proto_status_locks(PGconn *conn)
+{
+	return PQexec(conn,
+				  "SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END, pid, "
+				  "COALESCE(application_name, ''), COALESCE(client_addr::text, 'local'), "
+				  "COALESCE(floor(extract(epoch FROM now() - wait_start) * 1000)::bigint::text, '') "
+				  "FROM coord.locks ORDER BY path, granted DESC, pid");
+}
+
+/* coord.grid() of the last day: its lines, to print as they come. */
+PGresult *
+proto_status_grid(PGconn *conn)
+{
+	return PQexec(conn, "SELECT * FROM coord.grid(pg_catalog.now() OPERATOR(pg_catalog.-) '1 day'::pg_catalog.interval, "
+				  "pg_catalog.now(), NULL)");
+}

@@ -1,0 +1,54 @@
+/*-------------------------------------------------------------------------
+ * protocol.h
+ *		Every statement coord-agent sends to pg_coord (protocol.c).
+ *
+ * The proto_* functions of the agent's session send through db.c (db_run)
+ * and may lose the session (db_state then says so); the proto_status_*
+ * ones run on the connection status.c passes and return PQexec's result.
+ *-------------------------------------------------------------------------
+ */
+#ifndef COORD_AGENT_PROTOCOL_H
+#define COORD_AGENT_PROTOCOL_H
+
+#include "coord_agent.h"
+
+/* the agent's session */
+
+typedef enum ClaimStatus
+{
+	CLAIM_OK,					/* *rows: 0 to n readable rows */
+	CLAIM_FAILED,				/* the server's error, or no connection */
+	CLAIM_NO_ANSWER,			/* libpq's own error: it may have claimed */
+	CLAIM_UNREADABLE			/* a result we cannot use: *why */
+} ClaimStatus;
+
+typedef enum HeartbeatStatus
+{
+	HEARTBEAT_VALID,			/* the claim is still ours */
+	HEARTBEAT_LOST,				/* cancelled, timed out or taken over */
+	HEARTBEAT_FAILED			/* not said: an error or the connection */
+} HeartbeatStatus;
+
+extern bool proto_set_limits(msec_t statement_timeout, msec_t lock_timeout);
+extern int	proto_extension_installed(void);
+extern bool proto_listen_all(const AgentConfig *cfg);
+extern bool proto_unlisten_all(void);
+extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const char *host,
+							   PGresult **rows, const char **why);
+extern void proto_claim_job(const PGresult *rows, int r, Job *job);
+extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
+extern char *proto_complete(const Job *job, const char *result, bool *kept);
+extern char *proto_fail(const Job *job, const char *error, msec_t retry_after);
+
+/* "coord-agent status" */
+
+extern PGresult *proto_status_limits(PGconn *conn, msec_t statement_timeout,
+									 msec_t lock_timeout);
+extern PGresult *proto_status_header(PGconn *conn);
+extern PGresult *proto_status_access(PGconn *conn);
+extern PGresult *proto_status_queues(PGconn *conn);
+extern PGresult *proto_status_running(PGconn *conn, bool payload);
+extern PGresult *proto_status_locks(PGconn *conn);
+extern PGresult *proto_status_grid(PGconn *conn);
+
+#endif							/* COORD_AGENT_PROTOCOL_H */
