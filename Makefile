@@ -132,6 +132,16 @@ bench:
 # instructions per job (valgrind), after make install: bench/callgrind.sh
 callgrind:
 	./bench/callgrind.sh
+# PostgreSQL's layout: make indent reindents src/, agent/ and test/cron/ in
+# place (tools/pgindent.py: pg_bsd_indent with typedefs.list, installing
+# Debian's pg-bsd-indent when it is missing); make typedefs writes
+# typedefs.list again from the built objects' debug info (tools/typedefs.py).
+.PHONY: indent typedefs
+indent:
+	@bash -c '. test/lib.sh && coord_indent_tool'
+	python3 tools/pgindent.py
+typedefs: all
+	python3 tools/typedefs.py
 # the server under valgrind memcheck (and the cron harness under ASan/UBSan);
 # slow, not part of make test: test/valgrind/run.sh
 .PHONY: test-valgrind

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * apps.c
- *		Apps: period-keyed dependency scheduling (DESIGN.md 3.5), coord.runs
+ *		Apps: period-keyed dependency scheduling (README.md, Apps), coord.runs
  *		and coord.grid.
  *
  * An app is a row of coord.app_defs.  It has a period length, its grain:

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * jobs.c
- *		The job queue (DESIGN.md 3.3): enqueue, claims that are leases or are
+ *		The job queue (README.md, Jobs): enqueue, claims that are leases or are
  *		bound to the claiming session, fencing tokens, retries, history.
  *
  * Tables.  coord.job holds live work only (scheduled, ready, running);

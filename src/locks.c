@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * locks.c
- *		Named hierarchical locks on PostgreSQL's lock manager (DESIGN.md 3.1).
+ *		Named hierarchical locks on PostgreSQL's lock manager (README.md,
+ *		Locks).
  *
  * Tags.  A path /a/b/c maps to one advisory lock tag per prefix (/a, /a/b,
  * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * requests.c
- *		The duplicate-work coordinator (DESIGN.md 3.2): request, mark_queued,
- *		mark_done, release, with takeover when an owner's session ends.
+ *		The duplicate-work coordinator (README.md, Requests): request,
+ *		mark_queued, mark_done, release, with takeover when an owner's session
+ *		ends.
  *
  * State.  One row per key in coord.request_keys: requested, queued or done,
  * with the owner's pid and backend start time.

@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * schedules.c
- *		Recurring events (DESIGN.md 3.4), coord.tick and coord.cron_install.
+ *		Recurring events (README.md, Schedules), coord.tick and
+ *		coord.cron_install.
  *
  * A schedule is a row of coord.schedule_defs; its instances are jobs with the
  * origin "s:<name>", and the unique index on coord.job (origin) lets at most

@@ -48,6 +48,19 @@ coord_deps() {
   coord_pgbin
 }
 
+# pg_bsd_indent, for make indent (tools/pgindent.py) and, once the tree is
+# reindented (.indent-enforced), for make test: Debian's pg-bsd-indent,
+# installed when missing.
+coord_indent_tool() {
+  command -v pg_bsd_indent >/dev/null 2>&1 && return 0
+  log "installing: pg-bsd-indent"
+  local SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pg-bsd-indent >/dev/null 2>&1 ||
+    { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pg-bsd-indent >/dev/null; }
+}
+
 # PGBIN: the bin directory of the major under test, first on PATH (psql,
 # pg_prove's psql, pg_config).
 coord_pgbin() {

@@ -13,6 +13,8 @@ cd "$COORD_ROOT"
 mode=${1:-test}
 
 coord_deps
+# test/static/indent.py checks the layout once the tree has been reindented
+[ -e .indent-enforced ] && coord_indent_tool
 # warnings are errors in every build a test run makes (the extension, the agent)
 export WERROR=1
 coord_build
