@@ -1,0 +1,289 @@
+/*-------------------------------------------------------------------------
+ * jobs_finish.c
+ *		The job queue's finish (see jobs.c): jobs a DELETE ... RETURNING took
+ *		out of coord.job go into coord.job_history through the table access
+ *		method (ArchiveJobs), and then what depends on a job finishing runs
+ *		in the same transaction: the linked request key, and the finish hook
+ *		of the concern the job's origin belongs to.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "lib/ilist.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "jobs_int.h"
+
+static SPIPlanPtr plan_finish = NULL;
+static SPIPlanPtr plan_request_done = NULL;
+static SPIPlanPtr plan_request_gone = NULL;
+
+/* ---------- requests linked to jobs ---------- */
+
+static void
+FinishRequestKey(const char *request_key, bool done)
+{
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+
+	args[0] = CStringGetTextDatum(request_key);
+	if (done)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
+											"UPDATE coord.request_keys SET state = 'done', "
+											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_UPDATE, "marking a request done");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
+											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+											"AND state OPERATOR(pg_catalog.=) 'queued'",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_DELETE, "removing a request");
+}
+
+/*
+ * Where each history column comes from: a column of the job rows jdesc
+ * describes, or -1 state, -2 finished_at, -3 result (0: a dropped column).
+ * Built on the first completion, by name, so that the two tables' column
+ * orders (and columns dropped by updates) do not matter.  last_error comes
+ * from the job unless the caller gives one.
+ */
+static void
+LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
+{
+	int			i,
+				k;
+
+	if (jobrels.hist_desc == hdesc && jobrels.jnatts == jdesc->natts)
+		return;
+	jobrels.hist_desc = NULL;
+	jobrels.h_last_error = -1;
+	if (jobrels.src != NULL)
+		pfree(jobrels.src);
+	jobrels.src = MemoryContextAlloc(CoordCacheContext(NULL, NULL), sizeof(int) * Max(hdesc->natts, 1));
+	for (i = 0; i < hdesc->natts; i++)
+	{
+		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
+		const char *name = NameStr(ha->attname);
+		int		   *src = &jobrels.src[i];
+
+		*src = 0;
+		if (ha->attisdropped)
+			continue;
+		if (strcmp(name, "state") == 0)
+			*src = -1;
+		else if (strcmp(name, "finished_at") == 0)
+			*src = -2;
+		else if (strcmp(name, "result") == 0)
+			*src = -3;
+		else
+		{
+			if (strcmp(name, "last_error") == 0)
+				jobrels.h_last_error = i;
+			for (k = 0; k < jdesc->natts; k++)
+			{
+				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
+
+				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
+				{
+					if (ja->atttypid != ha->atttypid)
+						elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
+					*src = k + 1;
+					break;
+				}
+			}
+			if (*src == 0)
+				elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+		}
+	}
+	jobrels.c_request_key = SPI_fnumber(jdesc, "request_key");
+	jobrels.c_origin = SPI_fnumber(jdesc, "origin");
+	jobrels.c_id = SPI_fnumber(jdesc, "id");
+	if (jobrels.c_request_key <= 0 || jobrels.c_origin <= 0 || jobrels.c_id <= 0)
+		elog(ERROR, "a job row without id, request_key or origin");
+	jobrels.jnatts = jdesc->natts;
+	jobrels.hist_desc = hdesc;
+}
+
+/*
+ * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
+ * coord.job (the SPI result) into coord.job_history as state st, then
+ * settles their request keys and tells the schedule or app run a job came
+ * from that it finished, in this same transaction.  error, when given,
+ * replaces last_error; result is stored for completed jobs.  Returns how
+ * many jobs it moved.  Inside SPI.
+ *
+ * The history row is inserted through the table access method and
+ * ExecInsertIndexTuples rather than by an INSERT in the DELETE's statement:
+ * a completion then costs one executor start, not a CTE with two
+ * ModifyTables.  Columns are matched by name, so the two tables' column
+ * orders (and columns dropped by updates) do not matter; the history's own
+ * (state, finished_at, result) are set here.
+ */
+uint64
+ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
+{
+	SPITupleTable *tt = SPI_tuptable;
+	uint64		n = SPI_processed;
+	TupleDesc	jdesc = tt->tupdesc;
+	Relation	rel;
+	TupleDesc	hdesc;
+	int			i;
+	uint64		r;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	Datum	   *values;
+	bool	   *nulls;
+	Datum		state = CStringGetTextDatum(st);
+	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
+	TimestampTz *finished;
+	bool		done = strcmp(st, "done") == 0;
+	const int  *src;
+	int			c_request_key,
+				c_origin,
+				c_id;
+
+	if (n == 0)
+		return 0;
+	finished = palloc(sizeof(TimestampTz) * n);
+	LookupJobRels();
+	rel = table_open(jobrels.history, RowExclusiveLock);
+	hdesc = RelationGetDescr(rel);
+	LoadArchiveMap(hdesc, jdesc);
+	src = jobrels.src;
+	c_request_key = jobrels.c_request_key;
+	c_origin = jobrels.c_origin;
+	c_id = jobrels.c_id;
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, hdesc, &TTSOpsHeapTuple);
+	values = palloc(sizeof(Datum) * hdesc->natts);
+	nulls = palloc(sizeof(bool) * hdesc->natts);
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		HeapTuple	h;
+
+		CHECK_FOR_INTERRUPTS();
+		finished[r] = GetCurrentTimestamp();
+		for (i = 0; i < hdesc->natts; i++)
+		{
+			nulls[i] = false;
+			switch (src[i])
+			{
+				case 0:
+					values[i] = (Datum) 0;
+					nulls[i] = true;
+					break;
+				case -1:
+					values[i] = state;
+					break;
+				case -2:
+					values[i] = TimestampTzGetDatum(finished[r]);
+					break;
+				case -3:
+					values[i] = done ? result : (Datum) 0;
+					nulls[i] = !done || result_null;
+					break;
+				default:
+					if (i == jobrels.h_last_error && error != NULL)
+						values[i] = err;
+					else
+						values[i] = SPI_getbinval(row, jdesc, src[i], &nulls[i]);
+					break;
+			}
+			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)
+				elog(ERROR, "no value for column %s of coord.job_history",
+					 NameStr(TupleDescAttr(hdesc, i)->attname));
+		}
+		h = heap_form_tuple(hdesc, values, nulls);
+		ExecStoreHeapTuple(h, slot, false);
+		table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+		if (rri->ri_NumIndices > 0)
+			(void) CoordExecInsertIndexTuples(rri, slot, estate, COORD_INDEXES_ALL);
+		ExecClearTuple(slot);
+		heap_freetuple(h);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+
+	/* then what depends on the jobs finishing */
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
+		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
+
+		CHECK_FOR_INTERRUPTS();
+
+		if (rk != NULL)
+			FinishRequestKey(rk, done);
+		if (origin != NULL)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
+
+			if (strncmp(origin, COORD_ORIGIN_SCHEDULE, strlen(COORD_ORIGIN_SCHEDULE)) == 0)
+				CoordScheduleFinished(origin + strlen(COORD_ORIGIN_SCHEDULE), st, finished[r]);
+			else if (strncmp(origin, COORD_ORIGIN_APP, strlen(COORD_ORIGIN_APP)) == 0)
+				CoordAppRunFinished(origin, id, st, result, !done || result_null);
+		}
+	}
+	return n;
+}
+
+
+/*
+ * MoveToHistory moves a job (matching token, when given) to the history in
+ * state st; inside SPI.  Returns whether it moved.
+ */
+bool
+MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
+{
+	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
+	Datum		args[3];
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = BoolGetDatum(with_token);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
+											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+											 "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "moving a job to the history");
+	return ArchiveJobs(st, error, (Datum) 0, true) == 1;
+}
