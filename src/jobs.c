@@ -154,6 +154,7 @@
 
 
 #include "jobs_int.h"
+#include "requests.h"
 
 #define JOB_KEY_MAX			1024
 #define BACKOFF_BASE_US		(1000 * 1000)			/* 1 s */
@@ -1027,7 +1028,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
-/* ---------- for schedules.c and apps.c (inside SPI, as the owner) ---------- */
+/* ---------- for the concerns that make jobs (inside SPI, as the owner) ---------- */
 
 /*
  * CoordEnqueueOrigin adds the job of a schedule or an app run, with an
@@ -1143,6 +1144,29 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 		WakeAtCommit(queue, host);
 		return newid;
 	}
+}
+
+/*
+ * CoordDeleteUnclaimed deletes the live jobs that nobody has claimed among
+ * those `which` selects: a SELECT of job ids, the caller's, with parameters
+ * $1 .. $nargs, planned once into *slot.  A claimed job is left to finish
+ * (its finish hook then finds what the caller changed).  "Unclaimed" is
+ * re-checked on the latest row version after waiting for a concurrent
+ * claim's row lock.  Returns how many it deleted.
+ */
+uint64
+CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtypes, Datum *args)
+{
+	if (*slot == NULL)
+		(void) CoordPlan(slot,
+						 psprintf("DELETE FROM coord.job AS j "
+								  "WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(%s)) "
+								  "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
+								  "AND NOT coord.job_claimed(j.id)", which),
+						 nargs, argtypes);
+	CoordSpiCheck(SPI_execute_plan(*slot, args, NULL, false, 0),
+				  SPI_OK_DELETE, "removing unclaimed jobs");
+	return SPI_processed;
 }
 
 /*

@@ -39,32 +39,63 @@
 #include "utils/timestamp.h"
 
 #include "jobs_int.h"
+#include "requests.h"
 
 static SPIPlanPtr plan_finish = NULL;
-static SPIPlanPtr plan_request_done = NULL;
-static SPIPlanPtr plan_request_gone = NULL;
 
-/* ---------- requests linked to jobs ---------- */
+/* ---------- finish hooks, by origin prefix ---------- */
 
-static void
-FinishRequestKey(const char *request_key, bool done)
+/*
+ * The concerns that make jobs register their origin prefix and hook from
+ * their module init (CoordRegisterJobOrigin); a finished job with an
+ * origin goes to the hook of the first prefix it starts with.  There are a
+ * few of them: a scan of this array is a prefix compare or two.
+ */
+#define ORIGINS_MAX	8
+
+typedef struct JobOrigin
 {
-	Datum		args[1];
-	Oid			argtypes[1] = {TEXTOID};
+	const char *prefix;
+	size_t		len;
+	CoordJobFinishedHook hook;
+} JobOrigin;
 
-	args[0] = CStringGetTextDatum(request_key);
-	if (done)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
-											"UPDATE coord.request_keys SET state = 'done', "
-											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
-											1, argtypes), args, NULL, false, 0),
-				 SPI_OK_UPDATE, "marking a request done");
-	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
-											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
-											"AND state OPERATOR(pg_catalog.=) 'queued'",
-											1, argtypes), args, NULL, false, 0),
-				 SPI_OK_DELETE, "removing a request");
+static JobOrigin origins[ORIGINS_MAX];
+static int	norigins = 0;
+
+void
+CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
+{
+	int			i;
+
+	for (i = 0; i < norigins; i++)
+		if (strcmp(origins[i].prefix, prefix) == 0)
+		{
+			/* a module init run again (cannot happen): the hook is the same */
+			origins[i].hook = hook;
+			return;
+		}
+	if (norigins >= ORIGINS_MAX)
+		elog(ERROR, "too many job origin prefixes");
+	origins[norigins].prefix = prefix;
+	origins[norigins].len = strlen(prefix);
+	origins[norigins].hook = hook;
+	norigins++;
+}
+
+/* Calls the finish hook of the concern the job's origin belongs to, if any. */
+static void
+JobOriginFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
+				  Datum result, bool result_null)
+{
+	int			i;
+
+	for (i = 0; i < norigins; i++)
+		if (strncmp(origin, origins[i].prefix, origins[i].len) == 0)
+		{
+			origins[i].hook(origin, job_id, state, finished_at, result, result_null);
+			return;
+		}
 }
 
 /*
@@ -251,16 +282,13 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		CHECK_FOR_INTERRUPTS();
 
 		if (rk != NULL)
-			FinishRequestKey(rk, done);
+			CoordRequestJobFinished(rk, done);
 		if (origin != NULL)
 		{
 			bool		isnull;
 			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
 
-			if (strncmp(origin, COORD_ORIGIN_SCHEDULE, strlen(COORD_ORIGIN_SCHEDULE)) == 0)
-				CoordScheduleFinished(origin + strlen(COORD_ORIGIN_SCHEDULE), st, finished[r]);
-			else if (strncmp(origin, COORD_ORIGIN_APP, strlen(COORD_ORIGIN_APP)) == 0)
-				CoordAppRunFinished(origin, id, st, result, !done || result_null);
+			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
 		}
 	}
 	return n;

@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "compat.h"
+#include "jobs.h"
 
 /* GUCs (jobs_common.c defines them) */
 extern bool coord_notify;

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * schedules.c
- *		Recurring events (DESIGN.md 3.4), coord.tick and coord.cron_install.
+ *		Recurring events (DESIGN.md 3.4); their share of coord.tick (tick.c).
  *
  * A schedule is a row of coord.schedule_defs; its instances are jobs with the
  * origin "s:<name>", and the unique index on coord.job (origin) lets at most
@@ -8,8 +8,9 @@
  * are created eagerly, with run_at set to the slot they are for, so a claim
  * sees a due instance without any tick:
  *	- coord.schedule creates the first one;
- *	- when an instance finishes (done, dead or cancelled), jobs.c calls
- *	  CoordScheduleFinished in the finishing transaction, which puts the next
+ *	- when an instance finishes (done, dead or cancelled), the queue calls
+ *	  the finish hook registered for "s:" (ScheduleFinished) in the
+ *	  finishing transaction, which puts the next
  *	  one on: fixed delay, `every` after the finish; fixed rate, the next slot
  *	  of the grid from starts_at, or, when slots were missed while it ran,
  *	  one run at once for all of them (never a backlog).  A cron schedule is
@@ -26,11 +27,6 @@
  * an instance nobody has claimed; a claimed one finishes, and its successor
  * (if the schedule still exists) follows the new definition.  The delete
  * re-checks "claimed" after waiting for a concurrent claim's row lock.
- *
- * coord.tick(now) runs every piece of time-driven work, under a
- * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
- * run one after the other and the second finds the first's work done; each
- * piece is idempotent on its own as well.
  *
  * Hostile definitions.  coord.schedule refuses a definition whose second
  * run would be outside the timestamptz range, and every slot is computed
@@ -53,6 +49,7 @@
 
 #include "common.h"
 #include "cron.h"
+#include "jobs.h"
 #include "schedules.h"
 
 /* Instances are retried this often before the schedule moves on. */
@@ -306,12 +303,9 @@ DropUnclaimedInstance(const char *name)
 	int64		id;
 
 	args[0] = CStringGetTextDatum(SchedOrigin(name));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_instance,
-									 "DELETE FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1 "
-									 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
-									 "AND NOT coord.job_claimed(id)",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_DELETE, "removing a schedule's instance");
+	(void) CoordDeleteUnclaimed(&plan_drop_instance,
+								"SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
+								1, argtypes, args);
 	id = CoordOriginJob(SchedOrigin(name));
 	return id != 0;
 }
@@ -384,15 +378,18 @@ ScheduleFinishedWork(void *arg)
 }
 
 /*
- * The finish hook, in the transaction that finished an instance.  It runs
- * isolated: a schedule whose next instance cannot be made (a definition
- * stored before such definitions were refused) must not fail the
- * completion, so the worker's result is kept and the schedule stops, with a
- * WARNING and its error in coord.schedules.
+ * The finish hook (registered for COORD_ORIGIN_SCHEDULE), in the
+ * transaction that finished an instance.  It runs isolated: a schedule
+ * whose next instance cannot be made (a definition stored before such
+ * definitions were refused) must not fail the completion, so the worker's
+ * result is kept and the schedule stops, with a WARNING and its error in
+ * coord.schedules.
  */
-void
-CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at)
+static void
+ScheduleFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
+				 Datum result, bool result_null)
 {
+	const char *name = origin + strlen(COORD_ORIGIN_SCHEDULE);
 	FinishArgs	a;
 	ErrorData  *e;
 
@@ -660,4 +657,5 @@ CoordSchedulesTick(TimestampTz now)
 void
 CoordSchedulesInit(void)
 {
+	CoordRegisterJobOrigin(COORD_ORIGIN_SCHEDULE, ScheduleFinished);
 }
