@@ -49,8 +49,13 @@
 
 #define CLAIM_MAX_N			10000
 
-/* Whether this transaction claimed anything: an abort puts those jobs behind our frontiers. */
-static bool claimed_in_xact = false;
+/*
+ * The deepest transaction nesting level at which a claim of this
+ * transaction that is still in effect was made (0: none).  The abort of a
+ * (sub)transaction at or above it puts those jobs back behind our
+ * frontiers.
+ */
+static int	claimed_level = 0;
 
 /*
  * Where a backend last found work for a claim filter (queue, host,
@@ -84,6 +89,20 @@ static dlist_head frontier_lru = DLIST_STATIC_INIT(frontier_lru);
  */
 #define FRONTIERS_MAX	1024
 
+/* Every frontier forgotten: the next claim of each filter scans from the head. */
+static void
+ForgetFrontiers(void)
+{
+	HASH_SEQ_STATUS seq;
+	Frontier   *f;
+
+	if (frontiers == NULL)
+		return;
+	hash_seq_init(&seq, frontiers);
+	while ((f = hash_seq_search(&seq)) != NULL)
+		f->valid = false;
+}
+
 static void
 ClaimXactCallback(XactEvent event, void *arg)
 {
@@ -92,21 +111,47 @@ ClaimXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			/* jobs this transaction claimed are ready again, behind our frontiers */
-			if (claimed_in_xact && frontiers != NULL)
-			{
-				HASH_SEQ_STATUS seq;
-				Frontier   *f;
-
-				hash_seq_init(&seq, frontiers);
-				while ((f = hash_seq_search(&seq)) != NULL)
-					f->valid = false;
-			}
-			claimed_in_xact = false;
+			if (claimed_level > 0)
+				ForgetFrontiers();
+			claimed_level = 0;
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
-			claimed_in_xact = false;
+			claimed_level = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction that aborts (ROLLBACK TO a savepoint, an exception block)
+ * gives back the jobs claimed in it: their row changes and claim locks go
+ * with it.  Its parent is taken to have claimed too, since it may have.  A
+ * subtransaction that commits hands its claims to its parent.
+ */
+static void
+ClaimSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	int			level;
+
+	if (claimed_level == 0)
+		return;
+	level = GetCurrentTransactionNestLevel();
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (claimed_level >= level)
+			{
+				ForgetFrontiers();
+				claimed_level = level - 1;
+			}
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (claimed_level >= level)
+				claimed_level = level - 1;
 			break;
 		default:
 			break;
@@ -117,6 +162,7 @@ void
 JobsClaimInit(void)
 {
 	RegisterXactCallback(ClaimXactCallback, NULL);
+	RegisterSubXactCallback(ClaimSubXactCallback, NULL);
 }
 
 PG_FUNCTION_INFO_V1(coord_claim);
@@ -799,63 +845,67 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 }
 
 /*
- * coord.claim(queue, n, lease, host, session_bound, partition, partitions)
- * returns setof coord.claimed_job, in claim order.
+ * coord.claim's arguments, checked, and what its steps share: the claim
+ * statements' parameters, the scan, the frontier and the rows claimed.
  */
-Datum
-coord_claim(PG_FUNCTION_ARGS)
+typedef struct ClaimCall
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
-	char	   *host = CoordNameArg(fcinfo, 3, "host", true);
+	char	   *queue;
+	char	   *host;
 	int32		n;
 	bool		session_bound;
-	Datum		lease = (Datum) 0;
-	int32		partition = 0,
-				partitions = 0;
+	Datum		lease;
+	int32		partition;
+	int32		partitions;
 	bool		partitioned;
-	CoordUserSwitch sw;
-	int64	   *ids;
-	int			got = 0;
-	List	   *exhausted = NIL;
+	Datum		args[CLAIM_NARGS];
+	char		nulls[CLAIM_NARGS];
 	ClaimScan	scan;
 	Frontier   *f;
 	TimestampTz now;
-	bool		use_frontier;
-	Datum		args[CLAIM_NARGS];
-	char		nulls[CLAIM_NARGS];
-	HeapTuple  *rows;
-	MemoryContext callcxt = CurrentMemoryContext;
+	HeapTuple  *rows;			/* by position in scan.ids */
+	TupleDesc	outdesc;
+} ClaimCall;
+
+/* Step 1: the arguments, checked (they are the caller's errors, before any work). */
+static void
+ClaimArgs(FunctionCallInfo fcinfo, ClaimCall *c)
+{
+	c->queue = CoordNameArg(fcinfo, 0, "queue", false);
+	c->host = CoordNameArg(fcinfo, 3, "host", true);
+	c->lease = (Datum) 0;
+	c->partition = 0;
+	c->partitions = 0;
 
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "n");
 	CoordRequireArg(fcinfo, 4, "session_bound");
-	n = PG_GETARG_INT32(1);
-	session_bound = PG_GETARG_BOOL(4);
-	if (n < 0 || n > CLAIM_MAX_N)
+	c->n = PG_GETARG_INT32(1);
+	c->session_bound = PG_GETARG_BOOL(4);
+	if (c->n < 0 || c->n > CLAIM_MAX_N)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("n must be between 0 and %d", CLAIM_MAX_N)));
-	if (!session_bound)
+	if (!c->session_bound)
 	{
 		CoordRequireArg(fcinfo, 2, "lease");
 		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "lease", false);
-		lease = PG_GETARG_DATUM(2);
+		c->lease = PG_GETARG_DATUM(2);
 	}
-	partitioned = !PG_ARGISNULL(5) || !PG_ARGISNULL(6);
-	if (partitioned)
+	c->partitioned = !PG_ARGISNULL(5) || !PG_ARGISNULL(6);
+	if (c->partitioned)
 	{
 		if (PG_ARGISNULL(5) || PG_ARGISNULL(6))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("partition and partitions must be given together")));
-		partition = PG_GETARG_INT32(5);
-		partitions = PG_GETARG_INT32(6);
-		if (partitions < 1 || partition < 0 || partition >= partitions)
+		c->partition = PG_GETARG_INT32(5);
+		c->partitions = PG_GETARG_INT32(6);
+		if (c->partitions < 1 || c->partition < 0 || c->partition >= c->partitions)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition must be between 0 and partitions - 1, and partitions at least 1"),
-					 errdetail("partition is %d, partitions is %d.", partition, partitions)));
+					 errdetail("partition is %d, partitions is %d.", c->partition, c->partitions)));
 	}
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -863,184 +913,245 @@ coord_claim(PG_FUNCTION_ARGS)
 				 errmsg("coord.claim requires READ COMMITTED isolation"),
 				 errdetail("SKIP LOCKED claims under a transaction snapshot fail to serialize against other claimers."),
 				 errhint("Claim in its own READ COMMITTED transaction.")));
+}
 
-	InitMaterializedSRF(fcinfo, 0);
-	if (n == 0)
+/*
+ * Step 2 (inside SPI, as the owner): the statements' common parameters, the
+ * scan, and the filter's frontier.
+ */
+static void
+ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
+{
+	memset(c->args, 0, sizeof(c->args));
+	memset(c->nulls, 'n', sizeof(c->nulls));
+	c->args[0] = CStringGetTextDatum(c->queue);
+	c->nulls[0] = ' ';
+	c->args[1] = c->host ? CStringGetTextDatum(c->host) : (Datum) 0;
+	c->nulls[1] = c->host ? ' ' : 'n';
+	c->args[2] = Int32GetDatum(c->partition);
+	c->args[3] = Int32GetDatum(c->partitions);
+	c->args[4] = Int32GetDatum(c->partitioned ? 1 : 0);
+	c->nulls[2] = c->nulls[3] = c->nulls[4] = ' ';
+	c->args[9] = c->lease;
+	c->nulls[9] = c->session_bound ? 'n' : ' ';
+
+	memset(&c->scan, 0, sizeof(c->scan));
+	c->scan.session_bound = c->session_bound;
+	c->scan.claimant = claimant;
+	c->scan.cxt = callcxt;
+	c->scan.n = c->n;
+	c->scan.ids = MemoryContextAlloc(callcxt, sizeof(int64) * c->n);
+	c->rows = MemoryContextAllocZero(callcxt, sizeof(HeapTuple) * c->n);
+
+	c->f = GetFrontier(c->queue, c->host, c->partition, c->partitions);
+	c->now = GetCurrentTimestamp();
+}
+
+/*
+ * Step 3: from the frontier, when it is valid and a scan from the head is
+ * not due: the higher priorities now and then, the jobs skipped because a
+ * session held them, then onward from where work was found last time.
+ */
+static void
+ClaimFromFrontier(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	TimestampTz now = c->now;
+
+	if (!(coord_claim_rescan_interval > 0 && f->valid && now - f->last_full < f->rescan_us))
+		return;
+
+	/*
+	 * Every claim_rescan_interval, jobs of a higher priority than the
+	 * frontier's: they sort before it, but a scan for them starts at the
+	 * head of the index and meets only finished jobs of those priorities,
+	 * not the dead prefix of the frontier's own.
+	 */
+	if (now - f->last_higher >= (int64) coord_claim_rescan_interval * 1000)
 	{
-		/* a worker with no free slot says it is not waiting for work */
-		SetIdle(psprintf("coord:%s", queue), false);
-		if (host != NULL)
-			SetIdle(psprintf("coord:host:%s", host), false);
-		return (Datum) 0;
+		c->args[5] = Int32GetDatum(f->priority);
+		c->nulls[5] = ' ';
+		f->last_higher = now;
+		RunClaim(CLAIM_HIGHER, c->args, c->nulls, &c->scan, true, c->rows, c->outdesc);
 	}
 
-	ids = palloc(sizeof(int64) * n);
-	rows = palloc0(sizeof(HeapTuple) * n);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-
-	memset(args, 0, sizeof(args));
-	memset(nulls, 'n', sizeof(nulls));
-	args[0] = CStringGetTextDatum(queue);
-	nulls[0] = ' ';
-	args[1] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	nulls[1] = host ? ' ' : 'n';
-	args[2] = Int32GetDatum(partition);
-	args[3] = Int32GetDatum(partitions);
-	args[4] = Int32GetDatum(partitioned ? 1 : 0);
-	nulls[2] = nulls[3] = nulls[4] = ' ';
-	args[9] = lease;
-	nulls[9] = session_bound ? 'n' : ' ';
-
-	memset(&scan, 0, sizeof(scan));
-	scan.session_bound = session_bound;
-	scan.claimant = sw.save_userid;
-	scan.cxt = callcxt;
-	scan.n = n;
-	scan.ids = ids;
-
-	f = GetFrontier(queue, host, partition, partitions);
-	now = GetCurrentTimestamp();
-	use_frontier = coord_claim_rescan_interval > 0 && f->valid &&
-		now - f->last_full < f->rescan_us;
-
-	if (use_frontier)
+	/*
+	 * First the jobs skipped earlier because a session held them, at most
+	 * every 50 ms: often enough that a dead worker's session-bound jobs are
+	 * taken within 100 ms, rarely enough that claims stay one scan.
+	 */
+	if (f->nheld > 0 && now - f->last_probe >= 50 * 1000)
 	{
-		/*
-		 * Every claim_rescan_interval, jobs of a higher priority than the
-		 * frontier's: they sort before it, but a scan for them starts at the
-		 * head of the index and meets only finished jobs of those
-		 * priorities, not the dead prefix of the frontier's own.
-		 */
-		if (now - f->last_higher >= (int64) coord_claim_rescan_interval * 1000)
-		{
-			args[5] = Int32GetDatum(f->priority);
-			nulls[5] = ' ';
-			f->last_higher = now;
-			RunClaim(CLAIM_HIGHER, args, nulls, &scan, true, rows, rsinfo->setDesc);
-		}
+		Datum	   *held = palloc(sizeof(Datum) * f->nheld);
+		int			i;
 
-		/*
-		 * First the jobs skipped earlier because a session held them, at most
-		 * every 50 ms: often enough that a dead worker's session-bound jobs
-		 * are taken within 100 ms, rarely enough that claims stay one scan.
-		 */
-		if (f->nheld > 0 && now - f->last_probe >= 50 * 1000)
-		{
-			Datum	   *held = palloc(sizeof(Datum) * f->nheld);
-			int			i;
+		for (i = 0; i < f->nheld; i++)
+			held[i] = Int64GetDatum(f->held[i]);
+		c->args[5] = PointerGetDatum(construct_array(held, f->nheld, INT8OID, 8,
+													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		c->nulls[5] = ' ';
+		f->last_probe = now;
+		f->nheld = 0;			/* the probe re-adds those still held */
+		RunClaim(CLAIM_HELD, c->args, c->nulls, &c->scan, false, c->rows, c->outdesc);
+	}
+	/* then onward from where work was found last time */
+	c->args[5] = Int32GetDatum(f->priority);
+	c->args[6] = TimestampTzGetDatum(f->run_at);
+	c->args[7] = Int64GetDatum(f->id);
+	c->nulls[5] = c->nulls[6] = c->nulls[7] = ' ';
+	RunClaim(CLAIM_FROM, c->args, c->nulls, &c->scan, true, c->rows, c->outdesc);
+}
 
-			for (i = 0; i < f->nheld; i++)
-				held[i] = Int64GetDatum(f->held[i]);
-			args[5] = PointerGetDatum(construct_array(held, f->nheld, INT8OID, 8,
-													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			nulls[5] = ' ';
-			f->last_probe = now;
-			f->nheld = 0;		/* the probe re-adds those still held */
-			RunClaim(CLAIM_HELD, args, nulls, &scan, false, rows, rsinfo->setDesc);
-		}
-		/* then onward from where work was found last time */
-		args[5] = Int32GetDatum(f->priority);
-		args[6] = TimestampTzGetDatum(f->run_at);
-		args[7] = Int64GetDatum(f->id);
-		nulls[5] = nulls[6] = nulls[7] = ' ';
-		RunClaim(CLAIM_FROM, args, nulls, &scan, true, rows, rsinfo->setDesc);
-	}
-	if (scan.got < n)
-	{
-		/*
-		 * From the head: walks whatever dead entries an old snapshot keeps.
-		 * When it finds nothing that sorts before the frontier (no expired
-		 * lease, rolled-back claim or late job behind it), the next one is
-		 * put off twice as long, up to claim_rescan_max; when it does, back
-		 * to claim_rescan_interval.
-		 */
-		scan.cmp_valid = f->valid && scan.got == 0;
-		scan.cmp_priority = f->priority;
-		scan.cmp_run_at = f->run_at;
-		scan.cmp_id = f->id;
-		scan.behind = false;
-		f->last_full = now;
-		f->nheld = 0;
-		nulls[5] = nulls[6] = nulls[7] = 'n';
-		RunClaim(CLAIM_HEAD, args, nulls, &scan, true, rows, rsinfo->setDesc);
-		if (scan.cmp_valid && !scan.behind && scan.got > 0)
-			f->rescan_us = Min(f->rescan_us * 2,
-							   Max((int64) coord_claim_rescan_max, coord_claim_rescan_interval) * 1000);
-		else
-			f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
-	}
-	got = scan.got;
-	exhausted = scan.exhausted;
-	if (got > 0)
-		claimed_in_xact = true;
-	if (scan.last_valid)
+/*
+ * Step 4: from the head, for what is still wanted: walks whatever dead
+ * entries an old snapshot keeps.  When it finds nothing that sorts before
+ * the frontier (no expired lease, rolled-back claim or late job behind it),
+ * the next one is put off twice as long, up to claim_rescan_max; when it
+ * does, back to claim_rescan_interval.
+ */
+static void
+ClaimFromHead(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	ClaimScan  *scan = &c->scan;
+
+	if (scan->got >= c->n)
+		return;
+	scan->cmp_valid = f->valid && scan->got == 0;
+	scan->cmp_priority = f->priority;
+	scan->cmp_run_at = f->run_at;
+	scan->cmp_id = f->id;
+	scan->behind = false;
+	f->last_full = c->now;
+	f->nheld = 0;
+	c->nulls[5] = c->nulls[6] = c->nulls[7] = 'n';
+	RunClaim(CLAIM_HEAD, c->args, c->nulls, scan, true, c->rows, c->outdesc);
+	if (scan->cmp_valid && !scan->behind && scan->got > 0)
+		f->rescan_us = Min(f->rescan_us * 2,
+						   Max((int64) coord_claim_rescan_max, coord_claim_rescan_interval) * 1000);
+	else
+		f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
+}
+
+/*
+ * Step 5: the frontier moves to the last job claimed in claim order, and
+ * keeps the jobs skipped because a session held them, to probe them again.
+ * A claim in a (sub)transaction that then aborts puts its jobs back behind
+ * it: the abort callbacks forget the frontiers then.
+ */
+static void
+ClaimMoveFrontier(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	ClaimScan  *scan = &c->scan;
+	int			i;
+
+	if (scan->got > 0 && claimed_level < GetCurrentTransactionNestLevel())
+		claimed_level = GetCurrentTransactionNestLevel();
+	if (scan->last_valid)
 	{
 		f->valid = true;
-		f->priority = scan.last_priority;
-		f->run_at = scan.last_run_at;
-		f->id = scan.last_id;
+		f->priority = scan->last_priority;
+		f->run_at = scan->last_run_at;
+		f->id = scan->last_id;
 	}
+	for (i = 0; i < scan->nheld && f->nheld < FRONTIER_HELD; i++)
 	{
-		int			i;
+		int			j;
+		bool		dup = false;
 
-		for (i = 0; i < scan.nheld && f->nheld < FRONTIER_HELD; i++)
-		{
-			int			j;
-			bool		dup = false;
-
-			for (j = 0; j < f->nheld; j++)
-				dup |= (f->held[j] == scan.held[i]);
-			if (!dup)
-				f->held[f->nheld++] = scan.held[i];
-		}
+		for (j = 0; j < f->nheld; j++)
+			dup |= (f->held[j] == scan->held[i]);
+		if (!dup)
+			f->held[f->nheld++] = scan->held[i];
 	}
+}
 
+/* Step 6: jobs whose every attempt was lost to crashed or stalled claimers die. */
+static void
+ClaimBuryExhausted(ClaimCall *c)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->scan.exhausted)
 	{
-		ListCell   *lc;
+		int64		id = *(int64 *) lfirst(lc);
 
-		foreach(lc, exhausted)
-		{
-			int64		id = *(int64 *) lfirst(lc);
-
-			(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
-			if (session_bound)
-				DropSessionClaim(id);
-		}
+		(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
+		if (c->session_bound)
+			DropSessionClaim(id);
 	}
+}
 
-	/* emit in claim order */
+/* Step 7: the claimed jobs, in claim order, into the result set. */
+static void
+ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
+{
+	int			i;
+
+	for (i = 0; i < c->scan.got; i++)
 	{
-		int			i;
+		Datum		values[10];
+		bool		isnull[10];
 
-		for (i = 0; i < got; i++)
+		if (c->rows[i] == NULL)
 		{
-			Datum		values[10];
-			bool		isnull[10];
-
-			if (rows[i] == NULL)
-			{
-				/* taken but not updated (cannot happen): do not keep its claim */
-				if (session_bound)
-					DropSessionClaim(ids[i]);
-				continue;
-			}
-			heap_deform_tuple(rows[i], rsinfo->setDesc, values, isnull);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+			/* taken but not updated (cannot happen): do not keep its claim */
+			if (c->session_bound)
+				DropSessionClaim(c->scan.ids[i]);
+			continue;
 		}
+		heap_deform_tuple(c->rows[i], rsinfo->setDesc, values, isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
 	}
+}
+
+/*
+ * Idle workers announce themselves so that enqueue wakes them; a worker
+ * that found work, or asked for none (no free slot), is not waiting.
+ */
+static void
+ClaimMarkIdle(const ClaimCall *c, bool idle)
+{
+	SetIdle(psprintf("coord:%s", c->queue), idle);
+	if (c->host != NULL)
+		SetIdle(psprintf("coord:host:%s", c->host), idle);
+}
+
+/*
+ * coord.claim(queue, n, lease, host, session_bound, partition, partitions)
+ * returns setof coord.claimed_job, in claim order.
+ */
+Datum
+coord_claim(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ClaimCall	c;
+	CoordUserSwitch sw;
+	MemoryContext callcxt = CurrentMemoryContext;
+
+	ClaimArgs(fcinfo, &c);
+	InitMaterializedSRF(fcinfo, 0);
+	if (c.n == 0)
+	{
+		/* a worker with no free slot says it is not waiting for work */
+		ClaimMarkIdle(&c, false);
+		return (Datum) 0;
+	}
+	c.outdesc = rsinfo->setDesc;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	ClaimBegin(&c, sw.save_userid, callcxt);
+	ClaimFromFrontier(&c);
+	ClaimFromHead(&c);
+	ClaimMoveFrontier(&c);
+	ClaimBuryExhausted(&c);
+	ClaimEmit(&c, rsinfo);
 	CoordRestoreUser(&sw);
 	SPI_finish();
 
-	/* idle workers announce themselves so that enqueue wakes them */
 	if (coord_notify)
-	{
-		char	   *qc = psprintf("coord:%s", queue);
-
-		SetIdle(qc, got == 0);
-		if (host != NULL)
-			SetIdle(psprintf("coord:host:%s", host), got == 0);
-	}
+		ClaimMarkIdle(&c, c.scan.got == 0);
 	return (Datum) 0;
 }
-

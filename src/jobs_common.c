@@ -293,8 +293,8 @@ JobRelsInval(Datum arg, Oid relid)
 		relid == jobrels.token_seq)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
-		jobrels.hist_desc = NULL;
 		JobsClaimRelsInval();
+		JobsFinishRelsInval();
 	}
 }
 

@@ -99,74 +99,121 @@ JobOriginFinished(const char *origin, int64 job_id, const char *state, Timestamp
 }
 
 /*
- * Where each history column comes from: a column of the job rows jdesc
- * describes, or -1 state, -2 finished_at, -3 result (0: a dropped column).
- * Built on the first completion, by name, so that the two tables' column
- * orders (and columns dropped by updates) do not matter.  last_error comes
- * from the job unless the caller gives one.
+ * Where each column of coord.job_history comes from, matched by name when
+ * the map is built, so that the two tables' column orders (and columns
+ * dropped by updates) do not matter.
  */
+typedef enum HistorySource
+{
+	HIST_NULL,					/* a dropped column */
+	HIST_JOB,					/* the job's column of that name */
+	HIST_LAST_ERROR,			/* the job's last_error, unless the caller gives one */
+	HIST_STATE,					/* the history's own: the state it finished in */
+	HIST_FINISHED_AT,
+	HIST_RESULT					/* a completed job's result */
+} HistorySource;
+
+typedef struct HistoryColumn
+{
+	HistorySource source;
+	AttrNumber	job_attno;		/* HIST_JOB, HIST_LAST_ERROR: in the job rows */
+} HistoryColumn;
+
+/*
+ * ArchiveJobs' map, valid for hist_desc (the relcache's descriptor of
+ * coord.job_history) and a RETURNING * of jnatts columns of coord.job;
+ * forgotten when either relation's relcache entry is invalidated.
+ */
+typedef struct ArchiveMap
+{
+	TupleDesc	hist_desc;
+	int			jnatts;
+	HistoryColumn *cols;		/* per history column */
+	AttrNumber	request_key,	/* in the job rows */
+				origin,
+				id;
+} ArchiveMap;
+
+static ArchiveMap archive_map;
+
+void
+JobsFinishRelsInval(void)
+{
+	archive_map.hist_desc = NULL;
+}
+
+/* The job rows' column of that name, of the history column's type. */
+static AttrNumber
+JobColumnFor(TupleDesc jdesc, Form_pg_attribute ha)
+{
+	const char *name = NameStr(ha->attname);
+	int			k;
+
+	for (k = 0; k < jdesc->natts; k++)
+	{
+		Form_pg_attribute ja = TupleDescAttr(jdesc, k);
+
+		if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
+		{
+			if (ja->atttypid != ha->atttypid)
+				elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
+			return k + 1;
+		}
+	}
+	elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+/* Builds the map on the first completion, and after either table changed. */
 static void
 LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 {
-	int			i,
-				k;
+	ArchiveMap *m = &archive_map;
+	int			i;
 
-	if (jobrels.hist_desc == hdesc && jobrels.jnatts == jdesc->natts)
+	if (m->hist_desc == hdesc && m->jnatts == jdesc->natts)
 		return;
-	jobrels.hist_desc = NULL;
-	jobrels.h_last_error = -1;
-	if (jobrels.src != NULL)
-		pfree(jobrels.src);
-	jobrels.src = MemoryContextAlloc(CoordCacheContext(NULL, NULL), sizeof(int) * Max(hdesc->natts, 1));
+	m->hist_desc = NULL;
+	if (m->cols != NULL)
+		pfree(m->cols);
+	m->cols = MemoryContextAllocZero(CoordCacheContext(NULL, NULL),
+									 sizeof(HistoryColumn) * Max(hdesc->natts, 1));
 	for (i = 0; i < hdesc->natts; i++)
 	{
 		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
 		const char *name = NameStr(ha->attname);
-		int		   *src = &jobrels.src[i];
+		HistoryColumn *col = &m->cols[i];
 
-		*src = 0;
+		col->source = HIST_NULL;
+		col->job_attno = InvalidAttrNumber;
 		if (ha->attisdropped)
 			continue;
 		if (strcmp(name, "state") == 0)
-			*src = -1;
+			col->source = HIST_STATE;
 		else if (strcmp(name, "finished_at") == 0)
-			*src = -2;
+			col->source = HIST_FINISHED_AT;
 		else if (strcmp(name, "result") == 0)
-			*src = -3;
+			col->source = HIST_RESULT;
 		else
 		{
-			if (strcmp(name, "last_error") == 0)
-				jobrels.h_last_error = i;
-			for (k = 0; k < jdesc->natts; k++)
-			{
-				Form_pg_attribute ja = TupleDescAttr(jdesc, k);
-
-				if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
-				{
-					if (ja->atttypid != ha->atttypid)
-						elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
-					*src = k + 1;
-					break;
-				}
-			}
-			if (*src == 0)
-				elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+			col->source = strcmp(name, "last_error") == 0 ? HIST_LAST_ERROR : HIST_JOB;
+			col->job_attno = JobColumnFor(jdesc, ha);
 		}
 	}
-	jobrels.c_request_key = SPI_fnumber(jdesc, "request_key");
-	jobrels.c_origin = SPI_fnumber(jdesc, "origin");
-	jobrels.c_id = SPI_fnumber(jdesc, "id");
-	if (jobrels.c_request_key <= 0 || jobrels.c_origin <= 0 || jobrels.c_id <= 0)
+	m->request_key = SPI_fnumber(jdesc, "request_key");
+	m->origin = SPI_fnumber(jdesc, "origin");
+	m->id = SPI_fnumber(jdesc, "id");
+	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
-	jobrels.jnatts = jdesc->natts;
-	jobrels.hist_desc = hdesc;
+	m->jnatts = jdesc->natts;
+	m->hist_desc = hdesc;
 }
 
 /*
  * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
- * coord.job (the SPI result) into coord.job_history as state st, then
- * settles their request keys and tells the schedule or app run a job came
- * from that it finished, in this same transaction.  error, when given,
+ * coord.job (the SPI result) into coord.job_history as state st, then, job
+ * by job, settles its request key (requests.c) and calls the finish hook of
+ * its origin's prefix, in this same transaction.  error, when given,
  * replaces last_error; result is stored for completed jobs.  Returns how
  * many jobs it moved.  Inside SPI.
  *
@@ -196,8 +243,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
 	bool		done = strcmp(st, "done") == 0;
-	const int  *src;
-	int			c_request_key,
+	const HistoryColumn *cols;
+	AttrNumber	c_request_key,
 				c_origin,
 				c_id;
 
@@ -208,10 +255,10 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	rel = table_open(jobrels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
 	LoadArchiveMap(hdesc, jdesc);
-	src = jobrels.src;
-	c_request_key = jobrels.c_request_key;
-	c_origin = jobrels.c_origin;
-	c_id = jobrels.c_id;
+	cols = archive_map.cols;
+	c_request_key = archive_map.request_key;
+	c_origin = archive_map.origin;
+	c_id = archive_map.id;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -230,27 +277,31 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		for (i = 0; i < hdesc->natts; i++)
 		{
 			nulls[i] = false;
-			switch (src[i])
+			switch (cols[i].source)
 			{
-				case 0:
+				case HIST_NULL:
 					values[i] = (Datum) 0;
 					nulls[i] = true;
 					break;
-				case -1:
+				case HIST_STATE:
 					values[i] = state;
 					break;
-				case -2:
+				case HIST_FINISHED_AT:
 					values[i] = TimestampTzGetDatum(finished[r]);
 					break;
-				case -3:
+				case HIST_RESULT:
 					values[i] = done ? result : (Datum) 0;
 					nulls[i] = !done || result_null;
 					break;
-				default:
-					if (i == jobrels.h_last_error && error != NULL)
+				case HIST_LAST_ERROR:
+					if (error != NULL)
+					{
 						values[i] = err;
-					else
-						values[i] = SPI_getbinval(row, jdesc, src[i], &nulls[i]);
+						break;
+					}
+					/* FALLTHROUGH */
+				case HIST_JOB:
+					values[i] = SPI_getbinval(row, jdesc, cols[i].job_attno, &nulls[i]);
 					break;
 			}
 			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)

@@ -26,7 +26,8 @@ extern int	coord_max_idle_marks;
 
 /*
  * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
- * up by name once, and the history's column map (ArchiveJobs); forgotten
+ * up by name once (LookupJobRels); forgotten, with the caches built on the
+ * relations (jobs_claim.c's column numbers, jobs_finish.c's archive map),
  * when the relcache entry of any of them is invalidated (DDL, DROP and
  * CREATE EXTENSION), so the next call looks again.
  */
@@ -35,14 +36,6 @@ typedef struct JobRels
 	Oid			job;
 	Oid			history;
 	Oid			token_seq;
-	/* ArchiveJobs' map, valid for hist_desc and a RETURNING * of jnatts columns */
-	TupleDesc	hist_desc;
-	int			jnatts;
-	int		   *src;			/* per history column: job column, or -1..-3 */
-	int			h_last_error;	/* the history's last_error (0-based) */
-	int			c_request_key,
-				c_origin,
-				c_id;
 } JobRels;
 
 extern JobRels jobrels;
@@ -63,6 +56,7 @@ extern void JobsClaimInit(void);
 extern void JobsClaimRelsInval(void);
 
 /* jobs_finish.c: inside SPI, as the owner */
+extern void JobsFinishRelsInval(void);
 extern uint64 ArchiveJobs(const char *st, const char *error, Datum result, bool result_null);
 extern bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
 
