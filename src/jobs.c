@@ -99,8 +99,9 @@
  *	  higher priorities only (which does not cross the dead prefix);
  *	- skipped because a session held them: probed by id every 50 ms, so a
  *	  dead worker's session-bound job is taken at once;
- *	- claimed by a transaction that rolled back: that backend forgets its
- *	  frontiers at abort;
+ *	- claimed by a transaction that rolled back, or by a subtransaction
+ *	  (ROLLBACK TO a savepoint): that backend forgets its frontiers at
+ *	  that abort (jobs_claim.c);
  *	- an expired lease, or a job enqueued with an old run_at: found by a scan
  *	  from the head, which happens when the frontier scan comes up short and
  *	  otherwise after coord.claim_rescan_interval, doubled after each head

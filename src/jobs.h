@@ -34,7 +34,8 @@ extern void CoordJobsInit(void);
  * inside SPI, as the owner, after the job's history row is in.  It gets the
  * whole origin; result is the job's result (result_null unless it is done
  * with one).  A hook that must not fail the completion isolates its own
- * work (CoordIsolated).  Registered from a module init (_PG_init).
+ * work (CoordIsolated).  Registered from a module init (_PG_init); prefix
+ * is kept, not copied (a literal).
  */
 typedef void (*CoordJobFinishedHook) (const char *origin, int64 job_id, const char *state,
 									  TimestampTz finished_at, Datum result, bool result_null);

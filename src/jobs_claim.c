@@ -6,12 +6,18 @@
  *		claimed rows written through the table access method.
  *
  * Per-backend state here: the frontiers (one per claim filter, at most
- * FRONTIERS_MAX, least recently used forgotten) and whether this
- * transaction claimed anything.  What survives an abort: nothing of the
+ * FRONTIERS_MAX, least recently used forgotten) and the deepest nesting
+ * level at which this transaction made a claim still in effect.  What survives an abort: nothing of the
  * claims (their row changes and transaction-level claim locks roll back,
  * session-bound claims are holds, released by common.c), so the abort
- * callback forgets the frontiers, which would otherwise stay past the jobs
+ * callback, and the subtransaction-abort callback for a claim made inside
+ * the subtransaction that aborts (ROLLBACK TO a savepoint, an exception
+ * block), forget the frontiers, which would otherwise stay past the jobs
  * that are ready again.
+ *
+ * coord_claim is seven steps over one ClaimCall: ClaimArgs, ClaimBegin,
+ * ClaimFromFrontier, ClaimFromHead, ClaimMoveFrontier, ClaimBuryExhausted,
+ * ClaimEmit; ClaimMarkIdle then says whether the worker waits.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

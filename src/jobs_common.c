@@ -52,7 +52,7 @@ int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put off */
 /*
  * Idle marks this backend holds, by idle key, least recently set first.
  * Each is a lock-table entry, so a backend keeps only the
- * coord.max_idle_marks most recent ones (see "Wake-ups" above).
+ * coord.max_idle_marks most recent ones (see "Wake-ups" in jobs.c).
  */
 typedef struct IdleMark
 {
@@ -67,41 +67,7 @@ int			coord_max_idle_marks = 256;
 /* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
 static List *wake_channels = NIL;
 
-/* ---------- transaction callbacks ---------- */
-
-static void
-JobsXactCallback(XactEvent event, void *arg)
-{
-	ListCell   *lc;
-
-	switch (event)
-	{
-		case XACT_EVENT_PRE_COMMIT:
-			/* wake idle workers of the queues and hosts this transaction fed */
-			foreach(lc, wake_channels)
-			{
-				char	   *channel = (char *) lfirst(lc);
-				LOCKTAG		tag;
-
-				CoordSetTag(&tag, CoordNameKey(channel, strlen(channel)), COORD_NS_IDLE);
-				if (LockWaiterCount(&tag) > 0)
-					Async_Notify(channel, NULL);
-			}
-			wake_channels = NIL;
-			break;
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_PREPARE:
-			/* the list lived in TopTransactionContext */
-			wake_channels = NIL;
-			break;
-		default:
-			break;
-	}
-}
-
+static void JobsXactCallback(XactEvent event, void *arg);
 static void JobRelsInval(Datum arg, Oid relid);
 
 void
@@ -172,6 +138,43 @@ WakeAtCommit(const char *queue, const char *host)
 	if (host != NULL)
 		AddWakeChannel(psprintf("coord:host:%s", host));
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The other half: at PRE_COMMIT, NOTIFY the channels this transaction fed
+ * on which some session is marked idle (SetIdle, below).
+ */
+static void
+JobsXactCallback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* wake idle workers of the queues and hosts this transaction fed */
+			foreach(lc, wake_channels)
+			{
+				char	   *channel = (char *) lfirst(lc);
+				LOCKTAG		tag;
+
+				CoordSetTag(&tag, CoordNameKey(channel, strlen(channel)), COORD_NS_IDLE);
+				if (LockWaiterCount(&tag) > 0)
+					Async_Notify(channel, NULL);
+			}
+			wake_channels = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			/* the list lived in TopTransactionContext */
+			wake_channels = NIL;
+			break;
+		default:
+			break;
+	}
 }
 
 /*
