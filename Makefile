@@ -11,8 +11,12 @@ OBJS = \
 	src/locks.o \
 	src/requests.o \
 	src/jobs.o \
+	src/jobs_claim.o \
+	src/jobs_finish.o \
+	src/jobs_common.o \
 	src/cron.o \
 	src/schedules.o \
+	src/tick.o \
 	src/apps.o
 
 # The install script of the version in development (the control file's

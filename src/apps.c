@@ -16,7 +16,7 @@
  *	  depends) for every period that has begun, from next_period (so that
  *	  it catches up after downtime, in period order), at most
  *	  APP_MAX_LIVE_RUNS unfinished runs per app at any time;
- *	- the finish hook (CoordAppRunFinished, called by jobs.c in the
+ *	- the finish hook (CoordAppRunFinished, which the queue calls in the
  *	  transaction that finished a run's job): a done run records its result
  *	  and then, for each app that depends on this one, checks the periods
  *	  the run belongs to and creates their runs when every upstream run in
@@ -78,6 +78,8 @@
 #include "utils/timestamp.h"
 
 #include "common.h"
+#include "apps.h"
+#include "jobs.h"
 
 /* The most unfinished runs a tick lets a time-driven app have (catch-up). */
 #define APP_MAX_LIVE_RUNS	24
@@ -839,8 +841,9 @@ DependentRuns(void *arg)
 	}
 }
 
-void
-CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum result, bool result_null)
+static void
+CoordAppRunFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
+					Datum result, bool result_null)
 {
 	char	   *app;
 	TimestampTz start;
@@ -1605,14 +1608,10 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	if (found)
 	{
 		/* a claimed run finishes; the finish hook then finds no run to record */
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_jobs,
-										 "DELETE FROM coord.job AS j USING coord.app_runs AS r "
-										 "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live' "
-										 "AND j.id OPERATOR(pg_catalog.=) r.job_id "
-										 "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
-										 "AND NOT coord.job_claimed(j.id)",
-										 1, argtypes), args, NULL, false, 0),
-			  SPI_OK_DELETE, "drop_app");
+		(void) CoordDeleteUnclaimed(&plan_drop_jobs,
+									"SELECT r.job_id FROM coord.app_runs AS r "
+									"WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live'",
+									1, argtypes, args);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_runs,
 										 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
 										 1, argtypes), args, NULL, false, 0),
@@ -2020,4 +2019,10 @@ coord_grid(PG_FUNCTION_ARGS)
 	AtEOXact_GUC(true, nest);
 	SPI_finish();
 	return (Datum) 0;
+}
+
+void
+CoordAppsInit(void)
+{
+	CoordRegisterJobOrigin(COORD_ORIGIN_APP, CoordAppRunFinished);
 }

@@ -81,37 +81,15 @@ typedef struct CoordUserSwitch
 /* The search_path every statement run as the owner sees. */
 #define COORD_OWNER_SEARCH_PATH	"pg_catalog, pg_temp"
 
-/* Module init hooks, one per concern; called from _PG_init. */
+/*
+ * Module init of the infrastructure here (common.c) and of locks.c, which
+ * has no other interface; the other concerns declare theirs in their own
+ * headers (jobs.h, schedules.h, apps.h).  _PG_init (pg_coord.c) calls them
+ * all, the queue's before those of the concerns that register finish hooks
+ * with it.
+ */
 extern void CoordCommonInit(void);
 extern void CoordLocksInit(void);
-extern void CoordJobsInit(void);
-
-/* Shared between concerns */
-extern void CoordRequestMarkQueued(const char *key);
-
-/*
- * Jobs that schedules and app runs create carry an origin: "s:<schedule>" or
- * "a:<app>:<period>".  At most one live job has a given origin.
- */
-#define COORD_ORIGIN_SCHEDULE	"s:"
-#define COORD_ORIGIN_APP		"a:"
-
-/* jobs.c, for schedules.c and apps.c: inside SPI, as the owner */
-extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at,
-								const char *host, int32 max_attempts, const char *origin,
-								const char *key);
-extern int64 CoordOriginJob(const char *origin);
-extern int64 CoordRevokeJob(int64 id, int64 token, const char *error);
-extern int64 CoordJobsTick(TimestampTz now);
-
-/* called by jobs.c when a job with an origin finished: done, dead or cancelled */
-extern void CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at);
-extern void CoordAppRunFinished(const char *origin, int64 job_id, const char *state,
-								Datum result, bool result_null);
-
-/* schedules.c and apps.c */
-extern void CoordSchedulesInit(void);
-extern int64 CoordAppsTick(TimestampTz now);
 
 /* Arguments */
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);

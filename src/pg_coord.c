@@ -14,6 +14,9 @@
 #include "utils/guc.h"
 
 #include "common.h"
+#include "apps.h"
+#include "jobs.h"
+#include "schedules.h"
 
 PG_MODULE_MAGIC;
 
@@ -26,5 +29,6 @@ _PG_init(void)
 	CoordLocksInit();
 	CoordJobsInit();
 	CoordSchedulesInit();
+	CoordAppsInit();
 	MarkGUCPrefixReserved("coord");
 }

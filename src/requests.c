@@ -51,6 +51,7 @@
 #include "utils/timestamp.h"
 
 #include "common.h"
+#include "requests.h"
 
 /* Keys are primary-key text: stay well inside a btree entry. */
 #define COORD_KEY_MAX_BYTES	2048
@@ -63,6 +64,8 @@ static SPIPlanPtr plan_done = NULL;
 static SPIPlanPtr plan_release = NULL;
 static SPIPlanPtr plan_state = NULL;
 static SPIPlanPtr plan_purge = NULL;
+static SPIPlanPtr plan_request_done = NULL;
+static SPIPlanPtr plan_request_gone = NULL;
 
 PG_FUNCTION_INFO_V1(coord_request);
 PG_FUNCTION_INFO_V1(coord_mark_queued);
@@ -338,6 +341,34 @@ CoordRequestMarkQueued(const char *key)
 	SPI_finish();
 
 	CoordHoldRelease(HoldKey(key));
+}
+
+/*
+ * CoordRequestJobFinished: the job queue's follow-up when a job linked to a
+ * request key (coord.mark_queued(key, queue, ...)) finished, in the
+ * finishing transaction, inside SPI, as the owner: done marks the request
+ * done; dead or cancelled forgets a request still queued, so that the next
+ * request() for the key does the work again.
+ */
+void
+CoordRequestJobFinished(const char *request_key, bool done)
+{
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+
+	args[0] = CStringGetTextDatum(request_key);
+	if (done)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
+											"UPDATE coord.request_keys SET state = 'done', "
+											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_UPDATE, "marking a request done");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
+											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+											"AND state OPERATOR(pg_catalog.=) 'queued'",
+											1, argtypes), args, NULL, false, 0),
+				 SPI_OK_DELETE, "removing a request");
 }
 
 /* coord.mark_queued(key text): requested by this session -> queued */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * schedules.c
- *		Recurring events (README.md, Schedules), coord.tick and
- *		coord.cron_install.
+ *		Recurring events (README.md, Schedules); their share of coord.tick
+ *		(tick.c).
  *
  * A schedule is a row of coord.schedule_defs; its instances are jobs with the
  * origin "s:<name>", and the unique index on coord.job (origin) lets at most
@@ -9,8 +9,9 @@
  * are created eagerly, with run_at set to the slot they are for, so a claim
  * sees a due instance without any tick:
  *	- coord.schedule creates the first one;
- *	- when an instance finishes (done, dead or cancelled), jobs.c calls
- *	  CoordScheduleFinished in the finishing transaction, which puts the next
+ *	- when an instance finishes (done, dead or cancelled), the queue calls
+ *	  the finish hook registered for "s:" (ScheduleFinished) in the
+ *	  finishing transaction, which puts the next
  *	  one on: fixed delay, `every` after the finish; fixed rate, the next slot
  *	  of the grid from starts_at, or, when slots were missed while it ran,
  *	  one run at once for all of them (never a backlog).  A cron schedule is
@@ -27,11 +28,6 @@
  * an instance nobody has claimed; a claimed one finishes, and its successor
  * (if the schedule still exists) follows the new definition.  The delete
  * re-checks "claimed" after waiting for a concurrent claim's row lock.
- *
- * coord.tick(now) runs every piece of time-driven work, under a
- * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
- * run one after the other and the second finds the first's work done; each
- * piece is idempotent on its own as well.
  *
  * Hostile definitions.  coord.schedule refuses a definition whose second
  * run would be outside the timestamptz range, and every slot is computed
@@ -54,6 +50,8 @@
 
 #include "common.h"
 #include "cron.h"
+#include "jobs.h"
+#include "schedules.h"
 
 /* Instances are retried this often before the schedule moves on. */
 #define SCHEDULE_MAX_ATTEMPTS	3
@@ -68,15 +66,12 @@ static SPIPlanPtr plan_drop_instance = NULL;
 static SPIPlanPtr plan_delete = NULL;
 static SPIPlanPtr plan_orphans = NULL;
 static SPIPlanPtr plan_set_next = NULL;
-static SPIPlanPtr plan_tick_state = NULL;
 static SPIPlanPtr plan_error = NULL;
 static SPIPlanPtr plan_error_stop = NULL;
 
 PG_FUNCTION_INFO_V1(coord_schedule);
 PG_FUNCTION_INFO_V1(coord_unschedule);
 PG_FUNCTION_INFO_V1(coord_cron_next_sql);
-PG_FUNCTION_INFO_V1(coord_tick);
-PG_FUNCTION_INFO_V1(coord_cron_install);
 
 /* A schedule's definition, as stored. */
 typedef struct ScheduleDef
@@ -309,12 +304,9 @@ DropUnclaimedInstance(const char *name)
 	int64		id;
 
 	args[0] = CStringGetTextDatum(SchedOrigin(name));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_instance,
-									 "DELETE FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1 "
-									 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
-									 "AND NOT coord.job_claimed(id)",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_DELETE, "removing a schedule's instance");
+	(void) CoordDeleteUnclaimed(&plan_drop_instance,
+								"SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
+								1, argtypes, args);
 	id = CoordOriginJob(SchedOrigin(name));
 	return id != 0;
 }
@@ -387,15 +379,18 @@ ScheduleFinishedWork(void *arg)
 }
 
 /*
- * The finish hook, in the transaction that finished an instance.  It runs
- * isolated: a schedule whose next instance cannot be made (a definition
- * stored before such definitions were refused) must not fail the
- * completion, so the worker's result is kept and the schedule stops, with a
- * WARNING and its error in coord.schedules.
+ * The finish hook (registered for COORD_ORIGIN_SCHEDULE), in the
+ * transaction that finished an instance.  It runs isolated: a schedule
+ * whose next instance cannot be made (a definition stored before such
+ * definitions were refused) must not fail the completion, so the worker's
+ * result is kept and the schedule stops, with a WARNING and its error in
+ * coord.schedules.
  */
-void
-CoordScheduleFinished(const char *name, const char *state, TimestampTz finished_at)
+static void
+ScheduleFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
+				 Datum result, bool result_null)
 {
+	const char *name = origin + strlen(COORD_ORIGIN_SCHEDULE);
 	FinishArgs	a;
 	ErrorData  *e;
 
@@ -653,88 +648,15 @@ RepairSchedules(TimestampTz now)
 	return made;
 }
 
-/* coord.tick(now): every piece of time-driven work; returns how much it did */
-Datum
-coord_tick(PG_FUNCTION_ARGS)
+/* CoordSchedulesTick: the schedules' share of coord.tick (inside SPI, as the owner) */
+int64
+CoordSchedulesTick(TimestampTz now)
 {
-	TimestampTz now;
-	CoordUserSwitch sw;
-	LOCKTAG		tag;
-	int64		done = 0;
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		args[1];
-
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "now");
-	now = PG_GETARG_TIMESTAMPTZ(0);
-	if (TIMESTAMP_NOT_FINITE(now))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("now must be a finite time")));
-	if (IsolationUsesXactSnapshot())
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("coord.tick requires READ COMMITTED isolation"),
-				 errdetail("A tick waits for a concurrent one and must then see its work.")));
-
-	/* one tick at a time; the second sees the first's work (a fresh snapshot per statement) */
-	CoordSetTag(&tag, 0, COORD_NS_TICK);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	done += RepairSchedules(now);
-	done += CoordJobsTick(now);
-	done += CoordAppsTick(now);
-	args[0] = TimestampTzGetDatum(now);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
-									 "UPDATE coord.tick_state SET last_tick_at = $1, "
-									 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
-									 "ticked_at = pg_catalog.clock_timestamp()",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
-	CoordRestoreUser(&sw);
-	SPI_finish();
-	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
-}
-
-/*
- * coord.cron_install(schedule) registers "SELECT coord.tick()" with pg_cron
- * as the calling user, under the job name "coord-tick" (so calling it again
- * updates that job); returns pg_cron's job id.
- */
-Datum
-coord_cron_install(PG_FUNCTION_ARGS)
-{
-	char	   *schedule;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1];
-	bool		isnull;
-	int64		jobid;
-
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "schedule");
-	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
-	CoordSpiCheck(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
-					  true, 1), SPI_OK_SELECT, "cron_install");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("pg_cron is not installed in database \"%s\"", get_database_name(MyDatabaseId)),
-				 errdetail("coord.cron_install registers coord.tick() with pg_cron, which runs jobs only in the database named by cron.database_name."),
-				 errhint("Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, "
-						 "and run CREATE EXTENSION pg_cron; or call coord.tick() from any scheduler once a minute.")));
-	args[0] = CStringGetTextDatum(schedule);
-	CoordSpiCheck(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
-								1, argtypes, args, NULL, false, 1),
-		  SPI_OK_SELECT, "cron_install");
-	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	PG_RETURN_INT64(jobid);
+	return RepairSchedules(now);
 }
 
 void
 CoordSchedulesInit(void)
 {
+	CoordRegisterJobOrigin(COORD_ORIGIN_SCHEDULE, ScheduleFinished);
 }

@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ * apps.h
+ *		Apps' interface (apps.c): module init, which registers their runs'
+ *		finish hook with the queue, and their share of coord.tick.
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_COORD_APPS_H
+#define PG_COORD_APPS_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+extern void CoordAppsInit(void);
+
+/* inside SPI, as the owner */
+extern int64 CoordAppsTick(TimestampTz now);
+
+#endif							/* PG_COORD_APPS_H */

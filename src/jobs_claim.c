@@ -1,0 +1,1163 @@
+/*-------------------------------------------------------------------------
+ * jobs_claim.c
+ *		The job queue's claim (see jobs.c for the whole protocol): coord.claim
+ *		and the two functions its statement calls, coord.claim_free below the
+ *		row locks and coord.claim_take above them; the claim frontiers; the
+ *		claimed rows written through the table access method.
+ *
+ * Per-backend state here: the frontiers (one per claim filter, at most
+ * FRONTIERS_MAX, least recently used forgotten) and the deepest nesting
+ * level at which this transaction made a claim still in effect.  What survives an abort: nothing of the
+ * claims (their row changes and transaction-level claim locks roll back,
+ * session-bound claims are holds, released by common.c), so the abort
+ * callback, and the subtransaction-abort callback for a claim made inside
+ * the subtransaction that aborts (ROLLBACK TO a savepoint, an exception
+ * block), forget the frontiers, which would otherwise stay past the jobs
+ * that are ready again.
+ *
+ * coord_claim is seven steps over one ClaimCall: ClaimArgs, ClaimBegin,
+ * ClaimFromFrontier, ClaimFromHead, ClaimMoveFrontier, ClaimBuryExhausted,
+ * ClaimEmit; ClaimMarkIdle then says whether the worker waits.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "lib/ilist.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "jobs_int.h"
+
+#define CLAIM_MAX_N			10000
+
+/*
+ * The deepest transaction nesting level at which a claim of this
+ * transaction that is still in effect was made (0: none).  The abort of a
+ * (sub)transaction at or above it puts those jobs back behind our
+ * frontiers.
+ */
+static int	claimed_level = 0;
+
+/*
+ * Where a backend last found work for a claim filter (queue, host,
+ * partition): the claim-order key of the last job it claimed, and the jobs
+ * it had to skip because another session held them.
+ */
+#define FRONTIER_HELD	64
+typedef struct Frontier
+{
+	char		filter[2 * COORD_NAME_MAX + 32];	/* hash key: must be first */
+	bool		valid;
+	int32		priority;
+	TimestampTz run_at;
+	int64		id;
+	TimestampTz last_full;
+	int64		rescan_us;		/* put the next head scan off this long */
+	TimestampTz last_higher;	/* last look for jobs of a higher priority */
+	TimestampTz last_probe;
+	int			nheld;
+	int64		held[FRONTIER_HELD];
+	dlist_node	lru;			/* in frontier_lru, most recently used last */
+} Frontier;
+
+static HTAB *frontiers = NULL;
+static dlist_head frontier_lru = DLIST_STATIC_INIT(frontier_lru);
+
+/*
+ * A backend keeps at most this many frontiers (about 750 bytes each) and
+ * forgets the least recently used one beyond that: a forgotten frontier only
+ * means that filter's next claim scans from the head.
+ */
+#define FRONTIERS_MAX	1024
+
+/* Every frontier forgotten: the next claim of each filter scans from the head. */
+static void
+ForgetFrontiers(void)
+{
+	HASH_SEQ_STATUS seq;
+	Frontier   *f;
+
+	if (frontiers == NULL)
+		return;
+	hash_seq_init(&seq, frontiers);
+	while ((f = hash_seq_search(&seq)) != NULL)
+		f->valid = false;
+}
+
+static void
+ClaimXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			/* jobs this transaction claimed are ready again, behind our frontiers */
+			if (claimed_level > 0)
+				ForgetFrontiers();
+			claimed_level = 0;
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			claimed_level = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * A subtransaction that aborts (ROLLBACK TO a savepoint, an exception block)
+ * gives back the jobs claimed in it: their row changes and claim locks go
+ * with it.  Its parent is taken to have claimed too, since it may have.  A
+ * subtransaction that commits hands its claims to its parent.
+ */
+static void
+ClaimSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	int			level;
+
+	if (claimed_level == 0)
+		return;
+	level = GetCurrentTransactionNestLevel();
+	switch (event)
+	{
+		case SUBXACT_EVENT_ABORT_SUB:
+			if (claimed_level >= level)
+			{
+				ForgetFrontiers();
+				claimed_level = level - 1;
+			}
+			break;
+		case SUBXACT_EVENT_COMMIT_SUB:
+			if (claimed_level >= level)
+				claimed_level = level - 1;
+			break;
+		default:
+			break;
+	}
+}
+
+void
+JobsClaimInit(void)
+{
+	RegisterXactCallback(ClaimXactCallback, NULL);
+	RegisterSubXactCallback(ClaimSubXactCallback, NULL);
+}
+
+PG_FUNCTION_INFO_V1(coord_claim);
+PG_FUNCTION_INFO_V1(coord_claim_take);
+PG_FUNCTION_INFO_V1(coord_claim_free);
+
+/* Columns every statement that returns a claimed job returns, in type order. */
+#define CLAIMED_COLUMNS "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
+
+/* Where the claim reads and writes coord.job's columns (attribute numbers). */
+typedef struct JobCols
+{
+	Oid			relid;
+	TupleDesc	desc;			/* the relcache's, to notice a changed table */
+	AttrNumber	id,
+				queue,
+				payload,
+				attempt,
+				token,
+				lease,
+				lease_until,
+				key,
+				group_key,
+				host,
+				run_at,
+				claimed_at,
+				claimed_by,
+				last_error;
+} JobCols;
+
+static JobCols jobcols;
+
+void
+JobsClaimRelsInval(void)
+{
+	jobcols.relid = InvalidOid;
+}
+
+/* ---------- claim ---------- */
+
+/* The state of one claim call while its statements walk candidates. */
+typedef struct ClaimScan
+{
+	bool		session_bound;
+	Oid			claimant;		/* the calling role, recorded in claimed_by */
+	bool		moves_frontier; /* whether the running statement moves the frontier */
+	MemoryContext cxt;			/* the claim call's: for what outlives a statement */
+	int			n;
+	int			got;
+	int64	   *ids;
+	List	   *exhausted;		/* jobs whose every attempt is used up */
+	int			nheld;
+	int64		held[FRONTIER_HELD];	/* skipped: a session holds them */
+	bool		last_valid;
+	int32		last_priority;
+	TimestampTz last_run_at;
+	int64		last_id;
+	bool		cmp_valid;		/* a frontier to compare the jobs found with */
+	int32		cmp_priority;
+	TimestampTz cmp_run_at;
+	int64		cmp_id;
+	bool		behind;			/* found a job that sorts before that frontier */
+} ClaimScan;
+
+/* The claim whose statement is running: coord.claim_take works for it. */
+static ClaimScan *active_scan = NULL;
+
+static Frontier *
+GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions)
+{
+	char		filter[2 * COORD_NAME_MAX + 32];
+	Frontier   *f;
+	bool		found;
+
+	if (frontiers == NULL)
+		dlist_init(&frontier_lru);	/* first use: the list starts empty with its table */
+	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
+	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
+	f = hash_search(frontiers, filter, HASH_ENTER, &found);
+	if (found)
+		dlist_delete(&f->lru);
+	else
+	{
+		f->valid = false;
+		f->last_full = 0;
+		f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
+		f->last_higher = 0;
+		f->last_probe = 0;
+		f->nheld = 0;
+	}
+	dlist_push_tail(&frontier_lru, &f->lru);
+	/* forget the least recently used ones: never f, which is last */
+	while (hash_get_num_entries(frontiers) > FRONTIERS_MAX)
+	{
+		Frontier   *old = dlist_container(Frontier, lru, dlist_pop_head_node(&frontier_lru));
+
+		Assert(old != f);
+		hash_search(frontiers, old->filter, HASH_REMOVE, NULL);
+	}
+	return f;
+}
+
+/*
+ * The four claim scans: from the head of the claim order, onward from the
+ * frontier, the higher priorities only, and the jobs skipped earlier
+ * because a session held them.
+ */
+typedef enum ClaimKind
+{
+	CLAIM_HEAD,
+	CLAIM_FROM,
+	CLAIM_HIGHER,
+	CLAIM_HELD,
+	CLAIM_KINDS
+} ClaimKind;
+
+/* [kind][partitioned] */
+static SPIPlanPtr plan_claims[CLAIM_KINDS][2];
+static SPIPlanPtr plan_group_blocked = NULL;
+
+#define CLAIM_NARGS 10
+
+/*
+ * ClaimPlan prepares (once) the statement of a claim scan: a SELECT of the
+ * ctid and id of the jobs claimed, whose subquery walks the claim order with
+ * FOR UPDATE SKIP LOCKED; above the row locks coord.claim_take takes each
+ * candidate's claim lock and says whether it counts, and LIMIT stops at the
+ * jobs still wanted.  The take must see
+ * only rows this statement has locked: a claim lock taken on a row that
+ * SKIP LOCKED then skips would hold a job nobody works on.  A FOR UPDATE
+ * subquery alone does not ensure that (the planner pushes outer quals into
+ * it, below its row locks, and volatile ones too); OFFSET 0 does, as a
+ * subquery with an OFFSET takes no quals from outside.  Rows past the limit
+ * are never read.
+ *
+ * Nor may the statement row-lock a job it then discards: a claim inside an
+ * open transaction would keep that lock, and the job's holder would wait in
+ * complete or fail until that transaction ends.  So every test that can
+ * discard a row is one qual below the row locks, coord.claim_free: the group
+ * check, and a probe of the claim lock (a session-bound job is a ready row
+ * whose claim lock a session holds) that does not take it.  Only a
+ * session-bound claim that commits between the probe and the row lock can
+ * still be locked and discarded (coord_claim_take finds its lock taken).
+ *
+ * $1 queue, $2 host, $3 partition, $4 partitions, $5 whether partitioned,
+ * $6..$8 the scan's own, $9 how many jobs ($10, the lease, is ClaimRow's).
+ */
+static pg_noinline SPIPlanPtr
+ClaimPlan(ClaimKind kind, bool partitioned)
+{
+	static const char *const tails[CLAIM_KINDS] = {
+		"ORDER BY j.priority DESC, j.run_at, j.id",
+		"AND j.priority OPERATOR(pg_catalog.=) $6 "
+		"AND ROW(j.run_at, j.id) OPERATOR(pg_catalog.>=) ROW($7, $8) "
+		"ORDER BY j.run_at, j.id",
+		"AND j.priority OPERATOR(pg_catalog.>) $6 "
+		"ORDER BY j.priority DESC, j.run_at, j.id",
+		"AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
+		"ORDER BY j.priority DESC, j.run_at, j.id",
+	};
+	SPIPlanPtr *slot = &plan_claims[kind][partitioned ? 1 : 0];
+
+	if (*slot == NULL)
+	{
+		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID,
+										  INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID};
+		char	   *sql;
+		SPIPlanPtr	p;
+
+		if (kind == CLAIM_HELD)
+			types[5] = INT8ARRAYOID;
+		sql = psprintf("SELECT c.tid, c.id FROM ("
+					   "SELECT j.ctid AS tid, j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts AS spent, "
+					   "j.priority, j.run_at FROM coord.job AS j "
+					   "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+					   "pg_catalog.hashtextextended($1, 0) "
+					   "AND j.queue OPERATOR(pg_catalog.=) $1 "
+					   "AND j.run_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp() "
+					   "AND (j.lease_until IS NULL "
+					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
+					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
+					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax) "
+					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
+					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
+					   "LIMIT $9",
+					   partitioned ? "AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 " : "",
+					   tails[kind]);
+		p = SPI_prepare_cursor(sql, CLAIM_NARGS, types, CURSOR_OPT_GENERIC_PLAN);
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare a claim statement: %s", SPI_result_code_string(SPI_result));
+		*slot = p;
+	}
+	return *slot;
+}
+
+/*
+ * May the job run now, as far as its group goes?  Not if an earlier job of
+ * the group waits, or another of it runs: a group runs one job at a time, in
+ * enqueue order.  A query of its own (from coord.claim_free) rather than a
+ * NOT EXISTS subquery of the claim, so that a claim does not start a
+ * subplan's index scan every time (7% of a claim's instructions), and only
+ * for jobs with a group.  It reads with the calling statement's snapshot.
+ */
+static bool
+GroupFree(Datum queue, Datum group_key, Datum id)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, INT8OID};
+	Datum		args[3];
+	bool		blocked;
+
+	args[0] = queue;
+	args[1] = group_key;
+	args[2] = id;
+	SPI_connect();
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_blocked,
+											 "SELECT 1 FROM coord.job AS g "
+											 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
+											 "AND g.group_key OPERATOR(pg_catalog.=) $2 "
+											 "AND g.id OPERATOR(pg_catalog.<>) $3 "
+											 "AND (g.id OPERATOR(pg_catalog.<) $3 "
+											 "     OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
+											 "     OR coord.job_claimed(g.id)) LIMIT 1",
+											 3, types), args, NULL, true, 1),
+				  SPI_OK_SELECT, "checking a job's group");
+	blocked = (SPI_processed > 0);
+	SPI_finish();
+	return !blocked;
+}
+
+/*
+ * coord.claim_free(id, queue, group_key, xmax): called by a claim statement
+ * below its row locks, for each candidate the cheaper quals pass: may the
+ * statement lock this row?  Not when a session holds the job's claim lock,
+ * or this session holds its session-bound claim, or its group holds it back
+ * (GroupFree).  Every test that can discard a row is here, so a claim never
+ * row-locks a job it then skips.  The claim lock is probed in the lock
+ * table, not taken: it is taken above the row locks (coord_claim_take), so
+ * only ever on a row the statement locked.  An EvalPlanQual recheck may call
+ * this again for the same job.
+ *
+ * A job whose claim lock is held is remembered, to be probed again by id,
+ * only if no transaction in progress has its row (xmax): that is a session
+ * holding it.  A claim in flight holds both, and SKIP LOCKED would have
+ * skipped it: remembering those (every claim meets its neighbours') made
+ * every claimer probe by id every 50 ms.
+ */
+Datum
+coord_claim_free(PG_FUNCTION_ARGS)
+{
+	ClaimScan  *scan = active_scan;
+	int64		id;
+	LOCKTAG		tag;
+	int			i;
+
+	if (scan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("coord.claim_free can only be called by coord.claim")));
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		elog(ERROR, "coord.claim_free: null job column");
+	id = PG_GETARG_INT64(0);
+	if (HoldsSessionClaim(id))
+		PG_RETURN_BOOL(false);
+	JobTag(&tag, id);
+	if (LockWaiterCount(&tag) > 0)
+	{
+		TransactionId xmax = PG_ARGISNULL(3) ? InvalidTransactionId :
+			DatumGetTransactionId(PG_GETARG_DATUM(3));
+
+		if (TransactionIdIsValid(xmax) && TransactionIdIsInProgress(xmax))
+			PG_RETURN_BOOL(false);
+		for (i = 0; i < scan->nheld && scan->held[i] != id; i++)
+			;
+		if (i == scan->nheld && scan->nheld < FRONTIER_HELD)
+			scan->held[scan->nheld++] = id;
+		PG_RETURN_BOOL(false);
+	}
+	if (!PG_ARGISNULL(2))
+		PG_RETURN_BOOL(GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)));
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * coord.claim_take(id, spent, priority, run_at): called by a claim
+ * statement for each row it has locked, in claim order.  Takes the job's
+ * claim lock; a job a session holds is skipped (and remembered), one whose
+ * attempts are used up is set aside to die.  True when the job counts.
+ */
+Datum
+coord_claim_take(PG_FUNCTION_ARGS)
+{
+	ClaimScan  *scan = active_scan;
+	int64		id;
+	bool		spent;
+	LOCKTAG		tag;
+	LockAcquireResult r;
+
+	if (scan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("coord.claim_take can only be called by coord.claim")));
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		elog(ERROR, "coord.claim_take: null job column");
+	id = PG_GETARG_INT64(0);
+	spent = PG_GETARG_BOOL(1);
+	if (scan->got >= scan->n)
+		PG_RETURN_BOOL(false);
+
+	/*
+	 * A job this session already holds (coord.claim_free has let none
+	 * through, but an EvalPlanQual recheck could).  One this call already
+	 * took (or set aside) holds our claim lock too: LockAcquire says so below.
+	 */
+	if (HoldsSessionClaim(id))
+		PG_RETURN_BOOL(false);
+	JobTag(&tag, id);
+	/*
+	 * Session-bound claims count against coord.max_locks_per_session; a
+	 * lease claim's lock is only a probe, gone at commit, and one call takes
+	 * at most CLAIM_MAX_N of them.
+	 */
+	if (scan->session_bound)
+		CoordLockBudget(1);
+	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
+	if (scan->session_bound)
+		CoordLockCounted(&tag, r, true);
+	if (r == LOCKACQUIRE_NOT_AVAIL)
+	{
+		/*
+		 * A session took it after coord.claim_free looked (the row stays
+		 * locked until this transaction ends): look again first next time.
+		 */
+		if (scan->nheld < FRONTIER_HELD)
+			scan->held[scan->nheld++] = id;
+		PG_RETURN_BOOL(false);
+	}
+	if (r != LOCKACQUIRE_OK)
+	{
+		/* held by this session or transaction already: not a new claim */
+		LockRelease(&tag, ExclusiveLock, scan->session_bound);
+		PG_RETURN_BOOL(false);
+	}
+	if (scan->session_bound)
+		CoordHoldTaken(ClaimKey(id), &tag); /* released if this transaction aborts */
+	if (spent)
+	{
+		/* every attempt was lost to crashed or stalled claimers: it dies */
+		MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+		int64	   *p = palloc(sizeof(int64));
+
+		*p = id;
+		scan->exhausted = lappend(scan->exhausted, p);
+		MemoryContextSwitchTo(old);
+		PG_RETURN_BOOL(false);
+	}
+	scan->ids[scan->got++] = id;
+	if (scan->moves_frontier)
+	{
+		scan->last_valid = true;
+		scan->last_id = id;
+		scan->last_priority = PG_GETARG_INT32(2);
+		scan->last_run_at = PG_GETARG_TIMESTAMPTZ(3);
+		if (scan->cmp_valid &&
+			(scan->last_priority > scan->cmp_priority ||
+			 (scan->last_priority == scan->cmp_priority &&
+			  (scan->last_run_at < scan->cmp_run_at ||
+			   (scan->last_run_at == scan->cmp_run_at && id < scan->cmp_id)))))
+			scan->behind = true;
+	}
+	PG_RETURN_BOOL(true);
+}
+
+/* Runs a claim statement with scan as the claim coord.claim_take works for. */
+static pg_noinline void
+ExecClaim(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan)
+{
+	active_scan = scan;
+	PG_TRY();
+	{
+		CoordSpiCheck(SPI_execute_plan(plan, args, nulls, false, 0),
+					  SPI_OK_SELECT, "claim");
+	}
+	PG_FINALLY();
+	{
+		active_scan = NULL;
+	}
+	PG_END_TRY();
+}
+
+static AttrNumber
+JobCol(TupleDesc desc, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	elog(ERROR, "coord.job has no column %s", name);
+	return 0;					/* keep compiler quiet */
+}
+
+static void
+LoadJobCols(Relation rel)
+{
+	TupleDesc	d = RelationGetDescr(rel);
+
+	if (jobcols.relid == RelationGetRelid(rel) && jobcols.desc == d)
+		return;
+	jobcols.relid = InvalidOid;
+	jobcols.id = JobCol(d, "id");
+	jobcols.queue = JobCol(d, "queue");
+	jobcols.payload = JobCol(d, "payload");
+	jobcols.attempt = JobCol(d, "attempt");
+	jobcols.token = JobCol(d, "token");
+	jobcols.lease = JobCol(d, "lease");
+	jobcols.lease_until = JobCol(d, "lease_until");
+	jobcols.key = JobCol(d, "key");
+	jobcols.group_key = JobCol(d, "group_key");
+	jobcols.host = JobCol(d, "host");
+	jobcols.run_at = JobCol(d, "run_at");
+	jobcols.claimed_at = JobCol(d, "claimed_at");
+	jobcols.claimed_by = JobCol(d, "claimed_by");
+	jobcols.last_error = JobCol(d, "last_error");
+	jobcols.desc = d;
+	jobcols.relid = RelationGetRelid(rel);
+}
+
+/*
+ * The claimed jobs' rows are written through the table access method: the
+ * claim statement has locked each one (FOR UPDATE) and returned its ctid,
+ * which is that of the version it locked, so the update cannot meet a
+ * concurrent change.  A claim changes only unindexed columns, so the update
+ * is HOT and touches no index unless the page is full; only then are the
+ * indexes opened.  This spares the claim an UPDATE's ModifyTable, its
+ * primary-key scan and its projections.
+ */
+typedef struct ClaimWriter
+{
+	Relation	rel;
+	Oid			token_seq;
+	TupleTableSlot *old;
+	TupleTableSlot *new;
+	EState	   *estate;			/* only once an update was not HOT */
+	ResultRelInfo *rri;
+} ClaimWriter;
+
+static void
+ClaimWriterOpen(ClaimWriter *w)
+{
+	LookupJobRels();
+	w->token_seq = jobrels.token_seq;
+	w->rel = table_open(jobrels.job, RowExclusiveLock);
+	LoadJobCols(w->rel);
+	w->old = table_slot_create(w->rel, NULL);
+	w->new = MakeSingleTupleTableSlot(RelationGetDescr(w->rel), &TTSOpsVirtual);
+	w->estate = NULL;
+	w->rri = NULL;
+}
+
+static void
+ClaimWriterClose(ClaimWriter *w)
+{
+	if (w->rri != NULL)
+	{
+		ExecCloseIndices(w->rri);
+		FreeExecutorState(w->estate);
+	}
+	ExecDropSingleTupleTableSlot(w->old);
+	ExecDropSingleTupleTableSlot(w->new);
+	table_close(w->rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * ClaimRow claims the locked row at tid: attempt + 1, a new token, the lease
+ * (or none for a session-bound claim), claimed_at, the claiming role
+ * (claimed_by), and in last_error why an
+ * unfinished previous claim was lost.  Returns the claimed job as a row of
+ * outdesc (coord.claimed_job), in the claim call's context.  The row lock
+ * rules out a concurrent change, so anything but success is an error.
+ */
+static HeapTuple
+ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
+		 TupleDesc outdesc, MemoryContext cxt)
+{
+	TupleDesc	desc = RelationGetDescr(w->rel);
+	Datum	   *v;
+	bool	   *n;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	CoordUpdateIndexes update_indexes;
+	TM_Result	res;
+	bool		was_claimed,
+				had_lease;
+	Datum		out[10];
+	bool		outnull[10];
+	AttrNumber	outcols[10];
+	HeapTuple	result;
+	MemoryContext old;
+	int			i;
+
+	if (!table_tuple_fetch_row_version(w->rel, tid, SnapshotAny, w->old))
+		elog(ERROR, "a job the claim locked is gone");
+	slot_getallattrs(w->old);
+	ExecClearTuple(w->new);
+	v = w->new->tts_values;
+	n = w->new->tts_isnull;
+	memcpy(v, w->old->tts_values, sizeof(Datum) * desc->natts);
+	memcpy(n, w->old->tts_isnull, sizeof(bool) * desc->natts);
+
+	was_claimed = !n[jobcols.claimed_at - 1];
+	had_lease = !n[jobcols.lease_until - 1];
+	v[jobcols.attempt - 1] = Int32GetDatum(DatumGetInt32(v[jobcols.attempt - 1]) + 1);
+	v[jobcols.token - 1] = Int64GetDatum(nextval_internal(w->token_seq, false));
+	if (session_bound)
+	{
+		n[jobcols.lease - 1] = true;
+		n[jobcols.lease_until - 1] = true;
+	}
+	else
+	{
+		v[jobcols.lease - 1] = lease;
+		n[jobcols.lease - 1] = false;
+		v[jobcols.lease_until - 1] =
+			DirectFunctionCall2(timestamptz_pl_interval,
+								TimestampTzGetDatum(GetCurrentTimestamp()), lease);
+		n[jobcols.lease_until - 1] = false;
+	}
+	v[jobcols.claimed_at - 1] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+	n[jobcols.claimed_at - 1] = false;
+	v[jobcols.claimed_by - 1] = ObjectIdGetDatum(claimant);
+	n[jobcols.claimed_by - 1] = false;
+	if (was_claimed)
+	{
+		/* its previous claim never finished (fail clears claimed_at) */
+		v[jobcols.last_error - 1] = CStringGetTextDatum(had_lease ?
+														"claim lost: the lease expired" :
+														"claim lost: the claiming session ended");
+		n[jobcols.last_error - 1] = false;
+	}
+	ExecStoreVirtualTuple(w->new);
+
+	res = table_tuple_update(w->rel, tid, w->new, GetCurrentCommandId(true),
+							 GetActiveSnapshot(), InvalidSnapshot, true,
+							 &tmfd, &lockmode, &update_indexes);
+	if (res != TM_Ok)
+		elog(ERROR, "unexpected table_tuple_update status %d for a job the claim locked", (int) res);
+	if (CoordNeedsIndexTuples(update_indexes))
+	{
+		if (w->rri == NULL)
+		{
+			MemoryContext o = MemoryContextSwitchTo(cxt);
+
+			w->estate = CreateExecutorState();
+			w->rri = makeNode(ResultRelInfo);
+			InitResultRelInfo(w->rri, w->rel, 1, NULL, 0);
+			ExecOpenIndices(w->rri, false);
+			MemoryContextSwitchTo(o);
+		}
+		/*
+		 * update = false: true would read the range table we have none of.
+		 * It only hints bottom-up index deletion; a claim is rarely not HOT.
+		 */
+		(void) CoordExecInsertIndexTuples(w->rri, w->new, w->estate, update_indexes);
+		ResetPerTupleExprContext(w->estate);
+	}
+
+	/* id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at */
+	outcols[0] = jobcols.id;
+	outcols[1] = jobcols.queue;
+	outcols[2] = jobcols.payload;
+	outcols[3] = jobcols.attempt;
+	outcols[4] = jobcols.token;
+	outcols[5] = jobcols.lease_until;
+	outcols[6] = jobcols.key;
+	outcols[7] = jobcols.group_key;
+	outcols[8] = jobcols.host;
+	outcols[9] = jobcols.run_at;
+	for (i = 0; i < 10; i++)
+	{
+		out[i] = v[outcols[i] - 1];
+		outnull[i] = n[outcols[i] - 1];
+	}
+	old = MemoryContextSwitchTo(cxt);
+	result = heap_form_tuple(outdesc, out, outnull);
+	MemoryContextSwitchTo(old);
+	ExecClearTuple(w->new);
+	ExecClearTuple(w->old);
+	return result;
+}
+
+/*
+ * RunClaim runs one claim scan's statement for the jobs still wanted and
+ * keeps the rows it claimed in rows[] (by position in scan->ids, in the
+ * claim call's context).
+ */
+static void
+RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
+		 HeapTuple *rows, TupleDesc outdesc)
+{
+	int			first = scan->got;
+	int			nest = 0;
+	int			generation;
+	bool		partitioned = DatumGetInt32(args[4]) != 0;
+	uint64		r;
+	SPIPlanPtr	plan;
+
+	if (scan->got >= scan->n)
+		return;
+	args[8] = Int32GetDatum(scan->n - scan->got);
+	nulls[8] = ' ';
+	plan = ClaimPlan(kind, partitioned);
+
+	/*
+	 * The plan is generic, and made without knowing how many jobs are
+	 * wanted: with many jobs (in any queue) the planner would cost the
+	 * subquery for a tenth of the backlog and pick a bitmap scan and a sort
+	 * of the whole queue, or JIT-compile every claim.  A claim reads a
+	 * handful of rows: when the plan cache is about to plan, steer it to the
+	 * ordered claim index and the primary key.
+	 */
+	generation = CoordPlanGeneration(plan);
+	if (generation < 0)
+	{
+		nest = NewGUCNestLevel();
+		(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+		/*
+		 * The probe of held jobs reads at most FRONTIER_HELD ids: by the
+		 * primary key and a sort of those, not a walk of the queue's whole
+		 * range of the claim index every 50 ms.
+		 */
+		if (kind != CLAIM_HELD)
+			(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SAVE, true, 0, false);
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	scan->moves_frontier = moves_frontier;
+	ExecClaim(plan, args, nulls, scan);
+	if (generation < 0)
+		AtEOXact_GUC(true, nest);
+	else if (CoordPlanGeneration(plan) != generation)
+	{
+		/*
+		 * Replanned without the settings (an invalidation came in between):
+		 * drop the plan, so that the next claim prepares and steers anew.
+		 */
+		SPI_freeplan(plan);
+		plan_claims[kind][partitioned ? 1 : 0] = NULL;
+	}
+
+	if (SPI_processed > 0)
+	{
+		SPITupleTable *tt = SPI_tuptable;
+		ClaimWriter w;
+
+		ClaimWriterOpen(&w);
+		for (r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	row = tt->vals[r];
+			bool		isnull;
+			ItemPointer tid = (ItemPointer) DatumGetPointer(SPI_getbinval(row, tt->tupdesc, 1, &isnull));
+			int64		id = DatumGetInt64(SPI_getbinval(row, tt->tupdesc, 2, &isnull));
+			int			i = first + (int) r;
+
+			/* rows come in the order claim_take took them; search if not */
+			if (i >= scan->got || scan->ids[i] != id)
+				for (i = first; i < scan->got && scan->ids[i] != id; i++)
+					;
+			if (i < scan->got)
+				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
+								   outdesc, scan->cxt);
+		}
+		ClaimWriterClose(&w);
+	}
+}
+
+/*
+ * coord.claim's arguments, checked, and what its steps share: the claim
+ * statements' parameters, the scan, the frontier and the rows claimed.
+ */
+typedef struct ClaimCall
+{
+	char	   *queue;
+	char	   *host;
+	int32		n;
+	bool		session_bound;
+	Datum		lease;
+	int32		partition;
+	int32		partitions;
+	bool		partitioned;
+	Datum		args[CLAIM_NARGS];
+	char		nulls[CLAIM_NARGS];
+	ClaimScan	scan;
+	Frontier   *f;
+	TimestampTz now;
+	HeapTuple  *rows;			/* by position in scan.ids */
+	TupleDesc	outdesc;
+} ClaimCall;
+
+/* Step 1: the arguments, checked (they are the caller's errors, before any work). */
+static void
+ClaimArgs(FunctionCallInfo fcinfo, ClaimCall *c)
+{
+	c->queue = CoordNameArg(fcinfo, 0, "queue", false);
+	c->host = CoordNameArg(fcinfo, 3, "host", true);
+	c->lease = (Datum) 0;
+	c->partition = 0;
+	c->partitions = 0;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 1, "n");
+	CoordRequireArg(fcinfo, 4, "session_bound");
+	c->n = PG_GETARG_INT32(1);
+	c->session_bound = PG_GETARG_BOOL(4);
+	if (c->n < 0 || c->n > CLAIM_MAX_N)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("n must be between 0 and %d", CLAIM_MAX_N)));
+	if (!c->session_bound)
+	{
+		CoordRequireArg(fcinfo, 2, "lease");
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "lease", false);
+		c->lease = PG_GETARG_DATUM(2);
+	}
+	c->partitioned = !PG_ARGISNULL(5) || !PG_ARGISNULL(6);
+	if (c->partitioned)
+	{
+		if (PG_ARGISNULL(5) || PG_ARGISNULL(6))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("partition and partitions must be given together")));
+		c->partition = PG_GETARG_INT32(5);
+		c->partitions = PG_GETARG_INT32(6);
+		if (c->partitions < 1 || c->partition < 0 || c->partition >= c->partitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition must be between 0 and partitions - 1, and partitions at least 1"),
+					 errdetail("partition is %d, partitions is %d.", c->partition, c->partitions)));
+	}
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.claim requires READ COMMITTED isolation"),
+				 errdetail("SKIP LOCKED claims under a transaction snapshot fail to serialize against other claimers."),
+				 errhint("Claim in its own READ COMMITTED transaction.")));
+}
+
+/*
+ * Step 2 (inside SPI, as the owner): the statements' common parameters, the
+ * scan, and the filter's frontier.
+ */
+static void
+ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
+{
+	memset(c->args, 0, sizeof(c->args));
+	memset(c->nulls, 'n', sizeof(c->nulls));
+	c->args[0] = CStringGetTextDatum(c->queue);
+	c->nulls[0] = ' ';
+	c->args[1] = c->host ? CStringGetTextDatum(c->host) : (Datum) 0;
+	c->nulls[1] = c->host ? ' ' : 'n';
+	c->args[2] = Int32GetDatum(c->partition);
+	c->args[3] = Int32GetDatum(c->partitions);
+	c->args[4] = Int32GetDatum(c->partitioned ? 1 : 0);
+	c->nulls[2] = c->nulls[3] = c->nulls[4] = ' ';
+	c->args[9] = c->lease;
+	c->nulls[9] = c->session_bound ? 'n' : ' ';
+
+	memset(&c->scan, 0, sizeof(c->scan));
+	c->scan.session_bound = c->session_bound;
+	c->scan.claimant = claimant;
+	c->scan.cxt = callcxt;
+	c->scan.n = c->n;
+	c->scan.ids = MemoryContextAlloc(callcxt, sizeof(int64) * c->n);
+	c->rows = MemoryContextAllocZero(callcxt, sizeof(HeapTuple) * c->n);
+
+	c->f = GetFrontier(c->queue, c->host, c->partition, c->partitions);
+	c->now = GetCurrentTimestamp();
+}
+
+/*
+ * Step 3: from the frontier, when it is valid and a scan from the head is
+ * not due: the higher priorities now and then, the jobs skipped because a
+ * session held them, then onward from where work was found last time.
+ */
+static void
+ClaimFromFrontier(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	TimestampTz now = c->now;
+
+	if (!(coord_claim_rescan_interval > 0 && f->valid && now - f->last_full < f->rescan_us))
+		return;
+
+	/*
+	 * Every claim_rescan_interval, jobs of a higher priority than the
+	 * frontier's: they sort before it, but a scan for them starts at the
+	 * head of the index and meets only finished jobs of those priorities,
+	 * not the dead prefix of the frontier's own.
+	 */
+	if (now - f->last_higher >= (int64) coord_claim_rescan_interval * 1000)
+	{
+		c->args[5] = Int32GetDatum(f->priority);
+		c->nulls[5] = ' ';
+		f->last_higher = now;
+		RunClaim(CLAIM_HIGHER, c->args, c->nulls, &c->scan, true, c->rows, c->outdesc);
+	}
+
+	/*
+	 * First the jobs skipped earlier because a session held them, at most
+	 * every 50 ms: often enough that a dead worker's session-bound jobs are
+	 * taken within 100 ms, rarely enough that claims stay one scan.
+	 */
+	if (f->nheld > 0 && now - f->last_probe >= 50 * 1000)
+	{
+		Datum	   *held = palloc(sizeof(Datum) * f->nheld);
+		int			i;
+
+		for (i = 0; i < f->nheld; i++)
+			held[i] = Int64GetDatum(f->held[i]);
+		c->args[5] = PointerGetDatum(construct_array(held, f->nheld, INT8OID, 8,
+													 FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		c->nulls[5] = ' ';
+		f->last_probe = now;
+		f->nheld = 0;			/* the probe re-adds those still held */
+		RunClaim(CLAIM_HELD, c->args, c->nulls, &c->scan, false, c->rows, c->outdesc);
+	}
+	/* then onward from where work was found last time */
+	c->args[5] = Int32GetDatum(f->priority);
+	c->args[6] = TimestampTzGetDatum(f->run_at);
+	c->args[7] = Int64GetDatum(f->id);
+	c->nulls[5] = c->nulls[6] = c->nulls[7] = ' ';
+	RunClaim(CLAIM_FROM, c->args, c->nulls, &c->scan, true, c->rows, c->outdesc);
+}
+
+/*
+ * Step 4: from the head, for what is still wanted: walks whatever dead
+ * entries an old snapshot keeps.  When it finds nothing that sorts before
+ * the frontier (no expired lease, rolled-back claim or late job behind it),
+ * the next one is put off twice as long, up to claim_rescan_max; when it
+ * does, back to claim_rescan_interval.
+ */
+static void
+ClaimFromHead(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	ClaimScan  *scan = &c->scan;
+
+	if (scan->got >= c->n)
+		return;
+	scan->cmp_valid = f->valid && scan->got == 0;
+	scan->cmp_priority = f->priority;
+	scan->cmp_run_at = f->run_at;
+	scan->cmp_id = f->id;
+	scan->behind = false;
+	f->last_full = c->now;
+	f->nheld = 0;
+	c->nulls[5] = c->nulls[6] = c->nulls[7] = 'n';
+	RunClaim(CLAIM_HEAD, c->args, c->nulls, scan, true, c->rows, c->outdesc);
+	if (scan->cmp_valid && !scan->behind && scan->got > 0)
+		f->rescan_us = Min(f->rescan_us * 2,
+						   Max((int64) coord_claim_rescan_max, coord_claim_rescan_interval) * 1000);
+	else
+		f->rescan_us = (int64) coord_claim_rescan_interval * 1000;
+}
+
+/*
+ * Step 5: the frontier moves to the last job claimed in claim order, and
+ * keeps the jobs skipped because a session held them, to probe them again.
+ * A claim in a (sub)transaction that then aborts puts its jobs back behind
+ * it: the abort callbacks forget the frontiers then.
+ */
+static void
+ClaimMoveFrontier(ClaimCall *c)
+{
+	Frontier   *f = c->f;
+	ClaimScan  *scan = &c->scan;
+	int			i;
+
+	if (scan->got > 0 && claimed_level < GetCurrentTransactionNestLevel())
+		claimed_level = GetCurrentTransactionNestLevel();
+	if (scan->last_valid)
+	{
+		f->valid = true;
+		f->priority = scan->last_priority;
+		f->run_at = scan->last_run_at;
+		f->id = scan->last_id;
+	}
+	for (i = 0; i < scan->nheld && f->nheld < FRONTIER_HELD; i++)
+	{
+		int			j;
+		bool		dup = false;
+
+		for (j = 0; j < f->nheld; j++)
+			dup |= (f->held[j] == scan->held[i]);
+		if (!dup)
+			f->held[f->nheld++] = scan->held[i];
+	}
+}
+
+/* Step 6: jobs whose every attempt was lost to crashed or stalled claimers die. */
+static void
+ClaimBuryExhausted(ClaimCall *c)
+{
+	ListCell   *lc;
+
+	foreach(lc, c->scan.exhausted)
+	{
+		int64		id = *(int64 *) lfirst(lc);
+
+		(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
+		if (c->session_bound)
+			DropSessionClaim(id);
+	}
+}
+
+/* Step 7: the claimed jobs, in claim order, into the result set. */
+static void
+ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
+{
+	int			i;
+
+	for (i = 0; i < c->scan.got; i++)
+	{
+		Datum		values[10];
+		bool		isnull[10];
+
+		if (c->rows[i] == NULL)
+		{
+			/* taken but not updated (cannot happen): do not keep its claim */
+			if (c->session_bound)
+				DropSessionClaim(c->scan.ids[i]);
+			continue;
+		}
+		heap_deform_tuple(c->rows[i], rsinfo->setDesc, values, isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+}
+
+/*
+ * Idle workers announce themselves so that enqueue wakes them; a worker
+ * that found work, or asked for none (no free slot), is not waiting.
+ */
+static void
+ClaimMarkIdle(const ClaimCall *c, bool idle)
+{
+	SetIdle(psprintf("coord:%s", c->queue), idle);
+	if (c->host != NULL)
+		SetIdle(psprintf("coord:host:%s", c->host), idle);
+}
+
+/*
+ * coord.claim(queue, n, lease, host, session_bound, partition, partitions)
+ * returns setof coord.claimed_job, in claim order.
+ */
+Datum
+coord_claim(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ClaimCall	c;
+	CoordUserSwitch sw;
+	MemoryContext callcxt = CurrentMemoryContext;
+
+	ClaimArgs(fcinfo, &c);
+	InitMaterializedSRF(fcinfo, 0);
+	if (c.n == 0)
+	{
+		/* a worker with no free slot says it is not waiting for work */
+		ClaimMarkIdle(&c, false);
+		return (Datum) 0;
+	}
+	c.outdesc = rsinfo->setDesc;
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	ClaimBegin(&c, sw.save_userid, callcxt);
+	ClaimFromFrontier(&c);
+	ClaimFromHead(&c);
+	ClaimMoveFrontier(&c);
+	ClaimBuryExhausted(&c);
+	ClaimEmit(&c, rsinfo);
+	CoordRestoreUser(&sw);
+	SPI_finish();
+
+	if (coord_notify)
+		ClaimMarkIdle(&c, c.scan.got == 0);
+	return (Datum) 0;
+}

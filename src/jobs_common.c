@@ -1,0 +1,321 @@
+/*-------------------------------------------------------------------------
+ * jobs_common.c
+ *		What the files of the job queue share (see jobs.c): the queue's GUCs
+ *		and module init, the relations' OIDs, claim-lock tags and session
+ *		claims, and both halves of the wake-up protocol: the idle marks a
+ *		claim that found nothing takes (SetIdle) and the NOTIFY at PRE_COMMIT
+ *		of a transaction that enqueued (WakeAtCommit), which looks for them.
+ *
+ * Per-backend state here: the idle marks (session locks, kept across
+ * transactions, at most coord.max_idle_marks) and the channels this
+ * transaction fed (TopTransactionContext, forgotten at commit or abort).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "lib/ilist.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "jobs_int.h"
+
+bool		coord_notify = true;
+int			coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
+int			coord_claim_rescan_interval = 1000;	/* ms; 0: always scan from the head */
+int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put off */
+
+/*
+ * Idle marks this backend holds, by idle key, least recently set first.
+ * Each is a lock-table entry, so a backend keeps only the
+ * coord.max_idle_marks most recent ones (see "Wake-ups" in jobs.c).
+ */
+typedef struct IdleMark
+{
+	uint64		key;			/* hash key: must be first */
+	dlist_node	lru;
+} IdleMark;
+
+static HTAB *idle_marks = NULL;
+static dlist_head idle_lru = DLIST_STATIC_INIT(idle_lru);
+int			coord_max_idle_marks = 256;
+
+/* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
+static List *wake_channels = NIL;
+
+static void JobsXactCallback(XactEvent event, void *arg);
+static void JobRelsInval(Datum arg, Oid relid);
+
+void
+CoordJobsInit(void)
+{
+	DefineCustomBoolVariable("coord.notify",
+							 "Sends NOTIFY to idle workers when a job is enqueued.",
+							 "Only workers that found no work and are waiting are woken.",
+							 &coord_notify, true, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.job_history_retention",
+							"How long finished jobs stay in coord.job_history.",
+							"coord.purge_jobs() without an argument deletes older ones.",
+							&coord_job_history_retention, 7 * 24 * 3600, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.claim_rescan_interval",
+							"How often a claim scans the ready jobs from the head rather than from where it last found work.",
+							"Between rescans, claims skip the finished jobs behind them, which an old snapshot keeps VACUUM from removing. "
+							"0 scans from the head every time.",
+							&coord_claim_rescan_interval, 1000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.claim_rescan_max",
+							"The longest a claim puts off its scan from the head while those scans find nothing behind it.",
+							"Each scan from the head that finds no job behind the claim's position doubles the wait, "
+							"from coord.claim_rescan_interval up to this.",
+							&coord_claim_rescan_max, 10000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.max_idle_marks",
+							"The most queues and hosts one session stays marked idle on.",
+							"Each mark is an entry in the shared lock table.  A session that claims from more "
+							"queues keeps the marks of the ones it claimed from most recently; on the others "
+							"enqueue does not wake it, and it finds their work when it claims there again.",
+							&coord_max_idle_marks, 256, 1, 10000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	RegisterXactCallback(JobsXactCallback, NULL);
+	CacheRegisterRelcacheCallback(JobRelsInval, (Datum) 0);
+	JobsClaimInit();
+}
+
+void
+JobTag(LOCKTAG *tag, int64 id)
+{
+	CoordSetTag(tag, (uint64) id, COORD_NS_JOB);
+}
+
+/* ---------- wake-ups ---------- */
+
+static void
+AddWakeChannel(char *channel)
+{
+	ListCell   *lc;
+
+	foreach(lc, wake_channels)
+		if (strcmp((char *) lfirst(lc), channel) == 0)
+			return;
+	wake_channels = lappend(wake_channels, channel);
+}
+
+/* Remembers, for PRE_COMMIT, the channels of a queue (and host) fed by this transaction. */
+void
+WakeAtCommit(const char *queue, const char *host)
+{
+	MemoryContext old;
+
+	if (!coord_notify)
+		return;
+	old = MemoryContextSwitchTo(TopTransactionContext);
+	AddWakeChannel(psprintf("coord:%s", queue));
+	if (host != NULL)
+		AddWakeChannel(psprintf("coord:host:%s", host));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The other half: at PRE_COMMIT, NOTIFY the channels this transaction fed
+ * on which some session is marked idle (SetIdle, below).
+ */
+static void
+JobsXactCallback(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			/* wake idle workers of the queues and hosts this transaction fed */
+			foreach(lc, wake_channels)
+			{
+				char	   *channel = (char *) lfirst(lc);
+				LOCKTAG		tag;
+
+				CoordSetTag(&tag, CoordNameKey(channel, strlen(channel)), COORD_NS_IDLE);
+				if (LockWaiterCount(&tag) > 0)
+					Async_Notify(channel, NULL);
+			}
+			wake_channels = NIL;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			/* the list lived in TopTransactionContext */
+			wake_channels = NIL;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Marks this session idle on a channel (shared session lock), or not.  Beyond
+ * coord.max_idle_marks marks, the least recently set one is let go.
+ */
+void
+SetIdle(const char *channel, bool idle)
+{
+	uint64		key = CoordNameKey(channel, strlen(channel));
+	bool		found;
+	LOCKTAG		tag;
+	IdleMark   *m;
+
+	if (idle_marks == NULL && !idle)
+		return;
+	if (idle_marks == NULL)
+		dlist_init(&idle_lru);	/* first use: the list starts empty with its table */
+	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(IdleMark), HASH_BLOBS);
+	CoordSetTag(&tag, key, COORD_NS_IDLE);
+	if (idle)
+	{
+		m = hash_search(idle_marks, &key, HASH_ENTER, &found);
+		if (found)
+			dlist_delete(&m->lru);
+		dlist_push_tail(&idle_lru, &m->lru);
+		if (!found || !CoordLockHeldByMe(&tag, ShareLock))
+			(void) LockAcquire(&tag, ShareLock, true, true);
+		while (hash_get_num_entries(idle_marks) > Max(coord_max_idle_marks, 1))
+		{
+			IdleMark   *old = dlist_container(IdleMark, lru, dlist_pop_head_node(&idle_lru));
+			uint64		oldkey = old->key;
+			LOCKTAG		oldtag;
+
+			CoordSetTag(&oldtag, oldkey, COORD_NS_IDLE);
+			hash_search(idle_marks, &oldkey, HASH_REMOVE, NULL);
+			if (CoordLockHeldByMe(&oldtag, ShareLock))
+				LockRelease(&oldtag, ShareLock, true);
+		}
+	}
+	else
+	{
+		m = hash_search(idle_marks, &key, HASH_FIND, &found);
+		if (found)
+		{
+			dlist_delete(&m->lru);
+			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
+			if (CoordLockHeldByMe(&tag, ShareLock))
+				LockRelease(&tag, ShareLock, true);
+		}
+	}
+}
+
+/* ---------- session claims ---------- */
+
+/* The hold key of a session-bound claim. */
+char *
+ClaimKey(int64 id)
+{
+	return psprintf("j:" INT64_FORMAT, id);
+}
+
+/* Does this session hold a session-bound claim on the job (even one being let go)? */
+bool
+HoldsSessionClaim(int64 id)
+{
+	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) != HOLD_NONE;
+}
+
+/* Is this session's session-bound claim on the job live (not being let go)? */
+bool
+SessionClaimLive(int64 id)
+{
+	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) == HOLD_ACTIVE;
+}
+
+/*
+ * DropSessionClaim lets go of this session's claim lock on a job when the
+ * current transaction commits (the job's row change commits with it).
+ */
+void
+DropSessionClaim(int64 id)
+{
+	if (CoordHoldsAny())
+		CoordHoldRelease(ClaimKey(id));
+}
+
+/*
+ * After a complete, fail or heartbeat that did not match: keep a session
+ * claim the caller still has (a wrong token is the caller's mistake), but let
+ * go of one whose job was cancelled or finished by someone else.  Inside SPI.
+ */
+void
+ForgetClaimIfGone(int64 id)
+{
+	char		sql[128];
+
+	if (!HoldsSessionClaim(id))
+		return;
+	snprintf(sql, sizeof(sql),
+			 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) " INT64_FORMAT, id);
+	CoordSpiCheck(SPI_execute(sql, false, 1), SPI_OK_SELECT, "checking a claim");
+	if (SPI_processed == 0)
+		DropSessionClaim(id);
+}
+
+/*
+ * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
+ * up by name once, and the history's column map (ArchiveJobs); forgotten
+ * when the relcache entry of any of them is invalidated (DDL, DROP and
+ * CREATE EXTENSION), so the next call looks again.
+ */
+JobRels		jobrels;
+
+static void
+JobRelsInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
+		relid == jobrels.token_seq)
+	{
+		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
+		JobsClaimRelsInval();
+		JobsFinishRelsInval();
+	}
+}
+
+void
+LookupJobRels(void)
+{
+	Oid			nsp;
+
+	if (OidIsValid(jobrels.job))
+		return;
+	nsp = get_namespace_oid(COORD_SCHEMA, false);
+	jobrels.history = get_relname_relid("job_history", nsp);
+	jobrels.token_seq = get_relname_relid("job_token_seq", nsp);
+	jobrels.job = get_relname_relid("job", nsp);
+	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq))
+	{
+		jobrels.job = InvalidOid;
+		elog(ERROR, "coord.job, coord.job_history or coord.job_token_seq does not exist");
+	}
+}
+

@@ -1,0 +1,368 @@
+/*-------------------------------------------------------------------------
+ * jobs_finish.c
+ *		The job queue's finish (see jobs.c): jobs a DELETE ... RETURNING took
+ *		out of coord.job go into coord.job_history through the table access
+ *		method (ArchiveJobs), and then what depends on a job finishing runs
+ *		in the same transaction: the linked request key, and the finish hook
+ *		of the concern the job's origin belongs to.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "commands/sequence.h"
+#include "common/pg_prng.h"
+#include "executor/executor.h"
+#include "lib/ilist.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "jobs_int.h"
+#include "requests.h"
+
+static SPIPlanPtr plan_finish = NULL;
+
+/* ---------- finish hooks, by origin prefix ---------- */
+
+/*
+ * The concerns that make jobs register their origin prefix and hook from
+ * their module init (CoordRegisterJobOrigin); a finished job with an
+ * origin goes to the hook of the first prefix it starts with.  There are a
+ * few of them: a scan of this array is a prefix compare or two.
+ */
+#define ORIGINS_MAX	8
+
+typedef struct JobOrigin
+{
+	const char *prefix;
+	size_t		len;
+	CoordJobFinishedHook hook;
+} JobOrigin;
+
+static JobOrigin origins[ORIGINS_MAX];
+static int	norigins = 0;
+
+void
+CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
+{
+	int			i;
+
+	for (i = 0; i < norigins; i++)
+		if (strcmp(origins[i].prefix, prefix) == 0)
+		{
+			/* a module init run again (cannot happen): the hook is the same */
+			origins[i].hook = hook;
+			return;
+		}
+	if (norigins >= ORIGINS_MAX)
+		elog(ERROR, "too many job origin prefixes");
+	origins[norigins].prefix = prefix;
+	origins[norigins].len = strlen(prefix);
+	origins[norigins].hook = hook;
+	norigins++;
+}
+
+/* Calls the finish hook of the concern the job's origin belongs to, if any. */
+static void
+JobOriginFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
+				  Datum result, bool result_null)
+{
+	int			i;
+
+	for (i = 0; i < norigins; i++)
+		if (strncmp(origin, origins[i].prefix, origins[i].len) == 0)
+		{
+			origins[i].hook(origin, job_id, state, finished_at, result, result_null);
+			return;
+		}
+}
+
+/*
+ * Where each column of coord.job_history comes from, matched by name when
+ * the map is built, so that the two tables' column orders (and columns
+ * dropped by updates) do not matter.
+ */
+typedef enum HistorySource
+{
+	HIST_NULL,					/* a dropped column */
+	HIST_JOB,					/* the job's column of that name */
+	HIST_LAST_ERROR,			/* the job's last_error, unless the caller gives one */
+	HIST_STATE,					/* the history's own: the state it finished in */
+	HIST_FINISHED_AT,
+	HIST_RESULT					/* a completed job's result */
+} HistorySource;
+
+typedef struct HistoryColumn
+{
+	HistorySource source;
+	AttrNumber	job_attno;		/* HIST_JOB, HIST_LAST_ERROR: in the job rows */
+} HistoryColumn;
+
+/*
+ * ArchiveJobs' map, valid for hist_desc (the relcache's descriptor of
+ * coord.job_history) and a RETURNING * of jnatts columns of coord.job;
+ * forgotten when either relation's relcache entry is invalidated.
+ */
+typedef struct ArchiveMap
+{
+	TupleDesc	hist_desc;
+	int			jnatts;
+	HistoryColumn *cols;		/* per history column */
+	AttrNumber	request_key,	/* in the job rows */
+				origin,
+				id;
+} ArchiveMap;
+
+static ArchiveMap archive_map;
+
+void
+JobsFinishRelsInval(void)
+{
+	archive_map.hist_desc = NULL;
+}
+
+/* The job rows' column of that name, of the history column's type. */
+static AttrNumber
+JobColumnFor(TupleDesc jdesc, Form_pg_attribute ha)
+{
+	const char *name = NameStr(ha->attname);
+	int			k;
+
+	for (k = 0; k < jdesc->natts; k++)
+	{
+		Form_pg_attribute ja = TupleDescAttr(jdesc, k);
+
+		if (!ja->attisdropped && strcmp(NameStr(ja->attname), name) == 0)
+		{
+			if (ja->atttypid != ha->atttypid)
+				elog(ERROR, "column %s of coord.job and coord.job_history differ in type", name);
+			return k + 1;
+		}
+	}
+	elog(ERROR, "coord.job has no column %s for coord.job_history", name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+/* Builds the map on the first completion, and after either table changed. */
+static void
+LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
+{
+	ArchiveMap *m = &archive_map;
+	int			i;
+
+	if (m->hist_desc == hdesc && m->jnatts == jdesc->natts)
+		return;
+	m->hist_desc = NULL;
+	if (m->cols != NULL)
+		pfree(m->cols);
+	m->cols = MemoryContextAllocZero(CoordCacheContext(NULL, NULL),
+									 sizeof(HistoryColumn) * Max(hdesc->natts, 1));
+	for (i = 0; i < hdesc->natts; i++)
+	{
+		Form_pg_attribute ha = TupleDescAttr(hdesc, i);
+		const char *name = NameStr(ha->attname);
+		HistoryColumn *col = &m->cols[i];
+
+		col->source = HIST_NULL;
+		col->job_attno = InvalidAttrNumber;
+		if (ha->attisdropped)
+			continue;
+		if (strcmp(name, "state") == 0)
+			col->source = HIST_STATE;
+		else if (strcmp(name, "finished_at") == 0)
+			col->source = HIST_FINISHED_AT;
+		else if (strcmp(name, "result") == 0)
+			col->source = HIST_RESULT;
+		else
+		{
+			col->source = strcmp(name, "last_error") == 0 ? HIST_LAST_ERROR : HIST_JOB;
+			col->job_attno = JobColumnFor(jdesc, ha);
+		}
+	}
+	m->request_key = SPI_fnumber(jdesc, "request_key");
+	m->origin = SPI_fnumber(jdesc, "origin");
+	m->id = SPI_fnumber(jdesc, "id");
+	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0)
+		elog(ERROR, "a job row without id, request_key or origin");
+	m->jnatts = jdesc->natts;
+	m->hist_desc = hdesc;
+}
+
+/*
+ * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
+ * coord.job (the SPI result) into coord.job_history as state st, then, job
+ * by job, settles its request key (requests.c) and calls the finish hook of
+ * its origin's prefix, in this same transaction.  error, when given,
+ * replaces last_error; result is stored for completed jobs.  Returns how
+ * many jobs it moved.  Inside SPI.
+ *
+ * The history row is inserted through the table access method and
+ * ExecInsertIndexTuples rather than by an INSERT in the DELETE's statement:
+ * a completion then costs one executor start, not a CTE with two
+ * ModifyTables.  Columns are matched by name, so the two tables' column
+ * orders (and columns dropped by updates) do not matter; the history's own
+ * (state, finished_at, result) are set here.
+ */
+uint64
+ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
+{
+	SPITupleTable *tt = SPI_tuptable;
+	uint64		n = SPI_processed;
+	TupleDesc	jdesc = tt->tupdesc;
+	Relation	rel;
+	TupleDesc	hdesc;
+	int			i;
+	uint64		r;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	Datum	   *values;
+	bool	   *nulls;
+	Datum		state = CStringGetTextDatum(st);
+	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
+	TimestampTz *finished;
+	bool		done = strcmp(st, "done") == 0;
+	const HistoryColumn *cols;
+	AttrNumber	c_request_key,
+				c_origin,
+				c_id;
+
+	if (n == 0)
+		return 0;
+	finished = palloc(sizeof(TimestampTz) * n);
+	LookupJobRels();
+	rel = table_open(jobrels.history, RowExclusiveLock);
+	hdesc = RelationGetDescr(rel);
+	LoadArchiveMap(hdesc, jdesc);
+	cols = archive_map.cols;
+	c_request_key = archive_map.request_key;
+	c_origin = archive_map.origin;
+	c_id = archive_map.id;
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+	slot = ExecInitExtraTupleSlot(estate, hdesc, &TTSOpsHeapTuple);
+	values = palloc(sizeof(Datum) * hdesc->natts);
+	nulls = palloc(sizeof(bool) * hdesc->natts);
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		HeapTuple	h;
+
+		CHECK_FOR_INTERRUPTS();
+		finished[r] = GetCurrentTimestamp();
+		for (i = 0; i < hdesc->natts; i++)
+		{
+			nulls[i] = false;
+			switch (cols[i].source)
+			{
+				case HIST_NULL:
+					values[i] = (Datum) 0;
+					nulls[i] = true;
+					break;
+				case HIST_STATE:
+					values[i] = state;
+					break;
+				case HIST_FINISHED_AT:
+					values[i] = TimestampTzGetDatum(finished[r]);
+					break;
+				case HIST_RESULT:
+					values[i] = done ? result : (Datum) 0;
+					nulls[i] = !done || result_null;
+					break;
+				case HIST_LAST_ERROR:
+					if (error != NULL)
+					{
+						values[i] = err;
+						break;
+					}
+					/* FALLTHROUGH */
+				case HIST_JOB:
+					values[i] = SPI_getbinval(row, jdesc, cols[i].job_attno, &nulls[i]);
+					break;
+			}
+			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)
+				elog(ERROR, "no value for column %s of coord.job_history",
+					 NameStr(TupleDescAttr(hdesc, i)->attname));
+		}
+		h = heap_form_tuple(hdesc, values, nulls);
+		ExecStoreHeapTuple(h, slot, false);
+		table_tuple_insert(rel, slot, GetCurrentCommandId(true), 0, NULL);
+		if (rri->ri_NumIndices > 0)
+			(void) CoordExecInsertIndexTuples(rri, slot, estate, COORD_INDEXES_ALL);
+		ExecClearTuple(slot);
+		heap_freetuple(h);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecCloseIndices(rri);
+	ExecResetTupleTable(estate->es_tupleTable, false);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+
+	/* then what depends on the jobs finishing */
+	for (r = 0; r < n; r++)
+	{
+		HeapTuple	row = tt->vals[r];
+		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
+		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
+
+		CHECK_FOR_INTERRUPTS();
+
+		if (rk != NULL)
+			CoordRequestJobFinished(rk, done);
+		if (origin != NULL)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
+
+			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
+		}
+	}
+	return n;
+}
+
+
+/*
+ * MoveToHistory moves a job (matching token, when given) to the history in
+ * state st; inside SPI.  Returns whether it moved.
+ */
+bool
+MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
+{
+	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
+	Datum		args[3];
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = BoolGetDatum(with_token);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
+											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+											 "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "moving a job to the history");
+	return ArchiveJobs(st, error, (Datum) 0, true) == 1;
+}

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ * jobs_int.h
+ *		What the files of the job queue share among themselves: jobs.c,
+ *		jobs_claim.c, jobs_finish.c and jobs_common.c include it, and no
+ *		other file may (the queue's interface is jobs.h).
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_COORD_JOBS_INT_H
+#define PG_COORD_JOBS_INT_H
+
+#include "postgres.h"
+
+#include "storage/lock.h"
+#include "access/tupdesc.h"
+
+#include "common.h"
+#include "compat.h"
+#include "jobs.h"
+
+/* GUCs (jobs_common.c defines them) */
+extern bool coord_notify;
+extern int	coord_job_history_retention;
+extern int	coord_claim_rescan_interval;
+extern int	coord_claim_rescan_max;
+extern int	coord_max_idle_marks;
+
+/*
+ * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
+ * up by name once (LookupJobRels); forgotten, with the caches built on the
+ * relations (jobs_claim.c's column numbers, jobs_finish.c's archive map),
+ * when the relcache entry of any of them is invalidated (DDL, DROP and
+ * CREATE EXTENSION), so the next call looks again.
+ */
+typedef struct JobRels
+{
+	Oid			job;
+	Oid			history;
+	Oid			token_seq;
+} JobRels;
+
+extern JobRels jobrels;
+
+/* jobs_common.c: relations, claim locks, wake-ups, session claims */
+extern void LookupJobRels(void);
+extern void JobTag(LOCKTAG *tag, int64 id);
+extern void WakeAtCommit(const char *queue, const char *host);
+extern void SetIdle(const char *channel, bool idle);
+extern char *ClaimKey(int64 id);
+extern bool HoldsSessionClaim(int64 id);
+extern bool SessionClaimLive(int64 id);
+extern void DropSessionClaim(int64 id);
+extern void ForgetClaimIfGone(int64 id);
+
+/* jobs_claim.c */
+extern void JobsClaimInit(void);
+extern void JobsClaimRelsInval(void);
+
+/* jobs_finish.c: inside SPI, as the owner */
+extern void JobsFinishRelsInval(void);
+extern uint64 ArchiveJobs(const char *st, const char *error, Datum result, bool result_null);
+extern bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
+
+#endif							/* PG_COORD_JOBS_INT_H */

@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ * tick.c
+ *		coord.tick and coord.cron_install: time has one entry point.
+ *
+ * coord.tick(now) runs every piece of time-driven work, under a
+ * transaction-level advisory lock (COORD_NS_TICK) so that concurrent ticks
+ * run one after the other and the second finds the first's work done; each
+ * piece is idempotent on its own as well.  This is the one file that knows
+ * every concern with work to do in time, on purpose: the schedules'
+ * repairs, then the queue's (lost leases, history retention), then the
+ * apps' runs, timeouts and repairs, in that order and in one transaction.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+#include "apps.h"
+#include "jobs.h"
+#include "schedules.h"
+
+static SPIPlanPtr plan_tick_state = NULL;
+
+PG_FUNCTION_INFO_V1(coord_tick);
+PG_FUNCTION_INFO_V1(coord_cron_install);
+
+/* coord.tick(now): every piece of time-driven work; returns how much it did */
+Datum
+coord_tick(PG_FUNCTION_ARGS)
+{
+	TimestampTz now;
+	CoordUserSwitch sw;
+	LOCKTAG		tag;
+	int64		done = 0;
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "now");
+	now = PG_GETARG_TIMESTAMPTZ(0);
+	if (TIMESTAMP_NOT_FINITE(now))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("now must be a finite time")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.tick requires READ COMMITTED isolation"),
+				 errdetail("A tick waits for a concurrent one and must then see its work.")));
+
+	/* one tick at a time; the second sees the first's work (a fresh snapshot per statement) */
+	CoordSetTag(&tag, 0, COORD_NS_TICK);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	done += CoordSchedulesTick(now);
+	done += CoordJobsTick(now);
+	done += CoordAppsTick(now);
+	args[0] = TimestampTzGetDatum(now);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
+									 "UPDATE coord.tick_state SET last_tick_at = $1, "
+									 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
+									 "ticked_at = pg_catalog.clock_timestamp()",
+									 1, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+	CoordRestoreUser(&sw);
+	SPI_finish();
+	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
+}
+
+/*
+ * coord.cron_install(schedule) registers "SELECT coord.tick()" with pg_cron
+ * as the calling user, under the job name "coord-tick" (so calling it again
+ * updates that job); returns pg_cron's job id.
+ */
+Datum
+coord_cron_install(PG_FUNCTION_ARGS)
+{
+	char	   *schedule;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+	int64		jobid;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "schedule");
+	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SPI_connect();
+	CoordSpiCheck(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
+					  true, 1), SPI_OK_SELECT, "cron_install");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("pg_cron is not installed in database \"%s\"", get_database_name(MyDatabaseId)),
+				 errdetail("coord.cron_install registers coord.tick() with pg_cron, which runs jobs only in the database named by cron.database_name."),
+				 errhint("Add pg_cron to shared_preload_libraries, set cron.database_name to this database, restart, "
+						 "and run CREATE EXTENSION pg_cron; or call coord.tick() from any scheduler once a minute.")));
+	args[0] = CStringGetTextDatum(schedule);
+	CoordSpiCheck(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
+								1, argtypes, args, NULL, false, 1),
+		  SPI_OK_SELECT, "cron_install");
+	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_INT64(jobid);
+}
