@@ -176,4 +176,8 @@ extern ErrorData *CoordIsolated(CoordIsolatedFn fn, void *arg);
 /* Timestamp arithmetic that stays inside the timestamptz range (22008) */
 extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
 
+/* The common family's parts of CoordCommonInit (common_lock.c, common_spi.c) */
+extern void CoordCommonLockInit(void);
+extern void CoordCommonSpiInit(void);
+
 #endif							/* PG_COORD_COMMON_H */
