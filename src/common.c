@@ -1,54 +1,25 @@
 /*-------------------------------------------------------------------------
  * common.c
- *		Helpers shared by every pg_coord concern.
+ *		The common family: pg_coord's infrastructure, which every concern
+ *		may call and which calls no concern.  This file is its init.
  *
- * Argument checks raise the contract's SQLSTATEs (22004 for a NULL where a
- * value is required, 22023 for a malformed value).  SPI work runs as the
- * owner of schema coord with SECURITY_RESTRICTED_OPERATION, so the tables
- * behind the functions need no grants to callers, and every statement names
- * its objects and operators with a schema, so the caller's search_path can
- * never substitute objects of its own.
+ *	common_args.c	checks of what callers pass in: required and named
+ *					arguments, sizes, durations, lock paths and the name
+ *					keys they hash to, time arithmetic, parallel workers
+ *	common_lock.c	lock-manager helpers: tags, taking locks with a
+ *					timeout, the per-session cap, holds, who holds what
+ *	common_spi.c	running SQL as the extension owner: the catalog
+ *					version check, the owner switch, CoordSpiBegin/End,
+ *					saved plans, the SPI error style, subtransactions,
+ *					the backend-local caches' memory contexts
+ *
+ * common.h declares all of it, grouped by file.  CoordCommonInit runs first
+ * in _PG_init, before any concern's init.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <netdb.h>
-
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
-#include "access/xact.h"
-#include "access/xlog.h"
-#include "catalog/indexing.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_extension.h"
-#include "catalog/pg_namespace.h"
-#include "commands/extension.h"
-#include "common/hashfn.h"
-#include "common/int.h"
-#include "common/ip.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/backend_status.h"
-#include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/guc.h"
-#include "utils/hsearch.h"
-#include "utils/inet.h"
-#include "utils/inval.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
-#include "utils/resowner.h"
-#include "utils/syscache.h"
-
 #include "common.h"
-#include "compat.h"
 
 void
 CoordCommonInit(void)

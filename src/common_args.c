@@ -1,47 +1,31 @@
 /*-------------------------------------------------------------------------
  * common_args.c
- *		HEADER
+ *		Checks of what callers pass in (common family; see common.c):
+ *		required and named arguments, durations, payload and value sizes,
+ *		lock paths and the 64-bit name keys names hash to, time arithmetic
+ *		that stays inside the timestamptz range, and the refusal of
+ *		parallel workers.
+ *
+ * Protocol.  Functions of their arguments alone: no state, no locks, no
+ * SPI, so nothing to undo at abort.  Errors carry the contract's
+ * SQLSTATEs: 22004 for a NULL where a value is required, 22023 for a
+ * malformed value, 54000 for one too large, 22015 and 22008 for a
+ * duration or time out of range, 25000 in a parallel worker.
+ *
+ * Name keys are stored (coord.lock_names) and shown (pg_locks), so their
+ * hash and its seed never change.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <netdb.h>
-
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
-#include "access/xlog.h"
-#include "catalog/indexing.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
-#include "catalog/pg_extension.h"
-#include "catalog/pg_namespace.h"
-#include "commands/extension.h"
 #include "common/hashfn.h"
 #include "common/int.h"
-#include "common/ip.h"
-#include "funcapi.h"
 #include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/backend_status.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
-#include "utils/guc.h"
-#include "utils/hsearch.h"
-#include "utils/inet.h"
-#include "utils/inval.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
-#include "utils/resowner.h"
-#include "utils/syscache.h"
 
 #include "common.h"
-#include "compat.h"
 
 /* Seed of the name hash; changing it would move every lock to a new key. */
 #define COORD_NAME_HASH_SEED	UINT64CONST(0x636f6f72645f7631)

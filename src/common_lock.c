@@ -1,44 +1,48 @@
 /*-------------------------------------------------------------------------
  * common_lock.c
- *		HEADER
+ *		Helpers on PostgreSQL's lock manager shared by locks, requests and
+ *		jobs (common family; see common.c): the lock tag of a name key,
+ *		taking a set of locks with a timeout, the per-session cap on
+ *		lock-table entries, holds (session locks that follow the
+ *		transaction that took or let go of them), lock mode names, and who
+ *		holds what (lock status rows, backend liveness).
+ *
+ * Lock order.  CoordAcquire takes its tags in the order given and
+ * CoordReleaseTags lets them go in the reverse order; callers give
+ * ancestors before descendants (locks.c).  Nothing here takes a lock of
+ * its own.
+ *
+ * What survives an abort.  Session locks do, so the ones a call takes
+ * before it fails (timeout, cancel, deadlock) are recorded as in flight and
+ * released by the (sub)transaction abort callback.  A hold taken by a
+ * (sub)transaction that aborts is released; a hold let go by one is kept;
+ * a hold let go by a transaction that commits is released after the commit.
+ * Transaction locks go with their transaction, and the cap's count forgets
+ * them at its end.  A transaction that took or let go of a pg_coord lock
+ * cannot PREPARE.
+ *
+ * Recovery.  CoordAcquire refuses during recovery (25006): a lock taken on
+ * a standby is not seen by the primary's sessions.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <netdb.h>
 
-#include "access/genam.h"
-#include "access/htup_details.h"
-#include "access/table.h"
 #include "access/xact.h"
 #include "access/xlog.h"
-#include "catalog/indexing.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
-#include "catalog/pg_extension.h"
-#include "catalog/pg_namespace.h"
-#include "commands/extension.h"
-#include "common/hashfn.h"
-#include "common/int.h"
 #include "common/ip.h"
 #include "funcapi.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 #include "utils/inet.h"
-#include "utils/inval.h"
-#include "utils/lsyscache.h"
-#include "utils/memutils.h"
-#include "utils/plancache.h"
 #include "utils/resowner.h"
-#include "utils/syscache.h"
 
 #include "common.h"
 #include "compat.h"
@@ -417,23 +421,6 @@ CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 		SettleHolds(true, mySubid, parentSubid);
 }
 
-/* CoordCommonInit's part: the session cap's GUC and the callbacks above */
-void
-CoordCommonLockInit(void)
-{
-	DefineCustomIntVariable("coord.max_locks_per_session",
-							"The most lock-table entries one session may hold through pg_coord.",
-							"Counts path locks (one per path and one per ancestor), name registrations, "
-							"requests and claims; 0 means no limit.  Keep it well below "
-							"max_locks_per_transaction * (max_connections + max_prepared_transactions).",
-							&coord_max_locks_per_session,
-							1000, 0, INT_MAX / 2,
-							PGC_SUSET, 0,
-							NULL, NULL, NULL);
-	RegisterXactCallback(CommonXactCallback, NULL);
-	RegisterSubXactCallback(CommonSubXactCallback, NULL);
-}
-
 static inline void
 NoteInflight(const LOCKTAG *tag, LOCKMODE mode)
 {
@@ -744,4 +731,24 @@ CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns)
 		}
 	}
 	return (Datum) 0;
+}
+
+/*
+ * CoordCommonInit's part: the session cap's GUC, and the transaction
+ * callbacks that release in-flight locks and settle holds.
+ */
+void
+CoordCommonLockInit(void)
+{
+	DefineCustomIntVariable("coord.max_locks_per_session",
+							"The most lock-table entries one session may hold through pg_coord.",
+							"Counts path locks (one per path and one per ancestor), name registrations, "
+							"requests and claims; 0 means no limit.  Keep it well below "
+							"max_locks_per_transaction * (max_connections + max_prepared_transactions).",
+							&coord_max_locks_per_session,
+							1000, 0, INT_MAX / 2,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	RegisterXactCallback(CommonXactCallback, NULL);
+	RegisterSubXactCallback(CommonSubXactCallback, NULL);
 }

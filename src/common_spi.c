@@ -1,40 +1,45 @@
 /*-------------------------------------------------------------------------
  * common_spi.c
- *		HEADER
+ *		Running SQL as the owner of schema coord (common family; see
+ *		common.c): the owner's id and the check that the catalog is of the
+ *		library's version, the owner switch, CoordSpiBegin/CoordSpiEnd,
+ *		saved plans, the one SPI error style, a definition's work in a
+ *		subtransaction of its own, and the memory contexts of the
+ *		backend-local caches.
+ *
+ * Protocol.  Every statement pg_coord runs goes between CoordSpiBegin
+ * (SPI_connect, then the owner switch) and CoordSpiEnd (the reverse).  The
+ * switch runs as the owner with SECURITY_RESTRICTED_OPERATION and
+ * search_path pinned, so the tables behind the functions need no grants to
+ * callers, and every statement names its objects and operators with a
+ * schema, so the caller's search_path can never substitute objects of its
+ * own.
+ *
+ * What survives an abort.  Nothing of the switch or the connection:
+ * (sub)transaction abort restores the user id and security context, pops
+ * the GUC nest level and closes the SPI connection.  What is per backend
+ * survives: saved plans (revalidated by the plan cache after DDL), the
+ * owner's and coord_admin's OIDs (forgotten on syscache invalidation), and
+ * the caches' memory contexts.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <netdb.h>
 
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "access/xlog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_authid.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "commands/extension.h"
-#include "common/hashfn.h"
-#include "common/int.h"
-#include "common/ip.h"
-#include "funcapi.h"
-#include "mb/pg_wchar.h"
 #include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/proc.h"
 #include "utils/acl.h"
-#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
-#include "utils/inet.h"
 #include "utils/inval.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/resowner.h"
@@ -81,15 +86,6 @@ CoordAdminRoleId(void)
 		admin_role_valid = true;
 	}
 	return admin_role;
-}
-
-/* CoordCommonInit's part: the invalidation callbacks above */
-void
-CoordCommonSpiInit(void)
-{
-	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
-	CacheRegisterSyscacheCallback(PROCOID, OwnerCacheInval, (Datum) 0);
-	CacheRegisterSyscacheCallback(AUTHOID, AdminRoleInval, (Datum) 0);
 }
 
 /* "a.b.c" -> a * 1000000 + b * 1000 + c; -1 when it is not of that form */
@@ -260,8 +256,27 @@ CoordRestoreUser(const CoordUserSwitch *sw)
 }
 
 /*
+ * CoordSpiBegin connects to SPI and switches to the owner; CoordSpiEnd
+ * switches back and disconnects.  Every statement pg_coord runs goes
+ * between them (see common.h).
+ */
+void
+CoordSpiBegin(CoordUserSwitch *sw)
+{
+	CoordSpiCheck(SPI_connect(), SPI_OK_CONNECT, "SPI_connect");
+	CoordBecomeOwner(sw);
+}
+
+void
+CoordSpiEnd(const CoordUserSwitch *sw)
+{
+	CoordRestoreUser(sw);
+	CoordSpiCheck(SPI_finish(), SPI_OK_FINISH, "SPI_finish");
+}
+
+/*
  * CoordSpiText copies a C string into a text in the caller's memory, which
- * outlives SPI_finish.  Call it between SPI_connect and SPI_finish.
+ * outlives CoordSpiEnd.  Call it inside SPI.
  */
 text *
 CoordSpiText(const char *s)
@@ -333,7 +348,7 @@ CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int
 
 /*
  * CoordPlan returns the saved plan in *slot, preparing and keeping it on
- * first use.  Must be called between SPI_connect and SPI_finish.  Saved plans
+ * first use.  Must be called inside SPI.  Saved plans
  * are revalidated by the plan cache after DDL, so they survive a DROP and
  * CREATE EXTENSION in the same backend.
  */
@@ -350,10 +365,8 @@ CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes)
 		SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, (Oid *) argtypes, CURSOR_OPT_GENERIC_PLAN);
 
 		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed for \"%s\": %s",
-				 sql, SPI_result_code_string(SPI_result));
-		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "SPI_keepplan failed");
+			CoordSpiError(SPI_result, psprintf("SPI_prepare of \"%s\"", sql));
+		CoordSpiCheck(SPI_keepplan(plan), 0, "SPI_keepplan");
 		*slot = plan;
 	}
 	return *slot;
@@ -384,12 +397,23 @@ CoordPlanGeneration(SPIPlanPtr plan)
 	return ps->generation;
 }
 
-/* CoordSpiCheck raises a can't-happen error when an SPI call did not do what it must. */
+/*
+ * CoordSpiCheck raises a can't-happen error when an SPI call did not return
+ * what it must; CoordSpiError raises it for result code rc.  The one style
+ * of SPI errors (common.h).
+ */
 void
 CoordSpiCheck(int rc, int expected, const char *what)
 {
-	if (rc != expected)
-		elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+	if (unlikely(rc != expected))
+		CoordSpiError(rc, what);
+}
+
+void
+CoordSpiError(int rc, const char *what)
+{
+	elog(ERROR, "%s failed: %s", what, SPI_result_code_string(rc));
+	pg_unreachable();
 }
 
 /*
@@ -460,4 +484,13 @@ CoordIsolated(CoordIsolatedFn fn, void *arg)
 			ReThrowError(edata);
 	}
 	return edata;
+}
+
+/* CoordCommonInit's part: forgetting the owner's and coord_admin's OIDs */
+void
+CoordCommonSpiInit(void)
+{
+	CacheRegisterSyscacheCallback(NAMESPACEOID, OwnerCacheInval, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, OwnerCacheInval, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, AdminRoleInval, (Datum) 0);
 }

@@ -36,7 +36,7 @@
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
- * (sub)transaction abort callback of CoordAcquire (common.c).
+ * (sub)transaction abort callback of CoordAcquire (common_lock.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -92,7 +92,7 @@ typedef struct PendingName
 static bool coord_register_lock_names = true;
 
 /*
- * Each cache lives in a context of its own (common.c), which holds its hash
+ * Each cache lives in a context of its own (common_spi.c), which holds its hash
  * table and the strings its entries point to: forgetting a cache is one
  * reset of its context.
  */

@@ -28,7 +28,7 @@
  *	- at ABORT of the transaction in which request() took it, so a rolled-back
  *	  request leaves no owner behind;
  *	- when the owner's session ends, by PostgreSQL.
- * The owner's lock is a hold (common.c), whose taking and letting go follow
+ * The owner's lock is a hold (common_lock.c), whose taking and letting go follow
  * the transaction and its savepoints.
  *
  * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
