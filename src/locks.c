@@ -236,12 +236,12 @@ CheckRegistered(PendingName *pending, int n)
 		keys[i] = Int64GetDatum((int64) pending[i].key);
 	args[0] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, FLOAT8PASSBYVAL,
 											  TYPALIGN_DOUBLE));
-	if (SPI_execute_plan(CoordPlan(&plan_names_select,
-								   "SELECT key, path FROM coord.lock_names "
-								   "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
-								   1, argtypes),
-						 args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read coord.lock_names");
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_select,
+											 "SELECT key, path FROM coord.lock_names "
+											 "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
+											 1, argtypes),
+								   args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.lock_names");
 
 	for (i = 0; i < n; i++)
 	{
@@ -367,8 +367,7 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 	if (npending == 0)
 		return false;
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 
 	npending = CheckRegistered(pending, npending);
 
@@ -397,12 +396,12 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 
 			args[0] = Int64GetDatum((int64) pending[i].key);
 			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
-			if (SPI_execute_plan(CoordPlan(&plan_names_insert,
-										   "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
-										   "ON CONFLICT (key) DO NOTHING",
-										   2, argtypes),
-								 args, NULL, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not insert into coord.lock_names");
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_insert,
+													 "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
+													 "ON CONFLICT (key) DO NOTHING",
+													 2, argtypes),
+										   args, NULL, false, 0),
+						  SPI_OK_INSERT, "registering a lock name");
 			if (SPI_processed == 1)
 			{
 				names_inserted_in_xact = true;
@@ -416,8 +415,7 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 		}
 	}
 
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	return busy;
 }
 
@@ -762,20 +760,20 @@ coord_fence(PG_FUNCTION_ARGS)
 				 errhint("Take it with coord.lock(path) or coord.xact_lock(path) first.")));
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	if (SPI_execute_plan(CoordPlan(&plan_fence,
-								   "INSERT INTO coord.fences AS f (path, token, fenced_at) "
-								   "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
-								   "pg_catalog.now()) "
-								   "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
-								   "fenced_at = excluded.fenced_at RETURNING f.token",
-								   1, argtypes),
-						 args, NULL, false, 1) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-		elog(ERROR, "could not issue a fencing token");
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence,
+											 "INSERT INTO coord.fences AS f (path, token, fenced_at) "
+											 "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
+											 "pg_catalog.now()) "
+											 "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+											 "fenced_at = excluded.fenced_at RETURNING f.token",
+											 1, argtypes),
+								   args, NULL, false, 1),
+				  SPI_OK_INSERT_RETURNING, "issuing a fencing token");
+	if (SPI_processed != 1)
+		elog(ERROR, "issuing a fencing token returned no token");
 	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(token);
 }
 
@@ -794,13 +792,12 @@ coord_fence_ok(PG_FUNCTION_ARGS)
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	if (SPI_execute_plan(CoordPlan(&plan_fence_ok,
-								   "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
-								   1, argtypes),
-						 args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read coord.fences");
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok,
+											 "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
+											 1, argtypes),
+								   args, NULL, true, 1),
+				  SPI_OK_SELECT, "reading coord.fences");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -809,8 +806,7 @@ coord_fence_ok(PG_FUNCTION_ARGS)
 
 		ok = (newest == PG_GETARG_INT64(1));
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
 
@@ -845,8 +841,7 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 	int64		n;
 
 	CoordNotInParallel(fcinfo);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
 											 "DELETE FROM coord.lock_names AS n "
 											 "WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
@@ -854,7 +849,6 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 											 0, NULL), NULL, NULL, false, 0),
 				  SPI_OK_DELETE, "purging lock names");
 	n = (int64) SPI_processed;
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(n);
 }
