@@ -6,7 +6,15 @@
  * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the
  * prefix, field4 = COORD_NS_PATH, so no pg_advisory_lock() key can collide.
  * USER_LOCKMETHOD tags survive transaction abort when taken at session
- * level, work on a hot standby, and join PostgreSQL's deadlock detector.
+ * level and join PostgreSQL's deadlock detector.
+ *
+ * Where locks work.  A lock lives in one server's lock manager, so every
+ * function that takes one refuses to run during recovery (25006, in
+ * CoordAcquire): a lock taken on a standby would coordinate nothing with
+ * the primary's sessions.  A read-only transaction on the primary takes
+ * locks like any other, but registers no names (below) and gets no fencing
+ * token (coord.fence writes; 25006).  coord.fence_ok and coord.path_key only
+ * read, and work on a standby too.
  *
  * Modes.  Multi-granularity locking maps onto four PostgreSQL lock modes
  * whose conflict table is exactly the IS/IX/S/X matrix:
@@ -32,7 +40,7 @@
  * waits on another registrar that is still running (it takes a per-key
  * try-lock first; only a waiter whose registrar's transaction has ended
  * waits for it to let go of the key) and is skipped in read-only
- * transactions and on a standby.
+ * transactions and under REPEATABLE READ or SERIALIZABLE (RegisterNames).
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
@@ -316,9 +324,10 @@ RegistryKeyTake(const LOCKTAG *tag, bool retry, LockAcquireResult *res)
  * again once it holds its lock, by which time that transaction has usually
  * ended (it may have rolled back, taking its row with it).
  *
- * Nothing is inserted in read-only transactions, on a standby, or under
- * REPEATABLE READ or SERIALIZABLE, whose snapshot may not see a row another
- * session registered since (the insert would then fail to serialize).
+ * Nothing is inserted in read-only transactions (on a standby the lock is
+ * refused afterwards anyway), or under REPEATABLE READ or SERIALIZABLE,
+ * whose snapshot may not see a row another session registered since (the
+ * insert would then fail to serialize).
  *
  * retry: the caller's second try, once it holds its lock (see
  * RegistryKeyTake).
