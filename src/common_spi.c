@@ -7,11 +7,11 @@
  *		subtransaction of its own, and the memory contexts of the
  *		backend-local caches.
  *
- * Protocol.  Every statement pg_coord runs goes between CoordSpiBegin
- * (SPI_connect, then the owner switch) and CoordSpiEnd (the reverse).  The
- * switch runs as the owner with SECURITY_RESTRICTED_OPERATION and
- * search_path pinned, so the tables behind the functions need no grants to
- * callers, and every statement names its objects and operators with a
+ * Protocol.  Every statement pg_coord runs as the owner goes between
+ * CoordSpiBegin (SPI_connect, then the owner switch) and CoordSpiEnd (the
+ * reverse).  The switch runs as the owner with SECURITY_RESTRICTED_OPERATION
+ * and search_path pinned, so the tables behind the functions need no grants
+ * to callers, and every statement names its objects and operators with a
  * schema, so the caller's search_path can never substitute objects of its
  * own.
  *
@@ -257,8 +257,8 @@ CoordRestoreUser(const CoordUserSwitch *sw)
 
 /*
  * CoordSpiBegin connects to SPI and switches to the owner; CoordSpiEnd
- * switches back and disconnects.  Every statement pg_coord runs goes
- * between them (see common.h).
+ * switches back and disconnects.  Every statement pg_coord runs as the
+ * owner goes between them (see common.h).
  */
 void
 CoordSpiBegin(CoordUserSwitch *sw)
