@@ -160,11 +160,11 @@ extern CoordHoldStatus CoordHoldState(const char *key);
  * Running SPI as the owner of schema coord, so tables need no grants to
  * callers (common_spi.c).  Every statement run as the owner runs between
  * CoordSpiBegin and CoordSpiEnd (SPI_connect and the owner switch; undone
- * in the reverse order).  An error in between needs no CoordSpiEnd: (sub)transaction abort
- * restores the user and search_path and closes the SPI connection.  What
- * must outlive CoordSpiEnd is copied into the caller's memory first
- * (CoordSpiText, SPI_palloc).  CoordBecomeOwner and CoordRestoreUser are
- * the switch alone, for code already inside SPI.
+ * in the reverse order).  An error in between needs no CoordSpiEnd:
+ * (sub)transaction abort restores the user and search_path and closes the
+ * SPI connection.  What must outlive CoordSpiEnd is copied into the
+ * caller's memory first (CoordSpiText, SPI_palloc).  CoordBecomeOwner and
+ * CoordRestoreUser are the switch alone, for code already inside SPI.
  *
  * SPI errors, in one style.  A statement's own errors (a unique violation,
  * a cancel, a lock timeout) are raised by PostgreSQL as they are.  A result

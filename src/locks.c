@@ -100,9 +100,9 @@ typedef struct PendingName
 static bool coord_register_lock_names = true;
 
 /*
- * Each cache lives in a context of its own (common_spi.c), which holds its hash
- * table and the strings its entries point to: forgetting a cache is one
- * reset of its context.
+ * Each cache lives in a context of its own (common_spi.c), which holds its
+ * hash table and the strings its entries point to: forgetting a cache is
+ * one reset of its context.
  */
 static MemoryContext held_cxt = NULL;
 static HTAB *held_locks = NULL;

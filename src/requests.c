@@ -28,8 +28,8 @@
  *	- at ABORT of the transaction in which request() took it, so a rolled-back
  *	  request leaves no owner behind;
  *	- when the owner's session ends, by PostgreSQL.
- * The owner's lock is a hold (common_lock.c), whose taking and letting go follow
- * the transaction and its savepoints.
+ * The owner's lock is a hold (common_lock.c), whose taking and letting go
+ * follow the transaction and its savepoints.
  *
  * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
  * snapshot can predate the commit that woke the waiter.
