@@ -164,7 +164,8 @@ extern CoordHoldStatus CoordHoldState(const char *key);
  * (sub)transaction abort restores the user and search_path and closes the
  * SPI connection.  What must outlive CoordSpiEnd is copied into the
  * caller's memory first (CoordSpiText, SPI_palloc).  CoordBecomeOwner and
- * CoordRestoreUser are the switch alone, for code already inside SPI.
+ * CoordRestoreUser are the switch alone, for the pair: test/static/
+ * spi_style.py refuses them, and hand-paired SPI, anywhere else.
  *
  * SPI errors, in one style.  A statement's own errors (a unique violation,
  * a cancel, a lock timeout) are raised by PostgreSQL as they are.  A result
