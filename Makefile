@@ -8,6 +8,9 @@ MODULE_big = pg_coord
 OBJS = \
 	src/pg_coord.o \
 	src/common.o \
+	src/common_args.o \
+	src/common_lock.o \
+	src/common_spi.o \
 	src/locks.o \
 	src/requests.o \
 	src/jobs.o \
@@ -70,7 +73,7 @@ include $(PGXS)
 # PGXS tracks no header dependencies: every object depends on every header.
 $(OBJS): $(wildcard src/*.h)
 # the library's version (COORD_VERSION) comes from the control file
-src/common.o: $(EXTENSION).control
+src/common_spi.o: $(EXTENSION).control
 
 # Nor flags: objects are rebuilt when WERROR changes.
 .PHONY: FORCE

@@ -98,12 +98,16 @@ extern Jsonb *CoordCheckPayload(Jsonb *payload);
 extern void CoordCheckSize(const char *what, Size size, Size max);
 extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argname,
 										 bool allow_zero);
+/* Timestamp arithmetic that stays inside the timestamptz range (22008) */
+extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
+/* First in every function that changes state or takes locks: 25000 in a parallel worker */
+extern void CoordNotInParallel(FunctionCallInfo fcinfo);
 
-/* Paths */
+/* Paths and name keys (common_args.c) */
 extern void CoordParsePath(text *path_text, CoordPath *out);
 extern uint64 CoordNameKey(const char *name, int len);
 
-/* Lock-manager helpers shared by locks and requests */
+/* Lock-manager helpers shared by locks, requests and jobs (common_lock.c) */
 extern void CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns);
 extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 						 bool session, int64 timeout_us, bool keep_inflight);
@@ -111,8 +115,12 @@ extern void CoordInflightDone(void);
 extern void CoordLockBudget(int nnew);
 extern void CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session);
 extern void CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode);
+extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
+extern const char *CoordModeName(LOCKMODE mode);
+extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);
+extern bool CoordBackendAlive(int pid, TimestampTz started);
 
-/* Session locks kept across transactions, taken and let go transactionally */
+/* Session locks kept across transactions, taken and let go transactionally (common_lock.c) */
 typedef enum CoordHoldStatus
 {
 	HOLD_NONE,
@@ -125,33 +133,54 @@ extern void CoordHoldRelease(const char *key);
 extern void CoordHoldKeep(const char *key);
 extern void CoordHoldDrop(const char *key);
 extern CoordHoldStatus CoordHoldState(const char *key);
-extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
-extern const char *CoordModeName(LOCKMODE mode);
-extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);
-extern bool CoordBackendAlive(int pid, TimestampTz started);
 
-/* Running SPI as the owner of schema coord, so tables need no grants to callers */
+/*
+ * Running SPI as the owner of schema coord, so tables need no grants to
+ * callers (common_spi.c).  Every statement run as the owner runs between
+ * CoordSpiBegin and CoordSpiEnd (SPI_connect and the owner switch; undone
+ * in the reverse order).  An error in between needs no CoordSpiEnd:
+ * (sub)transaction abort restores the user and search_path and closes the
+ * SPI connection.  What must outlive CoordSpiEnd is copied into the
+ * caller's memory first (CoordSpiText, SPI_palloc).  CoordBecomeOwner and
+ * CoordRestoreUser are the switch alone, for the pair: test/static/
+ * spi_style.py refuses them, and hand-paired SPI, anywhere else.
+ *
+ * SPI errors, in one style.  A statement's own errors (a unique violation,
+ * a cancel, a lock timeout) are raised by PostgreSQL as they are.  A result
+ * code other than the one an SPI call must return cannot happen: every
+ * call's code goes through CoordSpiCheck(rc, expected, what), or
+ * CoordSpiError(rc, what) where the call returns no code of its own
+ * (SPI_prepare's NULL), which raise elog(ERROR) (XX000) "<what> failed:
+ * <SPI_result_code_string>".  what names the step in words ("reading
+ * coord.lock_names"), or the SPI call.
+ */
+extern void CoordSpiBegin(CoordUserSwitch *sw);
+extern void CoordSpiEnd(const CoordUserSwitch *sw);
+extern void CoordSpiCheck(int rc, int expected, const char *what);
+extern void CoordSpiError(int rc, const char *what) pg_attribute_noreturn();
 extern Oid	CoordOwnerId(void);
 extern Oid	CoordAdminRoleId(void);
 extern void CoordBecomeOwner(CoordUserSwitch *sw);
 extern void CoordRestoreUser(const CoordUserSwitch *sw);
 extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 extern int	CoordPlanGeneration(SPIPlanPtr plan);
-extern void CoordSpiCheck(int rc, int expected, const char *what);
 extern text *CoordSpiText(const char *s);
-extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);
-extern HTAB *CoordLocalHashIn(HTAB **table, MemoryContext cxt, const char *name,
-							  Size keysize, Size entrysize, int flags);
-extern MemoryContext CoordCacheContext(MemoryContext *cxt, const char *name);
 
-/* First in every function that changes state or takes locks: 25000 in a parallel worker */
-extern void CoordNotInParallel(FunctionCallInfo fcinfo);
-
-/* One definition's work in a subtransaction of its own (see common.c) */
+/* One definition's work in a subtransaction of its own (common_spi.c) */
 typedef void (*CoordIsolatedFn) (void *arg);
 extern ErrorData *CoordIsolated(CoordIsolatedFn fn, void *arg);
 
-/* Timestamp arithmetic that stays inside the timestamptz range (22008) */
-extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
+/*
+ * Backend-local caches, each in a memory context of its own under "pg_coord
+ * caches", forgotten by resetting that context (common_spi.c).
+ */
+extern MemoryContext CoordCacheContext(MemoryContext *cxt, const char *name);
+extern HTAB *CoordLocalHash(HTAB **table, const char *name, Size keysize, Size entrysize, int flags);
+extern HTAB *CoordLocalHashIn(HTAB **table, MemoryContext cxt, const char *name,
+							  Size keysize, Size entrysize, int flags);
+
+/* The common family's parts of CoordCommonInit (common_lock.c, common_spi.c) */
+extern void CoordCommonLockInit(void);
+extern void CoordCommonSpiInit(void);
 
 #endif							/* PG_COORD_COMMON_H */

@@ -7,7 +7,15 @@
  * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the
  * prefix, field4 = COORD_NS_PATH, so no pg_advisory_lock() key can collide.
  * USER_LOCKMETHOD tags survive transaction abort when taken at session
- * level, work on a hot standby, and join PostgreSQL's deadlock detector.
+ * level and join PostgreSQL's deadlock detector.
+ *
+ * Where locks work.  A lock lives in one server's lock manager, so every
+ * function that takes one refuses to run during recovery (25006, in
+ * CoordAcquire): a lock taken on a standby would coordinate nothing with
+ * the primary's sessions.  A read-only transaction on the primary takes
+ * locks like any other, but registers no names (below) and gets no fencing
+ * token (coord.fence writes; 25006).  coord.fence_ok and coord.path_key only
+ * read, and work on a standby too.
  *
  * Modes.  Multi-granularity locking maps onto four PostgreSQL lock modes
  * whose conflict table is exactly the IS/IX/S/X matrix:
@@ -33,11 +41,11 @@
  * waits on another registrar that is still running (it takes a per-key
  * try-lock first; only a waiter whose registrar's transaction has ended
  * waits for it to let go of the key) and is skipped in read-only
- * transactions and on a standby.
+ * transactions and under REPEATABLE READ or SERIALIZABLE (RegisterNames).
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
- * (sub)transaction abort callback of CoordAcquire (common.c).
+ * (sub)transaction abort callback of CoordAcquire (common_lock.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -93,9 +101,9 @@ typedef struct PendingName
 static bool coord_register_lock_names = true;
 
 /*
- * Each cache lives in a context of its own (common.c), which holds its hash
- * table and the strings its entries point to: forgetting a cache is one
- * reset of its context.
+ * Each cache lives in a context of its own (common_spi.c), which holds its
+ * hash table and the strings its entries point to: forgetting a cache is
+ * one reset of its context.
  */
 static MemoryContext held_cxt = NULL;
 static HTAB *held_locks = NULL;
@@ -237,12 +245,12 @@ CheckRegistered(PendingName *pending, int n)
 		keys[i] = Int64GetDatum((int64) pending[i].key);
 	args[0] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, FLOAT8PASSBYVAL,
 											  TYPALIGN_DOUBLE));
-	if (SPI_execute_plan(CoordPlan(&plan_names_select,
-								   "SELECT key, path FROM coord.lock_names "
-								   "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
-								   1, argtypes),
-						 args, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read coord.lock_names");
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_select,
+											 "SELECT key, path FROM coord.lock_names "
+											 "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
+											 1, argtypes),
+								   args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.lock_names");
 
 	for (i = 0; i < n; i++)
 	{
@@ -317,9 +325,10 @@ RegistryKeyTake(const LOCKTAG *tag, bool retry, LockAcquireResult *res)
  * again once it holds its lock, by which time that transaction has usually
  * ended (it may have rolled back, taking its row with it).
  *
- * Nothing is inserted in read-only transactions, on a standby, or under
- * REPEATABLE READ or SERIALIZABLE, whose snapshot may not see a row another
- * session registered since (the insert would then fail to serialize).
+ * Nothing is inserted in read-only transactions (on a standby the lock is
+ * refused afterwards anyway), or under REPEATABLE READ or SERIALIZABLE,
+ * whose snapshot may not see a row another session registered since (the
+ * insert would then fail to serialize).
  *
  * retry: the caller's second try, once it holds its lock (see
  * RegistryKeyTake).
@@ -368,8 +377,7 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 	if (npending == 0)
 		return false;
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 
 	npending = CheckRegistered(pending, npending);
 
@@ -398,12 +406,12 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 
 			args[0] = Int64GetDatum((int64) pending[i].key);
 			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
-			if (SPI_execute_plan(CoordPlan(&plan_names_insert,
-										   "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
-										   "ON CONFLICT (key) DO NOTHING",
-										   2, argtypes),
-								 args, NULL, false, 0) != SPI_OK_INSERT)
-				elog(ERROR, "could not insert into coord.lock_names");
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_insert,
+													 "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
+													 "ON CONFLICT (key) DO NOTHING",
+													 2, argtypes),
+										   args, NULL, false, 0),
+						  SPI_OK_INSERT, "registering a lock name");
 			if (SPI_processed == 1)
 			{
 				names_inserted_in_xact = true;
@@ -417,8 +425,7 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 		}
 	}
 
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	return busy;
 }
 
@@ -763,20 +770,20 @@ coord_fence(PG_FUNCTION_ARGS)
 				 errhint("Take it with coord.lock(path) or coord.xact_lock(path) first.")));
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	if (SPI_execute_plan(CoordPlan(&plan_fence,
-								   "INSERT INTO coord.fences AS f (path, token, fenced_at) "
-								   "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
-								   "pg_catalog.now()) "
-								   "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
-								   "fenced_at = excluded.fenced_at RETURNING f.token",
-								   1, argtypes),
-						 args, NULL, false, 1) != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-		elog(ERROR, "could not issue a fencing token");
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence,
+											 "INSERT INTO coord.fences AS f (path, token, fenced_at) "
+											 "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
+											 "pg_catalog.now()) "
+											 "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+											 "fenced_at = excluded.fenced_at RETURNING f.token",
+											 1, argtypes),
+								   args, NULL, false, 1),
+				  SPI_OK_INSERT_RETURNING, "issuing a fencing token");
+	if (SPI_processed != 1)
+		elog(ERROR, "issuing a fencing token returned no token");
 	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(token);
 }
 
@@ -795,13 +802,12 @@ coord_fence_ok(PG_FUNCTION_ARGS)
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	if (SPI_execute_plan(CoordPlan(&plan_fence_ok,
-								   "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
-								   1, argtypes),
-						 args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read coord.fences");
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok,
+											 "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
+											 1, argtypes),
+								   args, NULL, true, 1),
+				  SPI_OK_SELECT, "reading coord.fences");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -810,8 +816,7 @@ coord_fence_ok(PG_FUNCTION_ARGS)
 
 		ok = (newest == PG_GETARG_INT64(1));
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
 
@@ -846,8 +851,7 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 	int64		n;
 
 	CoordNotInParallel(fcinfo);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
 											 "DELETE FROM coord.lock_names AS n "
 											 "WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
@@ -855,7 +859,6 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 											 0, NULL), NULL, NULL, false, 0),
 				  SPI_OK_DELETE, "purging lock names");
 	n = (int64) SPI_processed;
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(n);
 }

@@ -29,8 +29,8 @@
  *	- at ABORT of the transaction in which request() took it, so a rolled-back
  *	  request leaves no owner behind;
  *	- when the owner's session ends, by PostgreSQL.
- * The owner's lock is a hold (common.c), whose taking and letting go follow
- * the transaction and its savepoints.
+ * The owner's lock is a hold (common_lock.c), whose taking and letting go
+ * follow the transaction and its savepoints.
  *
  * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
  * snapshot can predate the commit that woke the waiter.
@@ -124,16 +124,18 @@ typedef enum KeyArgs
 	ARGS_INTERVAL				/* $1 key, $2 interval (may be NULL) */
 } KeyArgs;
 
-/* Runs a saved statement about one key as the extension owner (inside SPI). */
+/*
+ * Runs a saved statement about one key as the extension owner (inside SPI);
+ * expected is the SPI result code it must return.
+ */
 static void
-RunKeyPlan(SPIPlanPtr *slot, const char *sql, const char *key, KeyArgs kind,
+RunKeyPlan(SPIPlanPtr *slot, const char *sql, int expected, const char *key, KeyArgs kind,
 		   Datum interval, bool interval_null)
 {
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
 	Oid			argtypes[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
 	int			nargs = 1;
-	int			rc;
 
 	args[0] = PointerGetDatum(cstring_to_text(key));
 	if (kind == ARGS_OWNER)
@@ -149,9 +151,8 @@ RunKeyPlan(SPIPlanPtr *slot, const char *sql, const char *key, KeyArgs kind,
 		argtypes[1] = INTERVALOID;
 		nargs = 2;
 	}
-	rc = SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0);
-	if (rc < 0)
-		elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0),
+				  expected, "a statement on coord.request_keys");
 }
 
 static char *
@@ -159,7 +160,7 @@ CurrentState(const char *key)
 {
 	RunKeyPlan(&plan_state,
 			   "SELECT state FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1",
-			   key, ARGS_KEY, (Datum) 0, false);
+			   SPI_OK_SELECT, key, ARGS_KEY, (Datum) 0, false);
 	if (SPI_processed == 0)
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -189,7 +190,7 @@ Decide(const char *key, Datum stale_after, bool stale_null)
 				   "(key, state, owner_pid, owner_start, requested_at) "
 				   "VALUES ($1, 'requested', $2, $3, pg_catalog.now()) "
 				   "ON CONFLICT (key) DO NOTHING",
-				   key, ARGS_OWNER, (Datum) 0, false);
+				   SPI_OK_INSERT, key, ARGS_OWNER, (Datum) 0, false);
 		if (SPI_processed == 1)
 			return true;
 
@@ -198,7 +199,7 @@ Decide(const char *key, Datum stale_after, bool stale_null)
 				   "done_at OPERATOR(pg_catalog.<) "
 				   "(pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) $2) AS stale "
 				   "FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1",
-				   key, ARGS_INTERVAL, stale_after, stale_null);
+				   SPI_OK_SELECT, key, ARGS_INTERVAL, stale_after, stale_null);
 		if (SPI_processed == 0)
 			continue;			/* purged since the insert: try again */
 
@@ -225,7 +226,7 @@ Decide(const char *key, Datum stale_after, bool stale_null)
 				   "UPDATE coord.request_keys SET state = 'requested', owner_pid = $2, "
 				   "owner_start = $3, requested_at = pg_catalog.now(), queued_at = NULL, "
 				   "done_at = NULL WHERE key OPERATOR(pg_catalog.=) $1",
-				   key, ARGS_OWNER, (Datum) 0, false);
+				   SPI_OK_UPDATE, key, ARGS_OWNER, (Datum) 0, false);
 		if (SPI_processed == 1)
 			return true;
 	}
@@ -288,11 +289,9 @@ coord_request(PG_FUNCTION_ARGS)
 		acquired_now = true;
 	}
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	answer = Decide(key, stale_after, stale_null);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 
 	if (!answer && acquired_now)
 		CoordHoldDrop(hk);		/* not ours: let the next waiter read the state */
@@ -326,19 +325,17 @@ CoordRequestMarkQueued(const char *key)
 	bool		owns = Owns(key);
 	CoordUserSwitch sw;
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	if (!owns)
 		NotOwnerError(key, "queue");
 	RunKeyPlan(&plan_queue,
 			   "UPDATE coord.request_keys SET state = 'queued', queued_at = pg_catalog.now() "
 			   "WHERE key OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'requested' "
 			   "AND owner_pid OPERATOR(pg_catalog.=) $2 AND owner_start OPERATOR(pg_catalog.=) $3",
-			   key, ARGS_OWNER, (Datum) 0, false);
+			   SPI_OK_UPDATE, key, ARGS_OWNER, (Datum) 0, false);
 	if (SPI_processed != 1)
 		NotOwnerError(key, "queue");
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 
 	CoordHoldRelease(HoldKey(key));
 }
@@ -388,15 +385,13 @@ coord_mark_done(PG_FUNCTION_ARGS)
 	CoordUserSwitch sw;
 
 	CoordNotInParallel(fcinfo);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	RunKeyPlan(&plan_done,
 			   "INSERT INTO coord.request_keys AS r (key, state, done_at) "
 			   "VALUES ($1, 'done', pg_catalog.now()) "
 			   "ON CONFLICT (key) DO UPDATE SET state = 'done', done_at = pg_catalog.now()",
-			   key, ARGS_KEY, (Datum) 0, false);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+			   SPI_OK_INSERT, key, ARGS_KEY, (Datum) 0, false);
+	CoordSpiEnd(&sw);
 
 	CoordHoldRelease(HoldKey(key));
 	PG_RETURN_VOID();
@@ -421,15 +416,13 @@ coord_release(PG_FUNCTION_ARGS)
 				 errmsg("key \"%s\" is not requested by this session", key)));
 		PG_RETURN_VOID();
 	}
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	RunKeyPlan(&plan_release,
 			   "DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
 			   "AND state OPERATOR(pg_catalog.=) 'requested' "
 			   "AND owner_pid OPERATOR(pg_catalog.=) $2 AND owner_start OPERATOR(pg_catalog.=) $3",
-			   key, ARGS_OWNER, (Datum) 0, false);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+			   SPI_OK_DELETE, key, ARGS_OWNER, (Datum) 0, false);
+	CoordSpiEnd(&sw);
 
 	CoordHoldRelease(HoldKey(key));
 	PG_RETURN_VOID();
@@ -444,13 +437,11 @@ coord_request_state(PG_FUNCTION_ARGS)
 	text	   *result = NULL;
 	CoordUserSwitch sw;
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	state = CurrentState(key);
 	if (state != NULL)
 		result = CoordSpiText(state);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(result);
@@ -470,19 +461,17 @@ coord_purge_requests(PG_FUNCTION_ARGS)
 	(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(0), "older_than", true);
 	args[0] = PG_GETARG_DATUM(0);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	if (SPI_execute_plan(CoordPlan(&plan_purge,
-								   "DELETE FROM coord.request_keys "
-								   "WHERE state OPERATOR(pg_catalog.=) 'done' "
-								   "AND done_at OPERATOR(pg_catalog.<) "
-								   "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
-								   1, argtypes),
-						 args, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not purge coord.request_keys");
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+											 "DELETE FROM coord.request_keys "
+											 "WHERE state OPERATOR(pg_catalog.=) 'done' "
+											 "AND done_at OPERATOR(pg_catalog.<) "
+											 "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+											 1, argtypes),
+								   args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging coord.request_keys");
 	n = SPI_processed;
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64((int64) n);
 }
 

@@ -100,6 +100,13 @@ BEGIN READ ONLY;
 SELECT coord.xact_lock('/readonly/x');
 SELECT path LIKE '#%' AS shown_by_key, mode FROM coord.locks WHERE pid = pg_backend_pid() ORDER BY mode;
 COMMIT;
+-- ... but get no fencing token there: coord.fence writes (25006).
+BEGIN READ ONLY;
+SELECT coord.xact_lock('/readonly/f');
+\set VERBOSITY sqlstate
+SELECT coord.fence('/readonly/f');
+\set VERBOSITY terse
+ROLLBACK;
 -- ... and a rolled-back registration is forgotten, so the next lock registers again.
 BEGIN;
 SELECT coord.xact_lock('/rolledback');
