@@ -13,7 +13,8 @@ OBJS = \
 	src/jobs.o \
 	src/cron.o \
 	src/schedules.o \
-	src/apps.o
+	src/apps.o \
+	src/apps_grid.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
