@@ -86,13 +86,33 @@
 
 const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
 
-/* What a check of one period found. */
-typedef enum Readiness
+/* What the upstream runs of one period of an app are (CheckUpstreams). */
+typedef enum UpstreamState
 {
-	READY,						/* every upstream run is done */
-	WAITING,					/* some are not done yet */
-	BLOCKED						/* never, as things are: an upstream run died, or there are none */
-} Readiness;
+	UPSTREAM_DONE,				/* every upstream run is done */
+	UPSTREAM_PENDING,			/* some are not done yet, or an upstream has no first period yet */
+	UPSTREAM_FAILED,			/* an upstream run died or was cancelled */
+	UPSTREAM_MISSING			/* an upstream was dropped, or has no period in the window */
+} UpstreamState;
+
+/*
+ * What an attempt to create the run of one period came to (CreateRun,
+ * TryPeriod).  Only RUN_CREATED made anything; RUN_NOT_DUE and RUN_WAITING
+ * may change later, the others never will as things are.
+ */
+typedef enum RunOutcome
+{
+	RUN_CREATED,				/* this call created the run */
+	RUN_EXISTS,					/* the period has its run already */
+	RUN_NOT_DUE,				/* before the app's first period, or after the latest tick */
+	RUN_WAITING,				/* UPSTREAM_PENDING */
+	RUN_UPSTREAM_FAILED,		/* UPSTREAM_FAILED */
+	RUN_UPSTREAM_MISSING		/* UPSTREAM_MISSING */
+} RunOutcome;
+
+/* TryPeriod's and CreateRun's flags */
+#define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when UPSTREAM_DONE */
+#define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when nothing was created */
 
 static SPIPlanPtr plan_defs = NULL;
 static SPIPlanPtr plan_deps = NULL;
@@ -464,15 +484,16 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 
 /*
  * Whether every upstream run of period [start, end) of d is done; when
- * READY, names[]/results[] get each upstream's results in period order
- * (results[i] 0: left out, they would not fit in the payload).
+ * UPSTREAM_DONE, names[]/results[] get each upstream's results in period
+ * order (results[i] 0: left out, they would not fit in the payload).  The
+ * first dependency that fails or is missing decides.
  */
-static Readiness
+static UpstreamState
 CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			   Datum *names, Datum *results)
 {
 	int			i;
-	Readiness	r = READY;
+	UpstreamState r = UPSTREAM_DONE;
 	int64		budget = COORD_PAYLOAD_MAX_BYTES - (int64) VARSIZE(DatumGetPointer(d->conf));
 
 	for (i = 0; i < d->ndeps; i++)
@@ -493,9 +514,9 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 
 		CHECK_FOR_INTERRUPTS();
 		if (u == NULL)
-			return BLOCKED;		/* dropped */
+			return UPSTREAM_MISSING;	/* dropped */
 		if (u->first_null)
-			return WAITING;		/* not started yet: it gets a first period at the next tick */
+			return UPSTREAM_PENDING;	/* not started yet: it gets a first period at the next tick */
 		if (dep->grain > d->grain)
 		{
 			wstart = PeriodTrunc(dep->grain, start);
@@ -519,7 +540,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			starts[nstarts++] = TimestampTzGetDatum(s);
 		}
 		if (nstarts == 0)
-			return BLOCKED;		/* the upstream started after this period */
+			return UPSTREAM_MISSING;	/* the upstream started after this period */
 		args[0] = CStringGetTextDatum(u->name);
 		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
@@ -533,10 +554,10 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		ndone = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		nfailed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		if (nfailed > 0)
-			return BLOCKED;
+			return UPSTREAM_FAILED;
 		if (ndone != nstarts)
-			r = WAITING;
-		else if (names && r == READY)
+			r = UPSTREAM_PENDING;
+		else if (names && r == UPSTREAM_DONE)
 		{
 			names[i] = CStringGetTextDatum(u->name);
 			results[i] = UpstreamResults(u->name, args[1], &budget);
@@ -626,28 +647,36 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 
 /*
  * Creates the run of d for the period starting at start if it has none and
- * (with check) every upstream run is done; the caller holds the period's
- * lock.  Returns READY when it created the run.
+ * (with PERIOD_CHECK_UPSTREAMS) every upstream run is done; the caller holds
+ * the period's lock.
  */
-static Readiness
-CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
+static RunOutcome
+CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
+	bool		check = (flags & PERIOD_CHECK_UPSTREAMS) != 0;
 	TimestampTz end = PeriodNext(d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
-	Readiness	r;
 	int64		id;
 	Oid			argtypes[6] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	if (RunExists(d->name, start))
-		return BLOCKED;
+		return RUN_EXISTS;
 	if (check)
 	{
-		r = CheckUpstreams(g, d, start, end, names, results);
-		if (r != READY)
-			return r;
+		switch (CheckUpstreams(g, d, start, end, names, results))
+		{
+			case UPSTREAM_DONE:
+				break;
+			case UPSTREAM_PENDING:
+				return RUN_WAITING;
+			case UPSTREAM_FAILED:
+				return RUN_UPSTREAM_FAILED;
+			case UPSTREAM_MISSING:
+				return RUN_UPSTREAM_MISSING;
+		}
 	}
 	id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, check ? d->ndeps : 0));
 	args[0] = CStringGetTextDatum(d->name);
@@ -663,25 +692,26 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
 									 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
 									 6, argtypes), args, nulls, false, 0),
 		  SPI_OK_INSERT, "creating a run");
-	return SPI_processed == 1 ? READY : BLOCKED;
+	/* a conflict: another transaction created it since RunExists looked */
+	return SPI_processed == 1 ? RUN_CREATED : RUN_EXISTS;
 }
 
 /*
  * Takes the period's lock and creates the run when it is due; keeps the
- * lock (to commit) when it created one or when keep says so.
+ * lock (to commit) when it created one or with PERIOD_KEEP_LOCK.
  */
-static Readiness
-TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, bool check, bool keep)
+static RunOutcome
+TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	LOCKTAG		tag;
-	Readiness	r;
+	RunOutcome	r;
 
 	if (d->first_null || start < d->first_period || !HorizonAllows(g, d, start))
-		return WAITING;
+		return RUN_NOT_DUE;
 	PeriodTag(&tag, d->name, start);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	r = CreateRun(g, d, start, check);
-	if (r != READY && !keep)
+	r = CreateRun(g, d, start, flags);
+	if (r != RUN_CREATED && !(flags & PERIOD_KEEP_LOCK))
 		LockRelease(&tag, ExclusiveLock, false);
 	return r;
 }
@@ -785,7 +815,7 @@ DependentRuns(void *arg)
 			to = PeriodNext(d->grain, from);
 		}
 		for (p = from; p < to; p = PeriodNext(d->grain, p))
-			(void) TryPeriod(a->g, d, p, true, true);
+			(void) TryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
 	}
 }
 
@@ -849,8 +879,9 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum r
 
 /* ---------- coord.tick's share ---------- */
 
+/* An app's first tick: its first period, and next_period with it. */
 static void
-SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
+SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 {
 	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -858,19 +889,29 @@ SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
-	if (set_first)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
-										 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
-										 "WHERE name OPERATOR(pg_catalog.=) $1",
-										 3, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "tick");
-	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-										 "UPDATE coord.app_defs SET next_period = $3 "
-										 "WHERE name OPERATOR(pg_catalog.=) $1 "
-										 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
-										 3, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "tick");
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
+									 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+}
+
+/* next_period, written only when it changed */
+static void
+SetNextPeriod(const char *app, TimestampTz next)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(0);
+	args[2] = TimestampTzGetDatum(next);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
+									 "UPDATE coord.app_defs SET next_period = $3 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1 "
+									 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
 }
 
 static void
@@ -1008,7 +1049,7 @@ RepairOrphan(void *arg)
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
 
-	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != READY)
+	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != UPSTREAM_DONE)
 		id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
 	else
 		id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
@@ -1129,7 +1170,7 @@ AppTick(void *arg)
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
-			SetPeriods(d->name, true, d->first_period, d->next_period);
+			SetFirstPeriod(d->name, d->first_period, d->next_period);
 		}
 		p = d->next_null ? d->first_period : d->next_period;
 		if (d->ndeps == 0)
@@ -1149,16 +1190,23 @@ AppTick(void *arg)
 		}
 		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
 		{
-			Readiness	r = TryPeriod(gp, d, p, d->ndeps > 0, false);
-
-			if (r == READY)
+			switch (TryPeriod(gp, d, p, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
 			{
-				a->done++;
-				if (d->ndeps == 0)
-					budget--;
+				case RUN_CREATED:
+					a->done++;
+					if (d->ndeps == 0)
+						budget--;
+					break;
+				case RUN_NOT_DUE:
+				case RUN_WAITING:
+					/* this period may still get a run: next_period stays here */
+					contiguous = false;
+					break;
+				case RUN_EXISTS:
+				case RUN_UPSTREAM_FAILED:
+				case RUN_UPSTREAM_MISSING:
+					break;
 			}
-			else if (r == WAITING)
-				contiguous = false;
 			p = PeriodNext(d->grain, p);
 			if (contiguous)
 			{
@@ -1167,7 +1215,7 @@ AppTick(void *arg)
 			}
 		}
 		if (!d->next_null)
-			SetPeriods(d->name, false, 0, d->next_period);
+			SetNextPeriod(d->name, d->next_period);
 	}
 }
 
