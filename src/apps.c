@@ -76,6 +76,7 @@
 
 #include "common.h"
 #include "apps_int.h"
+#include "apps_periods.h"
 
 /* The most unfinished runs a tick lets a time-driven app have (catch-up). */
 #define APP_MAX_LIVE_RUNS	24
@@ -83,6 +84,9 @@
 #define APP_TICK_STEPS		200
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
+
+/* apps_periods.c is plain C: its times are TimestampTz */
+StaticAssertDecl(sizeof(TimestampTz) == sizeof(int64_t), "TimestampTz is an int64_t");
 
 const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
 
@@ -1335,32 +1339,30 @@ ValidateGraph(AppGraph *g)
 }
 
 /*
- * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
- * conf): creates or replaces an app.  The same definition again changes
- * nothing; a changed one applies to runs created from then on.
+ * What coord.define_app was given, checked: ParseDefinition and
+ * ParseDepends fill it, ValidateDefinition and DecidePeriods complete it,
+ * WriteDefinition stores it.
  */
-Datum
-coord_define_app(PG_FUNCTION_ARGS)
+typedef struct AppDefinition
+{
+	AppDef		def;			/* name, starts, grain, deps, queue, host,
+								 * conf; the periods to store */
+	Jsonb	   *depends;		/* as given: stored as it is */
+	Interval   *timeout;		/* NULL: none */
+	bool		has_catchup;
+	TimestampTz catchup;		/* catchup_from, when has_catchup */
+} AppDefinition;
+
+/* The arguments but depends' items (before SPI). */
+static void
+ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 {
 	char	   *name = CoordNameArg(fcinfo, 0, "app", false);
 	char	   *starts_s = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	char	   *host = CoordNameArg(fcinfo, 4, "host", true);
 	char	   *queue = CoordNameArg(fcinfo, 5, "queue", false);
 	Grain		starts = G_NONE;
-	Jsonb	   *depends;
 	Jsonb	   *conf;
-	AppGraph	g;
-	AppDef	   *d;
-	AppDef		nd;
-	CoordUserSwitch sw;
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
-	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[11];
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	bool		exists;
-	bool		reset = false;
-	TimestampTz catchup = 0;
-	uint64		i;
 
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 2, "depends");
@@ -1375,167 +1377,194 @@ coord_define_app(PG_FUNCTION_ARGS)
 					 errhint("starts is hourly, daily, weekly, monthly or yearly, or NULL for an app "
 							 "that runs only when its dependencies are met.")));
 	}
-	depends = PG_GETARG_JSONB_P(2);
+	memset(ad, 0, sizeof(*ad));
+	ad->depends = PG_GETARG_JSONB_P(2);
 	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
 	/* small enough that every run's payload fits (RunPayload) */
 	CoordCheckSize("app conf", VARSIZE(conf), COORD_CONF_MAX_BYTES);
 	/* a timeout must end in the timestamp range, for runs claimed from now on */
 	if (!PG_ARGISNULL(3))
+	{
+		ad->timeout = PG_GETARG_INTERVAL_P(3);
 		(void) CoordTimeAdd(GetCurrentTransactionStartTimestamp(),
-							CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false),
+							CoordIntervalToMicroseconds(ad->timeout, "timeout", false),
 							psprintf("the timeout of app \"%s\"", name));
+	}
 	if (!PG_ARGISNULL(6))
 	{
-		catchup = PG_GETARG_TIMESTAMPTZ(6);
-		if (TIMESTAMP_NOT_FINITE(catchup))
+		ad->has_catchup = true;
+		ad->catchup = PG_GETARG_TIMESTAMPTZ(6);
+		if (TIMESTAMP_NOT_FINITE(ad->catchup))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("catchup_from must be a finite time")));
 	}
 
-	memset(&nd, 0, sizeof(nd));
-	nd.name = name;
-	nd.starts = starts;
-	nd.queue = queue;
-	nd.host = host;
-	nd.conf = JsonbPGetDatum(conf);
-	nd.first_null = nd.next_null = true;
+	ad->def.name = name;
+	ad->def.starts = starts;
+	ad->def.queue = queue;
+	ad->def.host = host;
+	ad->def.conf = JsonbPGetDatum(conf);
+	ad->def.has_timeout = (ad->timeout != NULL);
+	ad->def.first_null = ad->def.next_null = true;
+}
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	LockDefinitions();
+/* depends: an object of app names and periods (inside SPI) */
+static void
+ParseDepends(AppDefinition *ad)
+{
+	AppDef	   *nd = &ad->def;
+	const char *name = nd->name;
+	Oid			argtypes[1] = {JSONBOID};
+	Datum		args[1];
+	char	   *type;
+	SPITupleTable *tt;
+	uint64		i,
+				n;
 
-	/* the dependencies: an object of app names and periods */
-	args[0] = JsonbPGetDatum(depends);
+	args[0] = JsonbPGetDatum(ad->depends);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dep_items,
 									 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
 									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
 									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
 									 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
 									 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
-									 1, argtypes + 2), args, NULL, false, 0),
+									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_SELECT, "define_app");
-	{
-		char	   *type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		SPITupleTable *tt = SPI_tuptable;
-		uint64		n = SPI_processed;
-
-		if (strcmp(type, "object") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("depends of app \"%s\" must be a JSON object", name),
-					 errdetail("It is a JSON %s.", type),
-					 errhint("Name each app it depends on with a period: {\"adxcheck\": \"hourly\"}.")));
-		nd.deps = palloc0(sizeof(AppDep) * n);
-		for (i = 0; i < n; i++)
-		{
-			char	   *dep = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
-			char	   *vtype = SPI_getvalue(tt->vals[i], tt->tupdesc, 3);
-			char	   *val = SPI_getvalue(tt->vals[i], tt->tupdesc, 4);
-			Grain		dg;
-
-			if (dep == NULL)
-				continue;		/* the empty object */
-			dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
-			if (dg == G_NONE)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
-						 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
-								   val ? val : "null")));
-			if (strcmp(dep, name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_RECURSION),
-						 errmsg("app dependencies would form a cycle through app \"%s\"", name),
-						 errdetail("Following the dependencies: %s -> %s.", name, name)));
-			nd.deps[nd.ndeps].app = dep;
-			nd.deps[nd.ndeps].grain = dg;
-			nd.ndeps++;
-		}
-	}
-	if (starts == G_NONE && nd.ndeps == 0)
+	type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	if (strcmp(type, "object") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("app \"%s\" has neither starts nor depends", name),
-				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
-	nd.grain = DerivedGrain(&nd);
-
-	/*
-	 * Refuse what could not make a valid run: the first period must end in
-	 * the range of app periods, and a run's payload (conf, with no upstream
-	 * results) must fit the job payload limit.
-	 */
+				 errmsg("depends of app \"%s\" must be a JSON object", name),
+				 errdetail("It is a JSON %s.", type),
+				 errhint("Name each app it depends on with a period: {\"adxcheck\": \"hourly\"}.")));
+	nd->deps = palloc0(sizeof(AppDep) * n);
+	for (i = 0; i < n; i++)
 	{
-		TimestampTz p = PeriodTrunc(nd.grain, PG_ARGISNULL(6) ? GetCurrentTransactionStartTimestamp() : catchup);
-		TimestampTz e = PeriodNext(nd.grain, p);
-		(void) RunPayload(&nd, p, e, NULL, NULL, 0);
+		char	   *dep = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+		char	   *vtype = SPI_getvalue(tt->vals[i], tt->tupdesc, 3);
+		char	   *val = SPI_getvalue(tt->vals[i], tt->tupdesc, 4);
+		Grain		dg;
+
+		if (dep == NULL)
+			continue;			/* the empty object */
+		dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
+		if (dg == G_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
+					 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
+							   val ? val : "null")));
+		if (strcmp(dep, name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_RECURSION),
+					 errmsg("app dependencies would form a cycle through app \"%s\"", name),
+					 errdetail("Following the dependencies: %s -> %s.", name, name)));
+		nd->deps[nd->ndeps].app = dep;
+		nd->deps[nd->ndeps].grain = dg;
+		nd->ndeps++;
+	}
+}
+
+/*
+ * The definition on its own, then in the graph: it must be able to run,
+ * its first period must end in the range of app periods and a run's
+ * payload (conf, with no upstream results) must fit the job payload
+ * limit; with it in place, every app's dependencies must be valid
+ * (ValidateGraph).  Sets the grain.  Returns whether the app is stored
+ * already, and then its stored periods in *stored.
+ */
+static bool
+ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
+{
+	AppDef	   *nd = &ad->def;
+	AppGraph	g;
+	AppDef	   *d;
+	bool		exists;
+	int			i;
+
+	if (nd->starts == G_NONE && nd->ndeps == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("app \"%s\" has neither starts nor depends", nd->name),
+				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
+	nd->grain = DerivedGrain(nd);
+
+	{
+		TimestampTz p = PeriodTrunc(nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
+		TimestampTz e = PeriodNext(nd->grain, p);
+
+		(void) RunPayload(nd, p, e, NULL, NULL, 0);
 	}
 
 	/* the graph with the new definition in place */
 	LoadApps(&g, 1);
-	d = FindApp(&g, name);
+	d = FindApp(&g, nd->name);
 	exists = (d != NULL);
+	memset(stored, 0, sizeof(*stored));
 	if (exists)
 	{
-		nd.first_null = d->first_null;
-		nd.first_period = d->first_period;
-		nd.next_null = d->next_null;
-		nd.next_period = d->next_period;
-		*d = nd;
+		stored->first_null = d->first_null;
+		stored->first_period = d->first_period;
+		stored->next_null = d->next_null;
+		stored->next_period = d->next_period;
+		*d = *nd;
 	}
 	else
 	{
-		g.apps[g.n++] = nd;
+		g.apps[g.n++] = *nd;
 		qsort(g.apps, g.n, sizeof(AppDef), AppCmp);
 	}
 	for (i = 0; i < g.n; i++)
 		g.apps[i].grain = DerivedGrain(&g.apps[i]);
 	ValidateGraph(&g);
+	return exists;
+}
 
-	/* where runs start: catchup_from, else the first tick's period */
-	if (exists)
-	{
-		Oid			a1[1] = {TEXTOID};
-		Datum		v1[1];
-
-		v1[0] = CStringGetTextDatum(name);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-										 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-										 1, a1), v1, NULL, false, 1),
-			  SPI_OK_SELECT, "define_app");
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), grain_names[nd.grain]) != 0)
-			reset = true;		/* another period length: start over */
-	}
-	if (!exists || reset)
-	{
-		nd.first_null = nd.next_null = PG_ARGISNULL(6);
-		if (!PG_ARGISNULL(6))
-			nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
-	}
-	else if (!PG_ARGISNULL(6) && (nd.first_null || PeriodTrunc(nd.grain, catchup) < nd.first_period))
-	{
-		/* an earlier catch-up: periods without a run from there on get one */
-		nd.first_null = nd.next_null = false;
-		nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
-	}
+/* The grain coord.app_defs holds for a stored app (locking its row). */
+static Grain
+StoredGrain(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
 
 	args[0] = CStringGetTextDatum(name);
-	args[1] = starts ? CStringGetTextDatum(grain_names[starts]) : (Datum) 0;
-	nulls[1] = starts ? ' ' : 'n';
-	args[2] = JsonbPGetDatum(depends);
-	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
-	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	nulls[4] = host ? ' ' : 'n';
-	args[5] = CStringGetTextDatum(queue);
-	args[6] = TimestampTzGetDatum(catchup);
-	nulls[6] = PG_ARGISNULL(6) ? 'n' : ' ';
-	args[7] = JsonbPGetDatum(conf);
-	args[8] = TimestampTzGetDatum(nd.first_period);
-	nulls[8] = nd.first_null ? 'n' : ' ';
-	args[9] = TimestampTzGetDatum(nd.next_period);
-	nulls[9] = nd.next_null ? 'n' : ' ';
-	args[10] = CStringGetTextDatum(grain_names[nd.grain]);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
+									 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+									 1, argtypes), args, NULL, false, 1),
+		  SPI_OK_SELECT, "define_app");
+	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* Inserts the definition, or updates the stored one when it differs. */
+static void
+WriteDefinition(const AppDefinition *ad, bool exists)
+{
+	const AppDef *nd = &ad->def;
+	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
+	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[11];
+	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = CStringGetTextDatum(nd->name);
+	args[1] = nd->starts ? CStringGetTextDatum(grain_names[nd->starts]) : (Datum) 0;
+	nulls[1] = nd->starts ? ' ' : 'n';
+	args[2] = JsonbPGetDatum(ad->depends);
+	args[3] = ad->timeout ? IntervalPGetDatum(ad->timeout) : (Datum) 0;
+	nulls[3] = ad->timeout ? ' ' : 'n';
+	args[4] = nd->host ? CStringGetTextDatum(nd->host) : (Datum) 0;
+	nulls[4] = nd->host ? ' ' : 'n';
+	args[5] = CStringGetTextDatum(nd->queue);
+	args[6] = TimestampTzGetDatum(ad->catchup);
+	nulls[6] = ad->has_catchup ? ' ' : 'n';
+	args[7] = nd->conf;
+	args[8] = TimestampTzGetDatum(nd->first_period);
+	nulls[8] = nd->first_null ? 'n' : ' ';
+	args[9] = TimestampTzGetDatum(nd->next_period);
+	nulls[9] = nd->next_null ? 'n' : ' ';
+	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
 	if (!exists)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
 										 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
@@ -1557,6 +1586,46 @@ coord_define_app(PG_FUNCTION_ARGS)
 										 "$8, $9, $10)",
 										 11, argtypes), args, nulls, false, 0),
 			  SPI_OK_UPDATE, "define_app");
+}
+
+/*
+ * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
+ * conf): creates or replaces an app.  The same definition again changes
+ * nothing; a changed one applies to runs created from then on.  Parse,
+ * validate (alone and in the graph), decide where runs start
+ * (coord_app_periods, pure), write; under the definitions lock from the
+ * parse of depends on, so the graph validated is the one written.
+ */
+Datum
+coord_define_app(PG_FUNCTION_ARGS)
+{
+	AppDefinition ad;
+	AppPeriodsInput pin;
+	AppPeriods	periods;
+	CoordUserSwitch sw;
+	bool		exists;
+
+	ParseDefinition(fcinfo, &ad);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	LockDefinitions();
+	ParseDepends(&ad);
+	exists = ValidateDefinition(&ad, &pin.stored);
+
+	/* where runs start: catchup_from, else the first tick's period */
+	pin.exists = exists;
+	pin.stored_grain = exists ? StoredGrain(ad.def.name) : G_NONE;
+	pin.grain = ad.def.grain;
+	pin.has_catchup = ad.has_catchup;
+	pin.catchup_start = ad.has_catchup ? PeriodTrunc(ad.def.grain, ad.catchup) : 0;
+	periods = coord_app_periods(&pin);
+	ad.def.first_null = periods.first_null;
+	ad.def.first_period = periods.first_period;
+	ad.def.next_null = periods.next_null;
+	ad.def.next_period = periods.next_period;
+
+	WriteDefinition(&ad, exists);
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -18,15 +18,7 @@
 #include "pgtime.h"
 #include "utils/timestamp.h"
 
-typedef enum Grain
-{
-	G_NONE = 0,
-	G_HOURLY,
-	G_DAILY,
-	G_WEEKLY,
-	G_MONTHLY,
-	G_YEARLY
-} Grain;
+#include "apps_periods.h"		/* Grain */
 
 extern const char *const grain_names[];
 
