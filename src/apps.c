@@ -66,12 +66,15 @@
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/datetime.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
@@ -304,9 +307,22 @@ DerivedGrain(const AppDef *d)
 	return gr;
 }
 
+static void LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt);
+
 /* Reads every app and its dependencies (inside SPI). */
 void
 LoadApps(AppGraph *g, int extra)
+{
+	LoadAppsIn(g, extra, CurrentMemoryContext);
+}
+
+/*
+ * LoadAppsIn: LoadApps with the graph allocated in cxt (every SPI call
+ * returns in SPI's procedure context, so each allocation names it); returns
+ * in cxt.
+ */
+static void
+LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 {
 	uint64		i,
 				n;
@@ -319,6 +335,7 @@ LoadApps(AppGraph *g, int extra)
 									 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading apps");
+	MemoryContextSwitchTo(cxt);
 	n = SPI_processed;
 	tt = SPI_tuptable;
 	g->apps = palloc0(sizeof(AppDef) * (n + extra + 1));
@@ -336,7 +353,7 @@ LoadApps(AppGraph *g, int extra)
 		d->starts = starts ? GrainFromName(starts) : G_NONE;
 		d->queue = SPI_getvalue(row, tt->tupdesc, 3);
 		d->host = SPI_getvalue(row, tt->tupdesc, 4);
-		d->conf = SPI_datumTransfer(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
+		d->conf = datumCopy(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
 		d->has_timeout = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 6, &isnull));
 		v = SPI_getbinval(row, tt->tupdesc, 7, &isnull);
 		d->first_null = isnull;
@@ -352,7 +369,22 @@ LoadApps(AppGraph *g, int extra)
 									 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading app dependencies");
+	MemoryContextSwitchTo(cxt);
 	tt = SPI_tuptable;
+	/* each app's dependencies: count, allocate, fill */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		AppDef	   *d = FindApp(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
+
+		if (d != NULL)
+			d->ndeps++;
+	}
+	for (i = 0; i < n; i++)
+	{
+		if (g->apps[i].ndeps > 0)
+			g->apps[i].deps = palloc0(sizeof(AppDep) * g->apps[i].ndeps);
+		g->apps[i].ndeps = 0;
+	}
 	for (i = 0; i < SPI_processed; i++)
 	{
 		char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
@@ -360,14 +392,119 @@ LoadApps(AppGraph *g, int extra)
 
 		if (d == NULL)
 			continue;
-		if (d->deps == NULL)
-			d->deps = palloc0(sizeof(AppDep) * SPI_processed);
 		d->deps[d->ndeps].app = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
 		d->deps[d->ndeps].grain = GrainFromName(SPI_getvalue(tt->vals[i], tt->tupdesc, 3));
 		d->ndeps++;
 	}
 	for (i = 0; i < n; i++)
 		g->apps[i].grain = DerivedGrain(&g->apps[i]);
+}
+
+/*
+ * The graph the finish hook works on, read once per transaction: a batch
+ * complete of 100 app jobs reads it once, not 100 times.  It lives in a
+ * context of its own ("pg_coord app graph"), reset wholesale at the end of
+ * every transaction (and prepare); within one it is forgotten, and read
+ * again at the next finish, when this backend changes the graph:
+ * define_app and drop_app (AppGraphChanged), a tick (which sets first and
+ * next periods and last_error), and any subtransaction abort (what it read
+ * may include definitions the abort undid).  graph_users counts the finish
+ * hooks working on it, so that a reload never frees a graph in use: a
+ * subtransaction abort inside the hook's loop (AppIsolated) only marks it
+ * stale.
+ *
+ * Other backends: a per-transaction cache does not see what they commit
+ * meanwhile.  In REPEATABLE READ and SERIALIZABLE each read would not see
+ * it either (one snapshot); in READ COMMITTED the hook's graph could
+ * always be stale by the time it creates runs (define_app takes no lock
+ * the hook waits for), and the tick repairs what a stale graph misses:
+ * periods whose upstreams are all done but that have no run.  Only the
+ * definitions are kept: the horizon (the latest tick) is read afresh by
+ * each hook call.  A graph holding a conf stored out of line (TOAST) is
+ * not kept: that datum is a pointer, valid only while a snapshot keeps its
+ * chunks.  Writes to coord.app_defs other than through define_app,
+ * drop_app and tick are seen from the next transaction on.
+ */
+static MemoryContext graph_cxt = NULL;
+static AppGraph graph_cache;
+static bool graph_valid = false;
+static int	graph_users = 0;
+static bool graph_callbacks = false;
+
+/* This backend changed the graph: the next finish reads it again. */
+static void
+AppGraphChanged(void)
+{
+	graph_valid = false;
+}
+
+static void
+GraphXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			graph_valid = false;
+			graph_users = 0;
+			if (graph_cxt != NULL)
+				MemoryContextReset(graph_cxt);
+			memset(&graph_cache, 0, sizeof(graph_cache));
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+GraphSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		graph_valid = false;
+}
+
+/*
+ * The graph for a finish hook (inside SPI), read when this transaction has
+ * none yet or changed it.  The caller holds it (graph_users) while it
+ * works on it.  (Not inlined into the hook's PG_TRY frame.)
+ */
+static pg_noinline AppGraph *
+CachedGraph(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+	AppGraph   *g;
+	int			i;
+
+	if (!graph_callbacks)
+	{
+		RegisterXactCallback(GraphXactCallback, NULL);
+		RegisterSubXactCallback(GraphSubXactCallback, NULL);
+		graph_callbacks = true;
+	}
+	if (graph_valid)
+		return &graph_cache;
+	if (graph_users > 0)
+	{
+		/* an outer hook still works on the cached one: a graph of our own */
+		g = palloc(sizeof(AppGraph));
+		LoadApps(g, 0);
+		return g;
+	}
+	MemoryContextReset(CoordCacheContext(&graph_cxt, "pg_coord app graph"));
+	LoadAppsIn(&graph_cache, 0, graph_cxt);
+	MemoryContextSwitchTo(old);
+	graph_valid = true;
+	for (i = 0; i < graph_cache.n; i++)
+		if (VARATT_IS_EXTERNAL(DatumGetPointer(graph_cache.apps[i].conf)))
+			graph_valid = false;
+	ereport(DEBUG1,
+			(errmsg_internal("pg_coord: read the app graph (%d apps)%s",
+							 graph_cache.n, graph_valid ? "" : ", not kept")));
+	return &graph_cache;
 }
 
 /* The latest tick's now, read once per graph; a run of an app with starts waits for it. */
@@ -823,6 +960,30 @@ DependentRuns(void *arg)
 	}
 }
 
+/* Each dependent of app, for the run of app starting at start. */
+static void
+Dependents(AppGraph *g, const char *app, TimestampTz start)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < g->n; i++)
+	{
+		DependentArgs a;
+
+		for (j = 0; j < g->apps[i].ndeps; j++)
+			if (strcmp(g->apps[i].deps[j].app, app) == 0)
+				break;
+		if (j == g->apps[i].ndeps)
+			continue;
+		a.g = g;
+		a.d = &g->apps[i];
+		a.upstream = app;
+		a.start = start;
+		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
+	}
+}
+
 void
 CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum result, bool result_null)
 {
@@ -831,9 +992,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum r
 	Oid			argtypes[5] = {TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, INT8OID};
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	AppGraph	g;
-	int			i,
-				j;
+	AppGraph   *g;
 
 	if (!ParseOrigin(origin, &app, &start))
 		return;
@@ -861,24 +1020,20 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Datum r
 	 * the completion of its upstream's job, nor keep the other dependents
 	 * from their runs; a tick repairs what it missed once it works.
 	 */
-	LoadApps(&g, 0);
-	if (FindApp(&g, app) == NULL)
+	g = CachedGraph();
+	g->horizon_loaded = false;	/* the latest tick, as of now */
+	if (FindApp(g, app) == NULL)
 		return;
-	for (i = 0; i < g.n; i++)
+	graph_users++;
+	PG_TRY();
 	{
-		DependentArgs a;
-
-		for (j = 0; j < g.apps[i].ndeps; j++)
-			if (strcmp(g.apps[i].deps[j].app, app) == 0)
-				break;
-		if (j == g.apps[i].ndeps)
-			continue;
-		a.g = &g;
-		a.d = &g.apps[i];
-		a.upstream = app;
-		a.start = start;
-		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
+		Dependents(g, app, start);
 	}
+	PG_FINALLY();
+	{
+		graph_users--;
+	}
+	PG_END_TRY();
 }
 
 /* ---------- coord.tick's share ---------- */
@@ -1149,6 +1304,7 @@ CoordAppsTick(TimestampTz now)
 		else
 			g.apps[i] = saved;	/* what the rollback undid */
 	}
+	AppGraphChanged();			/* first and next periods, last_error */
 	return done;
 }
 
@@ -1626,6 +1782,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 	ad.def.next_period = periods.next_period;
 
 	WriteDefinition(&ad, exists);
+	AppGraphChanged();
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -1646,6 +1803,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	LockDefinitions();
+	AppGraphChanged();			/* by what follows, or the call fails */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
 									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
 									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
