@@ -61,6 +61,11 @@
  * of a tick, each timeout, each repair and, in a completion, each
  * dependent's runs go in a subtransaction (AppIsolated), and a failure is a
  * WARNING and the app's last_error, while the rest proceeds.
+ *
+ * Memory.  The finish hook's graph is read once per transaction into the
+ * context "pg_coord app graph", reset wholesale when the transaction ends;
+ * nothing of it survives a commit or an abort (CachedGraph says when it is
+ * read again within one).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
