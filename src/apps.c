@@ -419,11 +419,17 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
  * stale.
  *
  * Other backends: a per-transaction cache does not see what they commit
- * meanwhile.  In REPEATABLE READ and SERIALIZABLE each read would not see
- * it either (one snapshot); in READ COMMITTED the hook's graph could
- * always be stale by the time it creates runs (define_app takes no lock
- * the hook waits for), and the tick repairs what a stale graph misses:
- * periods whose upstreams are all done but that have no run.  Only the
+ * meanwhile, and needs no invalidation message: the next transaction reads
+ * the graph anew.  In REPEATABLE READ and SERIALIZABLE a read per finish
+ * would not see it either (one snapshot).  In READ COMMITTED it could, but
+ * the hook's graph could always be stale by the time it creates runs
+ * (define_app and drop_app take no lock the hook waits for, and the hook
+ * must not wait for them): a stale graph misses the runs of an app
+ * defined meanwhile, which the tick repairs (periods whose upstreams are
+ * all done but that have no run), or creates a run of an app dropped
+ * meanwhile, which then runs once for an app that is gone.  The cache
+ * widens that window from one finish to the rest of the transaction; a
+ * worker's transaction is one claim or one complete.  Only the
  * definitions are kept: the horizon (the latest tick) is read afresh by
  * each hook call.  A graph holding a conf stored out of line (TOAST) is
  * not kept: that datum is a pointer, valid only while a snapshot keeps its
