@@ -20,7 +20,9 @@ OBJS = \
 	src/cron.o \
 	src/schedules.o \
 	src/tick.o \
-	src/apps.o
+	src/apps.o \
+	src/apps_grid.o \
+	src/apps_periods.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * apps.c
- *		Apps: period-keyed dependency scheduling (README.md, Apps), coord.runs
- *		and coord.grid.
+ *		Apps: period-keyed dependency scheduling (README.md, Apps) and
+ *		coord.runs; coord.grid is apps_grid.c, and apps_int.h what the
+ *		family shares.
  *
  * An app is a row of coord.app_defs.  It has a period length, its grain:
  * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
@@ -61,24 +62,31 @@
  * of a tick, each timeout, each repair and, in a completion, each
  * dependent's runs go in a subtransaction (AppIsolated), and a failure is a
  * WARNING and the app's last_error, while the rest proceeds.
+ *
+ * Memory.  The finish hook's graph is read once per transaction into the
+ * context "pg_coord app graph", reset wholesale when the transaction ends;
+ * nothing of it survives a commit or an abort (CachedGraph says when it is
+ * read again within one).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "funcapi.h"
-#include "jit/jit.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/datetime.h"
-#include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
 #include "apps.h"
+#include "apps_int.h"
+#include "apps_periods.h"
 #include "jobs.h"
 
 /* The most unfinished runs a tick lets a time-driven app have (catch-up). */
@@ -87,61 +95,39 @@
 #define APP_TICK_STEPS		200
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
-/* grid: at most this many columns; coarser columns beyond that */
-#define GRID_MAX_COLUMNS	200
 
-typedef enum Grain
+/* apps_periods.c is plain C: its times are TimestampTz */
+StaticAssertDecl(sizeof(TimestampTz) == sizeof(int64_t), "TimestampTz is an int64_t");
+
+const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
+
+/* What the upstream runs of one period of an app are (CheckUpstreams). */
+typedef enum UpstreamState
 {
-	G_NONE = 0,
-	G_HOURLY,
-	G_DAILY,
-	G_WEEKLY,
-	G_MONTHLY,
-	G_YEARLY
-} Grain;
+	UPSTREAM_DONE,				/* every upstream run is done */
+	UPSTREAM_PENDING,			/* some are not done yet, or an upstream has no first period yet */
+	UPSTREAM_FAILED,			/* an upstream run died or was cancelled */
+	UPSTREAM_MISSING			/* an upstream was dropped, or has no period in the window */
+} UpstreamState;
 
-static const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
-
-typedef struct AppDep
+/*
+ * What an attempt to create the run of one period came to (CreateRun,
+ * TryPeriod).  Only RUN_CREATED made anything; RUN_NOT_DUE and RUN_WAITING
+ * may change later, the others never will as things are.
+ */
+typedef enum RunOutcome
 {
-	char	   *app;
-	Grain		grain;
-} AppDep;
+	RUN_CREATED,				/* this call created the run */
+	RUN_EXISTS,					/* the period has its run already */
+	RUN_NOT_DUE,				/* before the app's first period, or after the latest tick */
+	RUN_WAITING,				/* UPSTREAM_PENDING */
+	RUN_UPSTREAM_FAILED,		/* UPSTREAM_FAILED */
+	RUN_UPSTREAM_MISSING		/* UPSTREAM_MISSING */
+} RunOutcome;
 
-typedef struct AppDef
-{
-	char	   *name;
-	Grain		starts;
-	Grain		grain;			/* starts, or the coarsest dependency period */
-	int			ndeps;
-	AppDep	   *deps;			/* by name */
-	char	   *queue;
-	char	   *host;
-	Datum		conf;
-	bool		has_timeout;
-	bool		first_null;
-	TimestampTz first_period;
-	bool		next_null;
-	TimestampTz next_period;
-	bool		has_error;		/* last_error is set */
-} AppDef;
-
-typedef struct AppGraph
-{
-	int			n;
-	AppDef	   *apps;			/* by name */
-	bool		horizon_loaded;
-	bool		horizon_null;
-	TimestampTz horizon;		/* the latest tick's now */
-} AppGraph;
-
-/* What a check of one period found. */
-typedef enum Readiness
-{
-	READY,						/* every upstream run is done */
-	WAITING,					/* some are not done yet */
-	BLOCKED						/* never, as things are: an upstream run died, or there are none */
-} Readiness;
+/* TryPeriod's and CreateRun's flags */
+#define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when UPSTREAM_DONE */
+#define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when nothing was created */
 
 static SPIPlanPtr plan_defs = NULL;
 static SPIPlanPtr plan_deps = NULL;
@@ -168,17 +154,14 @@ static SPIPlanPtr plan_drop_jobs = NULL;
 static SPIPlanPtr plan_drop_runs = NULL;
 static SPIPlanPtr plan_drop_def = NULL;
 static SPIPlanPtr plan_dep_items = NULL;
-static SPIPlanPtr plan_grid_apps = NULL;
-static SPIPlanPtr plan_grid_runs = NULL;
 static SPIPlanPtr plan_set_error = NULL;
 
 PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
-PG_FUNCTION_INFO_V1(coord_grid);
 
 /* ---------- periods (UTC) ---------- */
 
-static Grain
+Grain
 GrainFromName(const char *s)
 {
 	int			g;
@@ -189,7 +172,7 @@ GrainFromName(const char *s)
 	return G_NONE;
 }
 
-static void
+void
 TmFromTs(TimestampTz t, struct pg_tm *tm)
 {
 	fsec_t		fsec;
@@ -214,7 +197,7 @@ TsFromTm(struct pg_tm *tm)
 }
 
 /* The start of the period of grain g that contains t. */
-static TimestampTz
+TimestampTz
 PeriodTrunc(Grain g, TimestampTz t)
 {
 	struct pg_tm tm;
@@ -240,7 +223,7 @@ PeriodTrunc(Grain g, TimestampTz t)
 }
 
 /* The start of the period after the one starting at start. */
-static TimestampTz
+TimestampTz
 PeriodNext(Grain g, TimestampTz start)
 {
 	struct pg_tm tm;
@@ -310,7 +293,7 @@ AppCmp(const void *a, const void *b)
 	return strcmp(((const AppDef *) a)->name, ((const AppDef *) b)->name);
 }
 
-static AppDef *
+AppDef *
 FindApp(AppGraph *g, const char *name)
 {
 	AppDef		key;
@@ -332,9 +315,22 @@ DerivedGrain(const AppDef *d)
 	return gr;
 }
 
+static void LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt);
+
 /* Reads every app and its dependencies (inside SPI). */
-static void
+void
 LoadApps(AppGraph *g, int extra)
+{
+	LoadAppsIn(g, extra, CurrentMemoryContext);
+}
+
+/*
+ * LoadAppsIn: LoadApps with the graph allocated in cxt (every SPI call
+ * returns in SPI's procedure context, so each allocation names it); returns
+ * in cxt.
+ */
+static void
+LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 {
 	uint64		i,
 				n;
@@ -347,6 +343,7 @@ LoadApps(AppGraph *g, int extra)
 									 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading apps");
+	MemoryContextSwitchTo(cxt);
 	n = SPI_processed;
 	tt = SPI_tuptable;
 	g->apps = palloc0(sizeof(AppDef) * (n + extra + 1));
@@ -364,7 +361,7 @@ LoadApps(AppGraph *g, int extra)
 		d->starts = starts ? GrainFromName(starts) : G_NONE;
 		d->queue = SPI_getvalue(row, tt->tupdesc, 3);
 		d->host = SPI_getvalue(row, tt->tupdesc, 4);
-		d->conf = SPI_datumTransfer(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
+		d->conf = datumCopy(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
 		d->has_timeout = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 6, &isnull));
 		v = SPI_getbinval(row, tt->tupdesc, 7, &isnull);
 		d->first_null = isnull;
@@ -380,7 +377,22 @@ LoadApps(AppGraph *g, int extra)
 									 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
 									 0, NULL), NULL, NULL, false, 0),
 		  SPI_OK_SELECT, "reading app dependencies");
+	MemoryContextSwitchTo(cxt);
 	tt = SPI_tuptable;
+	/* each app's dependencies: count, allocate, fill */
+	for (i = 0; i < SPI_processed; i++)
+	{
+		AppDef	   *d = FindApp(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
+
+		if (d != NULL)
+			d->ndeps++;
+	}
+	for (i = 0; i < n; i++)
+	{
+		if (g->apps[i].ndeps > 0)
+			g->apps[i].deps = palloc0(sizeof(AppDep) * g->apps[i].ndeps);
+		g->apps[i].ndeps = 0;
+	}
 	for (i = 0; i < SPI_processed; i++)
 	{
 		char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
@@ -388,14 +400,125 @@ LoadApps(AppGraph *g, int extra)
 
 		if (d == NULL)
 			continue;
-		if (d->deps == NULL)
-			d->deps = palloc0(sizeof(AppDep) * SPI_processed);
 		d->deps[d->ndeps].app = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
 		d->deps[d->ndeps].grain = GrainFromName(SPI_getvalue(tt->vals[i], tt->tupdesc, 3));
 		d->ndeps++;
 	}
 	for (i = 0; i < n; i++)
 		g->apps[i].grain = DerivedGrain(&g->apps[i]);
+}
+
+/*
+ * The graph the finish hook works on, read once per transaction: a batch
+ * complete of 100 app jobs reads it once, not 100 times.  It lives in a
+ * context of its own ("pg_coord app graph"), reset wholesale at the end of
+ * every transaction (and prepare); within one it is forgotten, and read
+ * again at the next finish, when this backend changes the graph:
+ * define_app and drop_app (AppGraphChanged), a tick (which sets first and
+ * next periods and last_error), and any subtransaction abort (what it read
+ * may include definitions the abort undid).  graph_users counts the finish
+ * hooks working on it, so that a reload never frees a graph in use: a
+ * subtransaction abort inside the hook's loop (AppIsolated) only marks it
+ * stale.
+ *
+ * Other backends: a per-transaction cache does not see what they commit
+ * meanwhile, and needs no invalidation message: the next transaction reads
+ * the graph anew.  In REPEATABLE READ and SERIALIZABLE a read per finish
+ * would not see it either (one snapshot).  In READ COMMITTED it could, but
+ * the hook's graph could always be stale by the time it creates runs
+ * (define_app and drop_app take no lock the hook waits for, and the hook
+ * must not wait for them): a stale graph misses the runs of an app
+ * defined meanwhile, which the tick repairs (periods whose upstreams are
+ * all done but that have no run), or creates a run of an app dropped
+ * meanwhile, which then runs once for an app that is gone.  The cache
+ * widens that window from one finish to the rest of the transaction; a
+ * worker's transaction is one claim or one complete.  Only the
+ * definitions are kept: the horizon (the latest tick) is read afresh by
+ * each hook call.  A graph holding a conf stored out of line (TOAST) is
+ * not kept: that datum is a pointer, valid only while a snapshot keeps its
+ * chunks.  Writes to coord.app_defs other than through define_app,
+ * drop_app and tick are seen from the next transaction on.
+ */
+static MemoryContext graph_cxt = NULL;
+static AppGraph graph_cache;
+static bool graph_valid = false;
+static int	graph_users = 0;
+static bool graph_callbacks = false;
+
+/* This backend changed the graph: the next finish reads it again. */
+static void
+AppGraphChanged(void)
+{
+	graph_valid = false;
+}
+
+static void
+GraphXactCallback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			graph_valid = false;
+			graph_users = 0;
+			if (graph_cxt != NULL)
+				MemoryContextReset(graph_cxt);
+			memset(&graph_cache, 0, sizeof(graph_cache));
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+GraphSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		graph_valid = false;
+}
+
+/*
+ * The graph for a finish hook (inside SPI), read when this transaction has
+ * none yet or changed it.  The caller holds it (graph_users) while it
+ * works on it.  (Not inlined into the hook's PG_TRY frame.)
+ */
+static pg_noinline AppGraph *
+CachedGraph(void)
+{
+	MemoryContext old = CurrentMemoryContext;
+	AppGraph   *g;
+	int			i;
+
+	if (!graph_callbacks)
+	{
+		RegisterXactCallback(GraphXactCallback, NULL);
+		RegisterSubXactCallback(GraphSubXactCallback, NULL);
+		graph_callbacks = true;
+	}
+	if (graph_valid)
+		return &graph_cache;
+	if (graph_users > 0)
+	{
+		/* an outer hook still works on the cached one: a graph of our own */
+		g = palloc(sizeof(AppGraph));
+		LoadApps(g, 0);
+		return g;
+	}
+	MemoryContextReset(CoordCacheContext(&graph_cxt, "pg_coord app graph"));
+	LoadAppsIn(&graph_cache, 0, graph_cxt);
+	MemoryContextSwitchTo(old);
+	graph_valid = true;
+	for (i = 0; i < graph_cache.n; i++)
+		if (VARATT_IS_EXTERNAL(DatumGetPointer(graph_cache.apps[i].conf)))
+			graph_valid = false;
+	ereport(DEBUG1,
+			(errmsg_internal("pg_coord: read the app graph (%d apps)%s",
+							 graph_cache.n, graph_valid ? "" : ", not kept")));
+	return &graph_cache;
 }
 
 /* The latest tick's now, read once per graph; a run of an app with starts waits for it. */
@@ -516,15 +639,16 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 
 /*
  * Whether every upstream run of period [start, end) of d is done; when
- * READY, names[]/results[] get each upstream's results in period order
- * (results[i] 0: left out, they would not fit in the payload).
+ * UPSTREAM_DONE, names[]/results[] get each upstream's results in period
+ * order (results[i] 0: left out, they would not fit in the payload).  The
+ * first dependency that fails or is missing decides.
  */
-static Readiness
+static UpstreamState
 CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			   Datum *names, Datum *results)
 {
 	int			i;
-	Readiness	r = READY;
+	UpstreamState r = UPSTREAM_DONE;
 	int64		budget = COORD_PAYLOAD_MAX_BYTES - (int64) VARSIZE(DatumGetPointer(d->conf));
 
 	for (i = 0; i < d->ndeps; i++)
@@ -545,9 +669,9 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 
 		CHECK_FOR_INTERRUPTS();
 		if (u == NULL)
-			return BLOCKED;		/* dropped */
+			return UPSTREAM_MISSING;	/* dropped */
 		if (u->first_null)
-			return WAITING;		/* not started yet: it gets a first period at the next tick */
+			return UPSTREAM_PENDING;	/* not started yet: it gets a first period at the next tick */
 		if (dep->grain > d->grain)
 		{
 			wstart = PeriodTrunc(dep->grain, start);
@@ -571,7 +695,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			starts[nstarts++] = TimestampTzGetDatum(s);
 		}
 		if (nstarts == 0)
-			return BLOCKED;		/* the upstream started after this period */
+			return UPSTREAM_MISSING;	/* the upstream started after this period */
 		args[0] = CStringGetTextDatum(u->name);
 		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
@@ -585,10 +709,10 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		ndone = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		nfailed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		if (nfailed > 0)
-			return BLOCKED;
+			return UPSTREAM_FAILED;
 		if (ndone != nstarts)
-			r = WAITING;
-		else if (names && r == READY)
+			r = UPSTREAM_PENDING;
+		else if (names && r == UPSTREAM_DONE)
 		{
 			names[i] = CStringGetTextDatum(u->name);
 			results[i] = UpstreamResults(u->name, args[1], &budget);
@@ -678,28 +802,36 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 
 /*
  * Creates the run of d for the period starting at start if it has none and
- * (with check) every upstream run is done; the caller holds the period's
- * lock.  Returns READY when it created the run.
+ * (with PERIOD_CHECK_UPSTREAMS) every upstream run is done; the caller holds
+ * the period's lock.
  */
-static Readiness
-CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
+static RunOutcome
+CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
+	bool		check = (flags & PERIOD_CHECK_UPSTREAMS) != 0;
 	TimestampTz end = PeriodNext(d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
-	Readiness	r;
 	int64		id;
 	Oid			argtypes[6] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID};
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
 	if (RunExists(d->name, start))
-		return BLOCKED;
+		return RUN_EXISTS;
 	if (check)
 	{
-		r = CheckUpstreams(g, d, start, end, names, results);
-		if (r != READY)
-			return r;
+		switch (CheckUpstreams(g, d, start, end, names, results))
+		{
+			case UPSTREAM_DONE:
+				break;
+			case UPSTREAM_PENDING:
+				return RUN_WAITING;
+			case UPSTREAM_FAILED:
+				return RUN_UPSTREAM_FAILED;
+			case UPSTREAM_MISSING:
+				return RUN_UPSTREAM_MISSING;
+		}
 	}
 	id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, check ? d->ndeps : 0));
 	args[0] = CStringGetTextDatum(d->name);
@@ -715,25 +847,26 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, bool check)
 									 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
 									 6, argtypes), args, nulls, false, 0),
 		  SPI_OK_INSERT, "creating a run");
-	return SPI_processed == 1 ? READY : BLOCKED;
+	/* a conflict: another transaction created it since RunExists looked */
+	return SPI_processed == 1 ? RUN_CREATED : RUN_EXISTS;
 }
 
 /*
  * Takes the period's lock and creates the run when it is due; keeps the
- * lock (to commit) when it created one or when keep says so.
+ * lock (to commit) when it created one or with PERIOD_KEEP_LOCK.
  */
-static Readiness
-TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, bool check, bool keep)
+static RunOutcome
+TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	LOCKTAG		tag;
-	Readiness	r;
+	RunOutcome	r;
 
 	if (d->first_null || start < d->first_period || !HorizonAllows(g, d, start))
-		return WAITING;
+		return RUN_NOT_DUE;
 	PeriodTag(&tag, d->name, start);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	r = CreateRun(g, d, start, check);
-	if (r != READY && !keep)
+	r = CreateRun(g, d, start, flags);
+	if (r != RUN_CREATED && !(flags & PERIOD_KEEP_LOCK))
 		LockRelease(&tag, ExclusiveLock, false);
 	return r;
 }
@@ -837,7 +970,31 @@ DependentRuns(void *arg)
 			to = PeriodNext(d->grain, from);
 		}
 		for (p = from; p < to; p = PeriodNext(d->grain, p))
-			(void) TryPeriod(a->g, d, p, true, true);
+			(void) TryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
+	}
+}
+
+/* Each dependent of app, for the run of app starting at start. */
+static void
+Dependents(AppGraph *g, const char *app, TimestampTz start)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < g->n; i++)
+	{
+		DependentArgs a;
+
+		for (j = 0; j < g->apps[i].ndeps; j++)
+			if (strcmp(g->apps[i].deps[j].app, app) == 0)
+				break;
+		if (j == g->apps[i].ndeps)
+			continue;
+		a.g = g;
+		a.d = &g->apps[i];
+		a.upstream = app;
+		a.start = start;
+		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
 	}
 }
 
@@ -850,9 +1007,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	Oid			argtypes[5] = {TEXTOID, TIMESTAMPTZOID, TEXTOID, JSONBOID, INT8OID};
 	Datum		args[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	AppGraph	g;
-	int			i,
-				j;
+	AppGraph   *g;
 
 	if (!ParseOrigin(origin, &app, &start))
 		return;
@@ -880,30 +1035,27 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	 * the completion of its upstream's job, nor keep the other dependents
 	 * from their runs; a tick repairs what it missed once it works.
 	 */
-	LoadApps(&g, 0);
-	if (FindApp(&g, app) == NULL)
+	g = CachedGraph();
+	g->horizon_loaded = false;	/* the latest tick, as of now */
+	if (FindApp(g, app) == NULL)
 		return;
-	for (i = 0; i < g.n; i++)
+	graph_users++;
+	PG_TRY();
 	{
-		DependentArgs a;
-
-		for (j = 0; j < g.apps[i].ndeps; j++)
-			if (strcmp(g.apps[i].deps[j].app, app) == 0)
-				break;
-		if (j == g.apps[i].ndeps)
-			continue;
-		a.g = &g;
-		a.d = &g.apps[i];
-		a.upstream = app;
-		a.start = start;
-		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
+		Dependents(g, app, start);
 	}
+	PG_FINALLY();
+	{
+		graph_users--;
+	}
+	PG_END_TRY();
 }
 
 /* ---------- coord.tick's share ---------- */
 
+/* An app's first tick: its first period, and next_period with it. */
 static void
-SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
+SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 {
 	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -911,19 +1063,29 @@ SetPeriods(const char *app, bool set_first, TimestampTz first, TimestampTz next)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
-	if (set_first)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
-										 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
-										 "WHERE name OPERATOR(pg_catalog.=) $1",
-										 3, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "tick");
-	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-										 "UPDATE coord.app_defs SET next_period = $3 "
-										 "WHERE name OPERATOR(pg_catalog.=) $1 "
-										 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
-										 3, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "tick");
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
+									 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
+}
+
+/* next_period, written only when it changed */
+static void
+SetNextPeriod(const char *app, TimestampTz next)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+
+	args[0] = CStringGetTextDatum(app);
+	args[1] = TimestampTzGetDatum(0);
+	args[2] = TimestampTzGetDatum(next);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
+									 "UPDATE coord.app_defs SET next_period = $3 "
+									 "WHERE name OPERATOR(pg_catalog.=) $1 "
+									 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+									 3, argtypes), args, NULL, false, 0),
+		  SPI_OK_UPDATE, "tick");
 }
 
 static void
@@ -1061,7 +1223,7 @@ RepairOrphan(void *arg)
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
 
-	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != READY)
+	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != UPSTREAM_DONE)
 		id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
 	else
 		id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
@@ -1157,6 +1319,7 @@ CoordAppsTick(TimestampTz now)
 		else
 			g.apps[i] = saved;	/* what the rollback undid */
 	}
+	AppGraphChanged();			/* first and next periods, last_error */
 	return done;
 }
 
@@ -1182,7 +1345,7 @@ AppTick(void *arg)
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
-			SetPeriods(d->name, true, d->first_period, d->next_period);
+			SetFirstPeriod(d->name, d->first_period, d->next_period);
 		}
 		p = d->next_null ? d->first_period : d->next_period;
 		if (d->ndeps == 0)
@@ -1202,16 +1365,23 @@ AppTick(void *arg)
 		}
 		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
 		{
-			Readiness	r = TryPeriod(gp, d, p, d->ndeps > 0, false);
-
-			if (r == READY)
+			switch (TryPeriod(gp, d, p, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
 			{
-				a->done++;
-				if (d->ndeps == 0)
-					budget--;
+				case RUN_CREATED:
+					a->done++;
+					if (d->ndeps == 0)
+						budget--;
+					break;
+				case RUN_NOT_DUE:
+				case RUN_WAITING:
+					/* this period may still get a run: next_period stays here */
+					contiguous = false;
+					break;
+				case RUN_EXISTS:
+				case RUN_UPSTREAM_FAILED:
+				case RUN_UPSTREAM_MISSING:
+					break;
 			}
-			else if (r == WAITING)
-				contiguous = false;
 			p = PeriodNext(d->grain, p);
 			if (contiguous)
 			{
@@ -1220,7 +1390,7 @@ AppTick(void *arg)
 			}
 		}
 		if (!d->next_null)
-			SetPeriods(d->name, false, 0, d->next_period);
+			SetNextPeriod(d->name, d->next_period);
 	}
 }
 
@@ -1340,32 +1510,30 @@ ValidateGraph(AppGraph *g)
 }
 
 /*
- * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
- * conf): creates or replaces an app.  The same definition again changes
- * nothing; a changed one applies to runs created from then on.
+ * What coord.define_app was given, checked: ParseDefinition and
+ * ParseDepends fill it, ValidateDefinition and DecidePeriods complete it,
+ * WriteDefinition stores it.
  */
-Datum
-coord_define_app(PG_FUNCTION_ARGS)
+typedef struct AppDefinition
+{
+	AppDef		def;			/* name, starts, grain, deps, queue, host,
+								 * conf; the periods to store */
+	Jsonb	   *depends;		/* as given: stored as it is */
+	Interval   *timeout;		/* NULL: none */
+	bool		has_catchup;
+	TimestampTz catchup;		/* catchup_from, when has_catchup */
+} AppDefinition;
+
+/* The arguments but depends' items (before SPI). */
+static void
+ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 {
 	char	   *name = CoordNameArg(fcinfo, 0, "app", false);
 	char	   *starts_s = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	char	   *host = CoordNameArg(fcinfo, 4, "host", true);
 	char	   *queue = CoordNameArg(fcinfo, 5, "queue", false);
 	Grain		starts = G_NONE;
-	Jsonb	   *depends;
 	Jsonb	   *conf;
-	AppGraph	g;
-	AppDef	   *d;
-	AppDef		nd;
-	CoordUserSwitch sw;
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
-	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[11];
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	bool		exists;
-	bool		reset = false;
-	TimestampTz catchup = 0;
-	uint64		i;
 
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 2, "depends");
@@ -1380,167 +1548,194 @@ coord_define_app(PG_FUNCTION_ARGS)
 					 errhint("starts is hourly, daily, weekly, monthly or yearly, or NULL for an app "
 							 "that runs only when its dependencies are met.")));
 	}
-	depends = PG_GETARG_JSONB_P(2);
+	memset(ad, 0, sizeof(*ad));
+	ad->depends = PG_GETARG_JSONB_P(2);
 	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
 	/* small enough that every run's payload fits (RunPayload) */
 	CoordCheckSize("app conf", VARSIZE(conf), COORD_CONF_MAX_BYTES);
 	/* a timeout must end in the timestamp range, for runs claimed from now on */
 	if (!PG_ARGISNULL(3))
+	{
+		ad->timeout = PG_GETARG_INTERVAL_P(3);
 		(void) CoordTimeAdd(GetCurrentTransactionStartTimestamp(),
-							CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "timeout", false),
+							CoordIntervalToMicroseconds(ad->timeout, "timeout", false),
 							psprintf("the timeout of app \"%s\"", name));
+	}
 	if (!PG_ARGISNULL(6))
 	{
-		catchup = PG_GETARG_TIMESTAMPTZ(6);
-		if (TIMESTAMP_NOT_FINITE(catchup))
+		ad->has_catchup = true;
+		ad->catchup = PG_GETARG_TIMESTAMPTZ(6);
+		if (TIMESTAMP_NOT_FINITE(ad->catchup))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("catchup_from must be a finite time")));
 	}
 
-	memset(&nd, 0, sizeof(nd));
-	nd.name = name;
-	nd.starts = starts;
-	nd.queue = queue;
-	nd.host = host;
-	nd.conf = JsonbPGetDatum(conf);
-	nd.first_null = nd.next_null = true;
+	ad->def.name = name;
+	ad->def.starts = starts;
+	ad->def.queue = queue;
+	ad->def.host = host;
+	ad->def.conf = JsonbPGetDatum(conf);
+	ad->def.has_timeout = (ad->timeout != NULL);
+	ad->def.first_null = ad->def.next_null = true;
+}
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	LockDefinitions();
+/* depends: an object of app names and periods (inside SPI) */
+static void
+ParseDepends(AppDefinition *ad)
+{
+	AppDef	   *nd = &ad->def;
+	const char *name = nd->name;
+	Oid			argtypes[1] = {JSONBOID};
+	Datum		args[1];
+	char	   *type;
+	SPITupleTable *tt;
+	uint64		i,
+				n;
 
-	/* the dependencies: an object of app names and periods */
-	args[0] = JsonbPGetDatum(depends);
+	args[0] = JsonbPGetDatum(ad->depends);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dep_items,
 									 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
 									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
 									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
 									 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
 									 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
-									 1, argtypes + 2), args, NULL, false, 0),
+									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_SELECT, "define_app");
-	{
-		char	   *type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		SPITupleTable *tt = SPI_tuptable;
-		uint64		n = SPI_processed;
-
-		if (strcmp(type, "object") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("depends of app \"%s\" must be a JSON object", name),
-					 errdetail("It is a JSON %s.", type),
-					 errhint("Name each app it depends on with a period: {\"adxcheck\": \"hourly\"}.")));
-		nd.deps = palloc0(sizeof(AppDep) * n);
-		for (i = 0; i < n; i++)
-		{
-			char	   *dep = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
-			char	   *vtype = SPI_getvalue(tt->vals[i], tt->tupdesc, 3);
-			char	   *val = SPI_getvalue(tt->vals[i], tt->tupdesc, 4);
-			Grain		dg;
-
-			if (dep == NULL)
-				continue;		/* the empty object */
-			dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
-			if (dg == G_NONE)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
-						 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
-								   val ? val : "null")));
-			if (strcmp(dep, name) == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_INVALID_RECURSION),
-						 errmsg("app dependencies would form a cycle through app \"%s\"", name),
-						 errdetail("Following the dependencies: %s -> %s.", name, name)));
-			nd.deps[nd.ndeps].app = dep;
-			nd.deps[nd.ndeps].grain = dg;
-			nd.ndeps++;
-		}
-	}
-	if (starts == G_NONE && nd.ndeps == 0)
+	type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	if (strcmp(type, "object") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("app \"%s\" has neither starts nor depends", name),
-				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
-	nd.grain = DerivedGrain(&nd);
-
-	/*
-	 * Refuse what could not make a valid run: the first period must end in
-	 * the range of app periods, and a run's payload (conf, with no upstream
-	 * results) must fit the job payload limit.
-	 */
+				 errmsg("depends of app \"%s\" must be a JSON object", name),
+				 errdetail("It is a JSON %s.", type),
+				 errhint("Name each app it depends on with a period: {\"adxcheck\": \"hourly\"}.")));
+	nd->deps = palloc0(sizeof(AppDep) * n);
+	for (i = 0; i < n; i++)
 	{
-		TimestampTz p = PeriodTrunc(nd.grain, PG_ARGISNULL(6) ? GetCurrentTransactionStartTimestamp() : catchup);
-		TimestampTz e = PeriodNext(nd.grain, p);
-		(void) RunPayload(&nd, p, e, NULL, NULL, 0);
+		char	   *dep = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+		char	   *vtype = SPI_getvalue(tt->vals[i], tt->tupdesc, 3);
+		char	   *val = SPI_getvalue(tt->vals[i], tt->tupdesc, 4);
+		Grain		dg;
+
+		if (dep == NULL)
+			continue;			/* the empty object */
+		dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
+		if (dg == G_NONE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
+					 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
+							   val ? val : "null")));
+		if (strcmp(dep, name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_RECURSION),
+					 errmsg("app dependencies would form a cycle through app \"%s\"", name),
+					 errdetail("Following the dependencies: %s -> %s.", name, name)));
+		nd->deps[nd->ndeps].app = dep;
+		nd->deps[nd->ndeps].grain = dg;
+		nd->ndeps++;
+	}
+}
+
+/*
+ * The definition on its own, then in the graph: it must be able to run,
+ * its first period must end in the range of app periods and a run's
+ * payload (conf, with no upstream results) must fit the job payload
+ * limit; with it in place, every app's dependencies must be valid
+ * (ValidateGraph).  Sets the grain.  Returns whether the app is stored
+ * already, and then its stored periods in *stored.
+ */
+static bool
+ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
+{
+	AppDef	   *nd = &ad->def;
+	AppGraph	g;
+	AppDef	   *d;
+	bool		exists;
+	int			i;
+
+	if (nd->starts == G_NONE && nd->ndeps == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("app \"%s\" has neither starts nor depends", nd->name),
+				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
+	nd->grain = DerivedGrain(nd);
+
+	{
+		TimestampTz p = PeriodTrunc(nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
+		TimestampTz e = PeriodNext(nd->grain, p);
+
+		(void) RunPayload(nd, p, e, NULL, NULL, 0);
 	}
 
 	/* the graph with the new definition in place */
 	LoadApps(&g, 1);
-	d = FindApp(&g, name);
+	d = FindApp(&g, nd->name);
 	exists = (d != NULL);
+	memset(stored, 0, sizeof(*stored));
 	if (exists)
 	{
-		nd.first_null = d->first_null;
-		nd.first_period = d->first_period;
-		nd.next_null = d->next_null;
-		nd.next_period = d->next_period;
-		*d = nd;
+		stored->first_null = d->first_null;
+		stored->first_period = d->first_period;
+		stored->next_null = d->next_null;
+		stored->next_period = d->next_period;
+		*d = *nd;
 	}
 	else
 	{
-		g.apps[g.n++] = nd;
+		g.apps[g.n++] = *nd;
 		qsort(g.apps, g.n, sizeof(AppDef), AppCmp);
 	}
 	for (i = 0; i < g.n; i++)
 		g.apps[i].grain = DerivedGrain(&g.apps[i]);
 	ValidateGraph(&g);
+	return exists;
+}
 
-	/* where runs start: catchup_from, else the first tick's period */
-	if (exists)
-	{
-		Oid			a1[1] = {TEXTOID};
-		Datum		v1[1];
-
-		v1[0] = CStringGetTextDatum(name);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-										 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-										 1, a1), v1, NULL, false, 1),
-			  SPI_OK_SELECT, "define_app");
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), grain_names[nd.grain]) != 0)
-			reset = true;		/* another period length: start over */
-	}
-	if (!exists || reset)
-	{
-		nd.first_null = nd.next_null = PG_ARGISNULL(6);
-		if (!PG_ARGISNULL(6))
-			nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
-	}
-	else if (!PG_ARGISNULL(6) && (nd.first_null || PeriodTrunc(nd.grain, catchup) < nd.first_period))
-	{
-		/* an earlier catch-up: periods without a run from there on get one */
-		nd.first_null = nd.next_null = false;
-		nd.first_period = nd.next_period = PeriodTrunc(nd.grain, catchup);
-	}
+/* The grain coord.app_defs holds for a stored app (locking its row). */
+static Grain
+StoredGrain(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
 
 	args[0] = CStringGetTextDatum(name);
-	args[1] = starts ? CStringGetTextDatum(grain_names[starts]) : (Datum) 0;
-	nulls[1] = starts ? ' ' : 'n';
-	args[2] = JsonbPGetDatum(depends);
-	args[3] = PG_ARGISNULL(3) ? (Datum) 0 : PG_GETARG_DATUM(3);
-	nulls[3] = PG_ARGISNULL(3) ? 'n' : ' ';
-	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	nulls[4] = host ? ' ' : 'n';
-	args[5] = CStringGetTextDatum(queue);
-	args[6] = TimestampTzGetDatum(catchup);
-	nulls[6] = PG_ARGISNULL(6) ? 'n' : ' ';
-	args[7] = JsonbPGetDatum(conf);
-	args[8] = TimestampTzGetDatum(nd.first_period);
-	nulls[8] = nd.first_null ? 'n' : ' ';
-	args[9] = TimestampTzGetDatum(nd.next_period);
-	nulls[9] = nd.next_null ? 'n' : ' ';
-	args[10] = CStringGetTextDatum(grain_names[nd.grain]);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
+									 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+									 1, argtypes), args, NULL, false, 1),
+		  SPI_OK_SELECT, "define_app");
+	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* Inserts the definition, or updates the stored one when it differs. */
+static void
+WriteDefinition(const AppDefinition *ad, bool exists)
+{
+	const AppDef *nd = &ad->def;
+	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
+	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[11];
+	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = CStringGetTextDatum(nd->name);
+	args[1] = nd->starts ? CStringGetTextDatum(grain_names[nd->starts]) : (Datum) 0;
+	nulls[1] = nd->starts ? ' ' : 'n';
+	args[2] = JsonbPGetDatum(ad->depends);
+	args[3] = ad->timeout ? IntervalPGetDatum(ad->timeout) : (Datum) 0;
+	nulls[3] = ad->timeout ? ' ' : 'n';
+	args[4] = nd->host ? CStringGetTextDatum(nd->host) : (Datum) 0;
+	nulls[4] = nd->host ? ' ' : 'n';
+	args[5] = CStringGetTextDatum(nd->queue);
+	args[6] = TimestampTzGetDatum(ad->catchup);
+	nulls[6] = ad->has_catchup ? ' ' : 'n';
+	args[7] = nd->conf;
+	args[8] = TimestampTzGetDatum(nd->first_period);
+	nulls[8] = nd->first_null ? 'n' : ' ';
+	args[9] = TimestampTzGetDatum(nd->next_period);
+	nulls[9] = nd->next_null ? 'n' : ' ';
+	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
 	if (!exists)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
 										 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
@@ -1562,6 +1757,47 @@ coord_define_app(PG_FUNCTION_ARGS)
 										 "$8, $9, $10)",
 										 11, argtypes), args, nulls, false, 0),
 			  SPI_OK_UPDATE, "define_app");
+}
+
+/*
+ * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
+ * conf): creates or replaces an app.  The same definition again changes
+ * nothing; a changed one applies to runs created from then on.  Parse,
+ * validate (alone and in the graph), decide where runs start
+ * (coord_app_periods, pure), write; under the definitions lock from the
+ * parse of depends on, so the graph validated is the one written.
+ */
+Datum
+coord_define_app(PG_FUNCTION_ARGS)
+{
+	AppDefinition ad;
+	AppPeriodsInput pin;
+	AppPeriods	periods;
+	CoordUserSwitch sw;
+	bool		exists;
+
+	ParseDefinition(fcinfo, &ad);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	LockDefinitions();
+	ParseDepends(&ad);
+	exists = ValidateDefinition(&ad, &pin.stored);
+
+	/* where runs start: catchup_from, else the first tick's period */
+	pin.exists = exists;
+	pin.stored_grain = exists ? StoredGrain(ad.def.name) : G_NONE;
+	pin.grain = ad.def.grain;
+	pin.has_catchup = ad.has_catchup;
+	pin.catchup_start = ad.has_catchup ? PeriodTrunc(ad.def.grain, ad.catchup) : 0;
+	periods = coord_app_periods(&pin);
+	ad.def.first_null = periods.first_null;
+	ad.def.first_period = periods.first_period;
+	ad.def.next_null = periods.next_null;
+	ad.def.next_period = periods.next_period;
+
+	WriteDefinition(&ad, exists);
+	AppGraphChanged();
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -1582,6 +1818,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	SPI_connect();
 	CoordBecomeOwner(&sw);
 	LockDefinitions();
+	AppGraphChanged();			/* by what follows, or the call fails */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
 									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
 									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
@@ -1620,405 +1857,6 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	CoordRestoreUser(&sw);
 	SPI_finish();
 	PG_RETURN_BOOL(found);
-}
-
-/* ---------- coord.grid ---------- */
-
-typedef struct GridRow
-{
-	char	   *app;
-	Grain		grain;
-	char	   *cells;
-	int			depth;			/* the longest chain of upstreams above it */
-} GridRow;
-
-/*
- * GridDepths: for each app of g, the length of its longest chain of
- * upstreams (0 for an app without any), at most 64.  An iterative
- * depth-first search that computes each app once, so it is linear in the
- * graph whatever its shape (counting chains one by one is exponential in a
- * graph of diamonds).
- */
-static int *
-GridDepths(AppGraph *g)
-{
-	int		   *depth = palloc0(sizeof(int) * Max(g->n, 1));
-	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
-	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));
-	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));
-	int			root;
-
-	for (root = 0; root < g->n; root++)
-	{
-		int			sp = 0;
-
-		if (state[root] != 0)
-			continue;
-		stack[sp++] = root;
-		state[root] = 1;
-		while (sp > 0)
-		{
-			int			v = stack[sp - 1];
-			AppDef	   *d = &g->apps[v];
-			AppDef	   *u;
-			int			ui;
-
-			CHECK_FOR_INTERRUPTS();
-			if (next[v] >= d->ndeps)
-			{
-				state[v] = 2;
-				sp--;
-				continue;
-			}
-			u = FindApp(g, d->deps[next[v]++].app);
-			if (u == NULL)
-				continue;
-			ui = u - g->apps;
-			if (state[ui] == 0)
-			{
-				/* come back to this dependency once u is done */
-				next[v]--;
-				state[ui] = 1;
-				stack[sp++] = ui;
-				continue;
-			}
-			/* state 1: a cycle (define_app refuses them); it adds nothing */
-			if (state[ui] == 2)
-				depth[v] = Min(Max(depth[v], depth[ui] + 1), 64);
-		}
-	}
-	return depth;
-}
-
-static int
-GridRowCmp(const void *a, const void *b)
-{
-	const GridRow *x = a;
-	const GridRow *y = b;
-
-	if (x->depth != y->depth)
-		return x->depth < y->depth ? -1 : 1;
-	return strcmp(x->app, y->app);
-}
-
-/* How a state shows, and how much it matters when several runs share a cell. */
-static char
-StateSymbol(const char *state, int *rank)
-{
-	static const struct
-	{
-		const char *state;
-		char		sym;
-	}			syms[] = {
-		{"done", '#'}, {"scheduled", '~'}, {"ready", 'o'}, {"running", '>'},
-		{"missing", '?'}, {"cancelled", 'c'}, {"dead", 'X'}
-	};
-	int			i;
-
-	for (i = 0; i < lengthof(syms); i++)
-		if (strcmp(state, syms[i].state) == 0)
-		{
-			*rank = i + 1;
-			return syms[i].sym;
-		}
-	*rank = 0;
-	return '?';
-}
-
-static int
-SymbolRank(char c)
-{
-	const char *order = "#~o>?cX";
-	const char *p = (c == '\0' || c == '.' || c == '-') ? NULL : strchr(order, c);
-
-	return p ? (int) (p - order) + 1 : 0;
-}
-
-static void
-HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, StringInfo tens, StringInfo units)
-{
-	int			c;
-	int			last_end = -1;
-
-	appendStringInfoSpaces(top, indent);
-	appendStringInfoSpaces(tens, indent);
-	appendStringInfoSpaces(units, indent);
-	for (c = 0; c < ncols; c++)
-	{
-		struct pg_tm tm;
-		int			v = 0;
-		bool		boundary;
-		char	   *label = NULL;
-
-		TmFromTs(cols[c], &tm);
-		switch (cg)
-		{
-			case G_HOURLY:
-				v = tm.tm_hour;
-				boundary = (tm.tm_hour == 0);
-				label = psprintf("%04d-%02d-%02d", tm.tm_year, tm.tm_mon, tm.tm_mday);
-				break;
-			case G_DAILY:
-				v = tm.tm_mday;
-				boundary = (tm.tm_mday == 1);
-				label = psprintf("%04d-%02d", tm.tm_year, tm.tm_mon);
-				break;
-			case G_WEEKLY:
-				{
-					int			y = tm.tm_year;
-
-					v = date2isoweek(tm.tm_year, tm.tm_mon, tm.tm_mday);
-					if (v == 1 && tm.tm_mon == 12)
-						y++;
-					boundary = (v == 1);
-					label = psprintf("%04d-W", y);
-				}
-				break;
-			case G_MONTHLY:
-				v = tm.tm_mon;
-				boundary = (tm.tm_mon == 1);
-				label = psprintf("%04d", tm.tm_year);
-				break;
-			default:
-				v = tm.tm_year % 100;
-				boundary = (tm.tm_year % 100 == 0);
-				label = psprintf("%02d", tm.tm_year / 100);
-				break;
-		}
-		if ((boundary || c == 0) && c > last_end)
-		{
-			appendStringInfoString(top, label);
-			last_end = c + strlen(label);
-		}
-		else if (c >= last_end)
-			appendStringInfoChar(top, ' ');
-		appendStringInfoChar(tens, '0' + (v / 10) % 10);
-		appendStringInfoChar(units, '0' + v % 10);
-	}
-}
-
-/*
- * coord.grid(from, to, apps) returns SETOF text: apps x periods with each
- * run's state as one character.  Columns are periods of the finest grain of
- * the apps shown (coarser when there would be more than GRID_MAX_COLUMNS).
- * A coarser app shows its run in the column where its period starts and '-'
- * for the rest of it; a finer app shows, per column, the state of its runs
- * there that matters most (dead over cancelled over running ... over done).
- * With no app to show, one line: "no apps defined" ("no apps named" for an
- * empty list).
- */
-Datum
-coord_grid(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TimestampTz from,
-				to;
-	Oid			argtypes[3] = {TEXTARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
-	CoordUserSwitch sw;
-	int			nest;
-	GridRow    *rows;
-	int			nrows,
-				r,
-				c,
-				ncols = 0,
-				width = 3;
-	Grain		cg = G_YEARLY;
-	TimestampTz *cols;
-	TimestampTz t;
-	uint64		i;
-	List	   *lines = NIL;
-	ListCell   *lc;
-	StringInfoData top,
-				tens,
-				units;
-
-	CoordRequireArg(fcinfo, 0, "from");
-	CoordRequireArg(fcinfo, 1, "to");
-	from = PG_GETARG_TIMESTAMPTZ(0);
-	to = PG_GETARG_TIMESTAMPTZ(1);
-	if (TIMESTAMP_NOT_FINITE(from) || TIMESTAMP_NOT_FINITE(to) || to <= from)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("grid needs finite times with from before to")));
-	/* a NULL element would be looked up as an app named "(null)" */
-	if (!PG_ARGISNULL(2) && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(2)))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("apps must not contain null elements"),
-				 errhint("Pass NULL instead of the array to show every app.")));
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	args[0] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[0] = PG_ARGISNULL(2) ? 'n' : ' ';
-	args[1] = TimestampTzGetDatum(from);
-	args[2] = TimestampTzGetDatum(to);
-
-	SPI_connect();
-	CoordBecomeOwner(&sw);
-	/*
-	 * No JIT: the planner's guesses for these small queries can pass
-	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
-	 */
-	nest = NewGUCNestLevel();
-	if (jit_enabled)
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-									 "SELECT x.name, x.grain FROM ("
-									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
-									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
-									 "UNION ALL "
-									 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
-									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
-									 3, argtypes), args, nulls, false, 0),
-		  SPI_OK_SELECT, "grid");
-	nrows = SPI_processed;
-	rows = palloc0(sizeof(GridRow) * Max(nrows, 1));
-	for (i = 0; i < SPI_processed; i++)
-	{
-		char	   *grain = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-
-		rows[i].app = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		if (grain == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("app \"%s\" does not exist", rows[i].app ? rows[i].app : "(null)")));
-		rows[i].grain = GrainFromName(grain);
-		cg = Min(cg, rows[i].grain);
-		width = Max(width, (int) strlen(rows[i].app));
-	}
-	width += 2;
-	/* nothing to draw: one plain line, not a header over no rows */
-	if (nrows == 0)
-	{
-		Datum		v[1];
-		bool		n[1] = {false};
-
-		v[0] = CStringGetTextDatum(PG_ARGISNULL(2) ? "no apps defined" : "no apps named");
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-		CoordRestoreUser(&sw);
-		AtEOXact_GUC(true, nest);
-		SPI_finish();
-		return (Datum) 0;
-	}
-	/* all apps: upstream ones first, by the longest chain of upstreams above them */
-	if (PG_ARGISNULL(2) && nrows > 1)
-	{
-		AppGraph	g;
-		int		   *depth;
-
-		LoadApps(&g, 0);
-		depth = GridDepths(&g);
-		for (r = 0; r < nrows; r++)
-		{
-			AppDef	   *d = FindApp(&g, rows[r].app);
-
-			rows[r].depth = d ? depth[d - g.apps] : 0;
-		}
-		qsort(rows, nrows, sizeof(GridRow), GridRowCmp);
-	}
-
-	/* the columns */
-	for (;;)
-	{
-		ncols = 0;
-		for (t = PeriodTrunc(cg, from); t < to && ncols <= GRID_MAX_COLUMNS; t = PeriodNext(cg, t))
-			ncols++;
-		if (ncols <= GRID_MAX_COLUMNS || cg == G_YEARLY)
-			break;
-		cg++;
-	}
-	ncols = Min(ncols, GRID_MAX_COLUMNS);
-	cols = palloc(sizeof(TimestampTz) * (ncols + 1));
-	for (c = 0, t = PeriodTrunc(cg, from); c < ncols; c++, t = PeriodNext(cg, t))
-		cols[c] = t;
-	cols[ncols] = t;
-	for (r = 0; r < nrows; r++)
-	{
-		rows[r].cells = palloc(ncols + 1);
-		memset(rows[r].cells, '.', ncols);
-		rows[r].cells[ncols] = '\0';
-	}
-
-	/* the runs */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
-									 "SELECT app, period_start, period_end, state FROM coord.runs "
-									 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
-									 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
-									 3, argtypes), args, nulls, false, 0),
-		  SPI_OK_SELECT, "grid");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		bool		isnull;
-		char	   *app = SPI_getvalue(row, SPI_tuptable->tupdesc, 1);
-		TimestampTz ps = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
-		TimestampTz pe = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
-		int			rank;
-		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
-
-		CHECK_FOR_INTERRUPTS();
-		for (r = 0; r < nrows; r++)
-		{
-			if (strcmp(rows[r].app, app) != 0)
-				continue;
-			for (c = 0; c < ncols; c++)
-			{
-				if (cols[c + 1] <= ps || cols[c] >= pe)
-					continue;
-				if (ps >= cols[c] || c == 0)
-				{
-					/* the column where the run starts (or the first shown): the worst state wins */
-					if (SymbolRank(rows[r].cells[c]) < rank)
-						rows[r].cells[c] = sym;
-				}
-				else if (rows[r].cells[c] == '.')
-					rows[r].cells[c] = '-';
-			}
-		}
-	}
-
-	/* the text (the tuplestore copies it out of SPI's memory) */
-	initStringInfo(&top);
-	initStringInfo(&tens);
-	initStringInfo(&units);
-	{
-		struct pg_tm a,
-					b;
-
-		TmFromTs(cols[0], &a);
-		TmFromTs(cols[ncols], &b);
-		lines = lappend(lines, psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
-										"one column per %s period",
-										nrows, nrows == 1 ? "app" : "apps",
-										a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min,
-										b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min,
-										cg == G_HOURLY ? "hour's" : cg == G_DAILY ? "day's" :
-										cg == G_WEEKLY ? "ISO week's" : cg == G_MONTHLY ? "month's" : "year's"));
-	}
-	HeaderLines(cg, cols, ncols, width, &top, &tens, &units);
-	lines = lappend(lines, top.data);
-	lines = lappend(lines, tens.data);
-	lines = lappend(lines, units.data);
-	for (r = 0; r < nrows; r++)
-		lines = lappend(lines, psprintf("%-*s%s", width, rows[r].app, rows[r].cells));
-	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  X dead  "
-								   "c cancelled  ? job missing  . no run  - period continues"));
-	foreach(lc, lines)
-	{
-		Datum		v[1];
-		bool		n[1] = {false};
-
-		v[0] = CStringGetTextDatum((char *) lfirst(lc));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-	}
-	CoordRestoreUser(&sw);
-	AtEOXact_GUC(true, nest);
-	SPI_finish();
-	return (Datum) 0;
 }
 
 void

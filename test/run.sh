@@ -70,6 +70,13 @@ run_tests() {
     failed=$((failed + 1)); failures+=("cron harness"); tail -20 test/results/cron_harness.out >&2
   fi
 
+  log "== app periods (C harness)"
+  if bash test/apps/run.sh >test/results/apps_harness.out 2>&1; then
+    passed=$((passed + 1)); log "apps harness: ok ($(tail -1 test/results/apps_harness.out))"
+  else
+    failed=$((failed + 1)); failures+=("apps harness"); tail -20 test/results/apps_harness.out >&2
+  fi
+
   log "== pg_regress"
   make -s installcheck-regress >test/results/regress.out 2>&1
   [ -f regression.diffs ] && mv regression.diffs test/results/regress.diffs

@@ -1,0 +1,433 @@
+/*-------------------------------------------------------------------------
+ * apps_grid.c
+ *		coord.grid: a text picture of apps x periods, one character per run.
+ *
+ * A reader only: it runs its statements as the extension owner (with JIT
+ * off for them, in a GUC nest level undone before it returns), takes no
+ * lock of its own, and writes nothing, so nothing survives an abort.  The
+ * apps and their periods come from apps.c through apps_int.h; the states
+ * from the view coord.runs.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "jit/jit.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+#include "apps_int.h"
+
+/* grid: at most this many columns; coarser columns beyond that */
+#define GRID_MAX_COLUMNS	200
+
+static SPIPlanPtr plan_grid_apps = NULL;
+static SPIPlanPtr plan_grid_runs = NULL;
+
+PG_FUNCTION_INFO_V1(coord_grid);
+
+/* ---------- coord.grid ---------- */
+
+typedef struct GridRow
+{
+	char	   *app;
+	Grain		grain;
+	char	   *cells;
+	int			depth;			/* the longest chain of upstreams above it */
+} GridRow;
+
+/*
+ * GridDepths: for each app of g, the length of its longest chain of
+ * upstreams (0 for an app without any), at most 64.  An iterative
+ * depth-first search that computes each app once, so it is linear in the
+ * graph whatever its shape (counting chains one by one is exponential in a
+ * graph of diamonds).
+ */
+static int *
+GridDepths(AppGraph *g)
+{
+	int		   *depth = palloc0(sizeof(int) * Max(g->n, 1));
+	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
+	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));
+	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));
+	int			root;
+
+	for (root = 0; root < g->n; root++)
+	{
+		int			sp = 0;
+
+		if (state[root] != 0)
+			continue;
+		stack[sp++] = root;
+		state[root] = 1;
+		while (sp > 0)
+		{
+			int			v = stack[sp - 1];
+			AppDef	   *d = &g->apps[v];
+			AppDef	   *u;
+			int			ui;
+
+			CHECK_FOR_INTERRUPTS();
+			if (next[v] >= d->ndeps)
+			{
+				state[v] = 2;
+				sp--;
+				continue;
+			}
+			u = FindApp(g, d->deps[next[v]++].app);
+			if (u == NULL)
+				continue;
+			ui = u - g->apps;
+			if (state[ui] == 0)
+			{
+				/* come back to this dependency once u is done */
+				next[v]--;
+				state[ui] = 1;
+				stack[sp++] = ui;
+				continue;
+			}
+			/* state 1: a cycle (define_app refuses them); it adds nothing */
+			if (state[ui] == 2)
+				depth[v] = Min(Max(depth[v], depth[ui] + 1), 64);
+		}
+	}
+	return depth;
+}
+
+static int
+GridRowCmp(const void *a, const void *b)
+{
+	const GridRow *x = a;
+	const GridRow *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return strcmp(x->app, y->app);
+}
+
+/* How a state shows, and how much it matters when several runs share a cell. */
+static char
+StateSymbol(const char *state, int *rank)
+{
+	static const struct
+	{
+		const char *state;
+		char		sym;
+	}			syms[] = {
+		{"done", '#'}, {"scheduled", '~'}, {"ready", 'o'}, {"running", '>'},
+		{"missing", '?'}, {"cancelled", 'c'}, {"dead", 'X'}
+	};
+	int			i;
+
+	for (i = 0; i < lengthof(syms); i++)
+		if (strcmp(state, syms[i].state) == 0)
+		{
+			*rank = i + 1;
+			return syms[i].sym;
+		}
+	*rank = 0;
+	return '?';
+}
+
+static int
+SymbolRank(char c)
+{
+	const char *order = "#~o>?cX";
+	const char *p = (c == '\0' || c == '.' || c == '-') ? NULL : strchr(order, c);
+
+	return p ? (int) (p - order) + 1 : 0;
+}
+
+static void
+HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, StringInfo tens, StringInfo units)
+{
+	int			c;
+	int			last_end = -1;
+
+	appendStringInfoSpaces(top, indent);
+	appendStringInfoSpaces(tens, indent);
+	appendStringInfoSpaces(units, indent);
+	for (c = 0; c < ncols; c++)
+	{
+		struct pg_tm tm;
+		int			v = 0;
+		bool		boundary;
+		char	   *label = NULL;
+
+		TmFromTs(cols[c], &tm);
+		switch (cg)
+		{
+			case G_HOURLY:
+				v = tm.tm_hour;
+				boundary = (tm.tm_hour == 0);
+				label = psprintf("%04d-%02d-%02d", tm.tm_year, tm.tm_mon, tm.tm_mday);
+				break;
+			case G_DAILY:
+				v = tm.tm_mday;
+				boundary = (tm.tm_mday == 1);
+				label = psprintf("%04d-%02d", tm.tm_year, tm.tm_mon);
+				break;
+			case G_WEEKLY:
+				{
+					int			y = tm.tm_year;
+
+					v = date2isoweek(tm.tm_year, tm.tm_mon, tm.tm_mday);
+					if (v == 1 && tm.tm_mon == 12)
+						y++;
+					boundary = (v == 1);
+					label = psprintf("%04d-W", y);
+				}
+				break;
+			case G_MONTHLY:
+				v = tm.tm_mon;
+				boundary = (tm.tm_mon == 1);
+				label = psprintf("%04d", tm.tm_year);
+				break;
+			default:
+				v = tm.tm_year % 100;
+				boundary = (tm.tm_year % 100 == 0);
+				label = psprintf("%02d", tm.tm_year / 100);
+				break;
+		}
+		if ((boundary || c == 0) && c > last_end)
+		{
+			appendStringInfoString(top, label);
+			last_end = c + strlen(label);
+		}
+		else if (c >= last_end)
+			appendStringInfoChar(top, ' ');
+		appendStringInfoChar(tens, '0' + (v / 10) % 10);
+		appendStringInfoChar(units, '0' + v % 10);
+	}
+}
+
+/*
+ * coord.grid(from, to, apps) returns SETOF text: apps x periods with each
+ * run's state as one character.  Columns are periods of the finest grain of
+ * the apps shown (coarser when there would be more than GRID_MAX_COLUMNS).
+ * A coarser app shows its run in the column where its period starts and '-'
+ * for the rest of it; a finer app shows, per column, the state of its runs
+ * there that matters most (dead over cancelled over running ... over done).
+ * With no app to show, one line: "no apps defined" ("no apps named" for an
+ * empty list).
+ */
+Datum
+coord_grid(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz from,
+				to;
+	Oid			argtypes[3] = {TEXTARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	CoordUserSwitch sw;
+	int			nest;
+	GridRow    *rows;
+	int			nrows,
+				r,
+				c,
+				ncols = 0,
+				width = 3;
+	Grain		cg = G_YEARLY;
+	TimestampTz *cols;
+	TimestampTz t;
+	uint64		i;
+	List	   *lines = NIL;
+	ListCell   *lc;
+	StringInfoData top,
+				tens,
+				units;
+
+	CoordRequireArg(fcinfo, 0, "from");
+	CoordRequireArg(fcinfo, 1, "to");
+	from = PG_GETARG_TIMESTAMPTZ(0);
+	to = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(from) || TIMESTAMP_NOT_FINITE(to) || to <= from)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("grid needs finite times with from before to")));
+	/* a NULL element would be looked up as an app named "(null)" */
+	if (!PG_ARGISNULL(2) && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(2)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("apps must not contain null elements"),
+				 errhint("Pass NULL instead of the array to show every app.")));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+
+	args[0] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
+	nulls[0] = PG_ARGISNULL(2) ? 'n' : ' ';
+	args[1] = TimestampTzGetDatum(from);
+	args[2] = TimestampTzGetDatum(to);
+
+	SPI_connect();
+	CoordBecomeOwner(&sw);
+	/*
+	 * No JIT: the planner's guesses for these small queries can pass
+	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
+	 */
+	nest = NewGUCNestLevel();
+	if (jit_enabled)
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
+									 "SELECT x.name, x.grain FROM ("
+									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
+									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
+									 "UNION ALL "
+									 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
+									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
+									 3, argtypes), args, nulls, false, 0),
+		  SPI_OK_SELECT, "grid");
+	nrows = SPI_processed;
+	rows = palloc0(sizeof(GridRow) * Max(nrows, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		char	   *grain = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		rows[i].app = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		if (grain == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("app \"%s\" does not exist", rows[i].app ? rows[i].app : "(null)")));
+		rows[i].grain = GrainFromName(grain);
+		cg = Min(cg, rows[i].grain);
+		width = Max(width, (int) strlen(rows[i].app));
+	}
+	width += 2;
+	/* nothing to draw: one plain line, not a header over no rows */
+	if (nrows == 0)
+	{
+		Datum		v[1];
+		bool		n[1] = {false};
+
+		v[0] = CStringGetTextDatum(PG_ARGISNULL(2) ? "no apps defined" : "no apps named");
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		CoordRestoreUser(&sw);
+		AtEOXact_GUC(true, nest);
+		SPI_finish();
+		return (Datum) 0;
+	}
+	/* all apps: upstream ones first, by the longest chain of upstreams above them */
+	if (PG_ARGISNULL(2) && nrows > 1)
+	{
+		AppGraph	g;
+		int		   *depth;
+
+		LoadApps(&g, 0);
+		depth = GridDepths(&g);
+		for (r = 0; r < nrows; r++)
+		{
+			AppDef	   *d = FindApp(&g, rows[r].app);
+
+			rows[r].depth = d ? depth[d - g.apps] : 0;
+		}
+		qsort(rows, nrows, sizeof(GridRow), GridRowCmp);
+	}
+
+	/* the columns */
+	for (;;)
+	{
+		ncols = 0;
+		for (t = PeriodTrunc(cg, from); t < to && ncols <= GRID_MAX_COLUMNS; t = PeriodNext(cg, t))
+			ncols++;
+		if (ncols <= GRID_MAX_COLUMNS || cg == G_YEARLY)
+			break;
+		cg++;
+	}
+	ncols = Min(ncols, GRID_MAX_COLUMNS);
+	cols = palloc(sizeof(TimestampTz) * (ncols + 1));
+	for (c = 0, t = PeriodTrunc(cg, from); c < ncols; c++, t = PeriodNext(cg, t))
+		cols[c] = t;
+	cols[ncols] = t;
+	for (r = 0; r < nrows; r++)
+	{
+		rows[r].cells = palloc(ncols + 1);
+		memset(rows[r].cells, '.', ncols);
+		rows[r].cells[ncols] = '\0';
+	}
+
+	/* the runs */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
+									 "SELECT app, period_start, period_end, state FROM coord.runs "
+									 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
+									 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
+									 3, argtypes), args, nulls, false, 0),
+		  SPI_OK_SELECT, "grid");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		bool		isnull;
+		char	   *app = SPI_getvalue(row, SPI_tuptable->tupdesc, 1);
+		TimestampTz ps = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+		TimestampTz pe = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+		int			rank;
+		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
+
+		CHECK_FOR_INTERRUPTS();
+		for (r = 0; r < nrows; r++)
+		{
+			if (strcmp(rows[r].app, app) != 0)
+				continue;
+			for (c = 0; c < ncols; c++)
+			{
+				if (cols[c + 1] <= ps || cols[c] >= pe)
+					continue;
+				if (ps >= cols[c] || c == 0)
+				{
+					/* the column where the run starts (or the first shown): the worst state wins */
+					if (SymbolRank(rows[r].cells[c]) < rank)
+						rows[r].cells[c] = sym;
+				}
+				else if (rows[r].cells[c] == '.')
+					rows[r].cells[c] = '-';
+			}
+		}
+	}
+
+	/* the text (the tuplestore copies it out of SPI's memory) */
+	initStringInfo(&top);
+	initStringInfo(&tens);
+	initStringInfo(&units);
+	{
+		struct pg_tm a,
+					b;
+
+		TmFromTs(cols[0], &a);
+		TmFromTs(cols[ncols], &b);
+		lines = lappend(lines, psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
+										"one column per %s period",
+										nrows, nrows == 1 ? "app" : "apps",
+										a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min,
+										b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min,
+										cg == G_HOURLY ? "hour's" : cg == G_DAILY ? "day's" :
+										cg == G_WEEKLY ? "ISO week's" : cg == G_MONTHLY ? "month's" : "year's"));
+	}
+	HeaderLines(cg, cols, ncols, width, &top, &tens, &units);
+	lines = lappend(lines, top.data);
+	lines = lappend(lines, tens.data);
+	lines = lappend(lines, units.data);
+	for (r = 0; r < nrows; r++)
+		lines = lappend(lines, psprintf("%-*s%s", width, rows[r].app, rows[r].cells));
+	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  X dead  "
+								   "c cancelled  ? job missing  . no run  - period continues"));
+	foreach(lc, lines)
+	{
+		Datum		v[1];
+		bool		n[1] = {false};
+
+		v[0] = CStringGetTextDatum((char *) lfirst(lc));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+	}
+	CoordRestoreUser(&sw);
+	AtEOXact_GUC(true, nest);
+	SPI_finish();
+	return (Datum) 0;
+}

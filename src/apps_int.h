@@ -1,0 +1,68 @@
+/*-------------------------------------------------------------------------
+ * apps_int.h
+ *		What the files of the apps family share, and nothing outside the
+ *		family includes: the graph of apps as apps.c reads it from
+ *		coord.app_defs, and the period arithmetic (UTC).
+ *
+ * apps.c owns the graph, the periods and the scheduling; apps_grid.c
+ * (coord.grid) reads through these functions and writes nothing.  Every
+ * function here runs inside SPI as the extension owner where it reads
+ * tables (LoadApps); the period functions read nothing.
+ *-------------------------------------------------------------------------
+ */
+#ifndef PG_COORD_APPS_INT_H
+#define PG_COORD_APPS_INT_H
+
+#include "postgres.h"
+
+#include "pgtime.h"
+#include "utils/timestamp.h"
+
+#include "apps_periods.h"		/* Grain */
+
+extern const char *const grain_names[];
+
+typedef struct AppDep
+{
+	char	   *app;
+	Grain		grain;
+} AppDep;
+
+typedef struct AppDef
+{
+	char	   *name;
+	Grain		starts;
+	Grain		grain;			/* starts, or the coarsest dependency period */
+	int			ndeps;
+	AppDep	   *deps;			/* by name */
+	char	   *queue;
+	char	   *host;
+	Datum		conf;
+	bool		has_timeout;
+	bool		first_null;
+	TimestampTz first_period;
+	bool		next_null;
+	TimestampTz next_period;
+	bool		has_error;		/* last_error is set */
+} AppDef;
+
+typedef struct AppGraph
+{
+	int			n;
+	AppDef	   *apps;			/* by name */
+	bool		horizon_loaded;
+	bool		horizon_null;
+	TimestampTz horizon;		/* the latest tick's now */
+} AppGraph;
+
+/* periods (apps.c) */
+extern Grain GrainFromName(const char *s);
+extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
+extern TimestampTz PeriodTrunc(Grain g, TimestampTz t);
+extern TimestampTz PeriodNext(Grain g, TimestampTz start);
+
+/* the graph (apps.c) */
+extern AppDef *FindApp(AppGraph *g, const char *name);
+extern void LoadApps(AppGraph *g, int extra);
+
+#endif							/* PG_COORD_APPS_INT_H */
