@@ -1778,8 +1778,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	ParseDefinition(fcinfo, &ad);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	LockDefinitions();
 	ParseDepends(&ad);
 	exists = ValidateDefinition(&ad, &pin.stored);
@@ -1798,8 +1797,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	WriteDefinition(&ad, exists);
 	AppGraphChanged();
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
 }
 
@@ -1815,8 +1813,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	LockDefinitions();
 	AppGraphChanged();			/* by what follows, or the call fails */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
@@ -1854,8 +1851,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 										 1, argtypes), args, NULL, false, 0),
 			  SPI_OK_DELETE, "drop_app");
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
 }
 
