@@ -817,7 +817,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		 * Replanned without the settings (an invalidation came in between):
 		 * drop the plan, so that the next claim prepares and steers anew.
 		 */
-		SPI_freeplan(plan);
+		CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
 		plan_claims[kind][partitioned ? 1 : 0] = NULL;
 	}
 
