@@ -443,7 +443,7 @@ static MemoryContext graph_cxt = NULL;
 static AppGraph graph_cache;
 static bool graph_valid = false;
 static int	graph_users = 0;
-static bool graph_callbacks = false;
+static bool graph_read = false;	/* this transaction called CachedGraph */
 
 /* This backend changed the graph: the next finish reads it again. */
 static void
@@ -452,9 +452,15 @@ AppGraphChanged(void)
 	graph_valid = false;
 }
 
+/*
+ * Registered by CoordAppsInit, so it runs at the end of every transaction:
+ * one that read no graph (a plain claim or complete) returns at once.
+ */
 static void
 GraphXactCallback(XactEvent event, void *arg)
 {
+	if (!graph_read)
+		return;
 	switch (event)
 	{
 		case XACT_EVENT_COMMIT:
@@ -464,6 +470,7 @@ GraphXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			graph_valid = false;
 			graph_users = 0;
+			graph_read = false;
 			if (graph_cxt != NULL)
 				MemoryContextReset(graph_cxt);
 			memset(&graph_cache, 0, sizeof(graph_cache));
@@ -493,12 +500,7 @@ CachedGraph(void)
 	AppGraph   *g;
 	int			i;
 
-	if (!graph_callbacks)
-	{
-		RegisterXactCallback(GraphXactCallback, NULL);
-		RegisterSubXactCallback(GraphSubXactCallback, NULL);
-		graph_callbacks = true;
-	}
+	graph_read = true;
 	if (graph_valid)
 		return &graph_cache;
 	if (graph_users > 0)
@@ -1778,8 +1780,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	ParseDefinition(fcinfo, &ad);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	LockDefinitions();
 	ParseDepends(&ad);
 	exists = ValidateDefinition(&ad, &pin.stored);
@@ -1798,8 +1799,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	WriteDefinition(&ad, exists);
 	AppGraphChanged();
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
 }
 
@@ -1815,8 +1815,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	LockDefinitions();
 	AppGraphChanged();			/* by what follows, or the call fails */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
@@ -1854,8 +1853,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 										 1, argtypes), args, NULL, false, 0),
 			  SPI_OK_DELETE, "drop_app");
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
 }
 
@@ -1863,4 +1861,6 @@ void
 CoordAppsInit(void)
 {
 	CoordRegisterJobOrigin(COORD_ORIGIN_APP, CoordAppRunFinished);
+	RegisterXactCallback(GraphXactCallback, NULL);
+	RegisterSubXactCallback(GraphSubXactCallback, NULL);
 }

@@ -266,8 +266,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	args[1] = TimestampTzGetDatum(from);
 	args[2] = TimestampTzGetDatum(to);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	/*
 	 * No JIT: the planner's guesses for these small queries can pass
 	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
@@ -310,9 +309,9 @@ coord_grid(PG_FUNCTION_ARGS)
 
 		v[0] = CStringGetTextDatum(PG_ARGISNULL(2) ? "no apps defined" : "no apps named");
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-		CoordRestoreUser(&sw);
+		/* nest first: the switch's own pop would take it too (common_spi.c) */
 		AtEOXact_GUC(true, nest);
-		SPI_finish();
+		CoordSpiEnd(&sw);
 		return (Datum) 0;
 	}
 	/* all apps: upstream ones first, by the longest chain of upstreams above them */
@@ -426,8 +425,8 @@ coord_grid(PG_FUNCTION_ARGS)
 		v[0] = CStringGetTextDatum((char *) lfirst(lc));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
-	CoordRestoreUser(&sw);
+	/* nest first, as above */
 	AtEOXact_GUC(true, nest);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	return (Datum) 0;
 }

@@ -145,6 +145,14 @@ extern CoordHoldStatus CoordHoldState(const char *key);
  * CoordRestoreUser are the switch alone, for the pair: test/static/
  * spi_style.py refuses them, and hand-paired SPI, anywhere else.
  *
+ * SPI as the caller, without the switch: CoordSpiConnectAsCaller and
+ * CoordSpiFinishAsCaller, only where running as the owner would be wrong
+ * or is already so.  Two callers: the claim's group probe (GroupFree in
+ * jobs_claim.c, called from coord.claim_free inside the claim's statement,
+ * which already runs as the owner with search_path pinned), and
+ * coord.cron_install (tick.c), whose pg_cron job must belong to the
+ * caller.  spi_style.py accepts them in those two functions only.
+ *
  * SPI errors, in one style.  A statement's own errors (a unique violation,
  * a cancel, a lock timeout) are raised by PostgreSQL as they are.  A result
  * code other than the one an SPI call must return cannot happen: every
@@ -156,6 +164,8 @@ extern CoordHoldStatus CoordHoldState(const char *key);
  */
 extern void CoordSpiBegin(CoordUserSwitch *sw);
 extern void CoordSpiEnd(const CoordUserSwitch *sw);
+extern void CoordSpiConnectAsCaller(void);
+extern void CoordSpiFinishAsCaller(void);
 extern void CoordSpiCheck(int rc, int expected, const char *what);
 extern void CoordSpiError(int rc, const char *what) pg_attribute_noreturn();
 extern Oid	CoordOwnerId(void);

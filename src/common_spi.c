@@ -13,7 +13,9 @@
  * and search_path pinned, so the tables behind the functions need no grants
  * to callers, and every statement names its objects and operators with a
  * schema, so the caller's search_path can never substitute objects of its
- * own.
+ * own.  The two statements that must run as the caller (common.h says
+ * which and why) go between CoordSpiConnectAsCaller and
+ * CoordSpiFinishAsCaller instead.
  *
  * What survives an abort.  Nothing of the switch or the connection:
  * (sub)transaction abort restores the user id and security context, pops
@@ -271,6 +273,23 @@ void
 CoordSpiEnd(const CoordUserSwitch *sw)
 {
 	CoordRestoreUser(sw);
+	CoordSpiCheck(SPI_finish(), SPI_OK_FINISH, "SPI_finish");
+}
+
+/*
+ * CoordSpiConnectAsCaller and CoordSpiFinishAsCaller: SPI without the owner
+ * switch, for the few statements that must run as whoever is current (see
+ * common.h for who and why).  The same error style as the pair above.
+ */
+void
+CoordSpiConnectAsCaller(void)
+{
+	CoordSpiCheck(SPI_connect(), SPI_OK_CONNECT, "SPI_connect");
+}
+
+void
+CoordSpiFinishAsCaller(void)
+{
 	CoordSpiCheck(SPI_finish(), SPI_OK_FINISH, "SPI_finish");
 }
 

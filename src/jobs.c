@@ -59,7 +59,7 @@
  * guessed a token.  A session-bound claim is bound to its session already.
  *
  * Session claims and transactions.  A session-bound claim is a hold
- * (common.c): taken by a transaction that aborts, it is released; complete,
+ * (common_lock.c): taken by a transaction that aborts, it is released; complete,
  * fail and cancel let it go when their transaction commits, and keep it if
  * that transaction aborts.  A session-bound job (its row stays 'ready') can
  * be completed or failed only by the session that holds it: its claim ended
@@ -327,12 +327,10 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 3, "priority");
 	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
 					key, host, max_attempts, group_key, NULL);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	WakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
 }
@@ -398,8 +396,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	nulls[4] = host ? ' ' : 'n';
 	args[5] = Int32GetDatum(max_attempts);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	/* ids are drawn in insertion order, which follows the array */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
 										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
@@ -408,7 +405,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 										"RETURNING id",
 										6, argtypes), args, nulls, false, 0),
 			 SPI_OK_INSERT_RETURNING, "enqueue_many");
-	/* in the caller's memory: SPI_finish frees SPI's */
+	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
 	{
@@ -417,8 +414,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	n = SPI_processed;
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 
 	/* RETURNING order is not promised; ids are */
 	qsort(ids, n, sizeof(int64), CmpInt64);
@@ -440,7 +436,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 /*
  * May the caller complete, fail or heartbeat a lease claim another role
  * made?  A member of coord_admin (with its privileges), a superuser, or the
- * extension owner.  Call it after CoordBecomeOwner: caller is the user the
+ * extension owner.  Call it after CoordSpiBegin: caller is the user the
  * switch saved, and GetUserId() is the owner.
  */
 static bool
@@ -476,8 +472,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
 	args[2] = BoolGetDatum(SessionClaimLive(id));
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
 	/* the hot path: a statement each, the role test only where it applies */
 	if (ActsForAnyClaimant(sw.save_userid))
@@ -500,8 +495,7 @@ coord_complete(PG_FUNCTION_ARGS)
 		DropSessionClaim(id);
 	else
 		ForgetClaimIfGone(id);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
 
@@ -549,8 +543,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 	args[1] = PointerGetDatum(tokens);
 	args[2] = PointerGetDatum(construct_array(held, nheld, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
 	args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_many,
@@ -592,8 +585,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 				ForgetClaimIfGone(id);
 		}
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT32((int32) done);
 }
 
@@ -637,8 +629,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	nulls[3] = error ? ' ' : 'n';
 	args[4] = BoolGetDatum(false);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	args[4] = BoolGetDatum(SessionClaimLive(id));
 	args[5] = ObjectIdGetDatum(sw.save_userid);
 	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
@@ -688,8 +679,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	}
 	else
 		ForgetClaimIfGone(id);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(result));
@@ -734,8 +724,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 		args[2] = PG_GETARG_DATUM(2);
 	}
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	if (SessionClaimLive(id))
 	{
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
@@ -771,8 +760,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	}
 	if (!found)
 		ForgetClaimIfGone(id);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	if (!found)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(until);
@@ -789,11 +777,9 @@ coord_cancel(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	moved = MoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	DropSessionClaim(PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(moved);
 }
@@ -816,8 +802,7 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
 										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
@@ -835,7 +820,7 @@ coord_retry(PG_FUNCTION_ARGS)
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
-		/* WakeAtCommit copies them: SPI_finish frees SPI's memory */
+		/* WakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
 		WakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_drop,
@@ -867,8 +852,7 @@ coord_retry(PG_FUNCTION_ARGS)
 					 errhint("Wait for that job to finish, or cancel it, and retry again; the dead job stays in the history.")));
 		}
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(moved);
 }
 
@@ -896,8 +880,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
 										"SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
 										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
@@ -928,8 +911,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 	}
 	if (state != NULL)
 		result = CoordSpiText(state);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(result);
@@ -957,16 +939,14 @@ coord_purge_jobs(PG_FUNCTION_ARGS)
 		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(0), "older_than", true);
 		args[0] = PG_GETARG_DATUM(0);
 	}
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
 										"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
 										"(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
 										1, argtypes), args, NULL, false, 0),
 			 SPI_OK_DELETE, "purge_jobs");
 	n = SPI_processed;
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64((int64) n);
 }
 
@@ -1019,12 +999,10 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	/* the request side first: it raises 55000 unless this session owns the key */
 	CoordRequestMarkQueued(rkey);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
 					NULL, host, max_attempts, NULL, rkey);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	WakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
 }

@@ -9,7 +9,7 @@
  * FRONTIERS_MAX, least recently used forgotten) and the deepest nesting
  * level at which this transaction made a claim still in effect.  What survives an abort: nothing of the
  * claims (their row changes and transaction-level claim locks roll back,
- * session-bound claims are holds, released by common.c), so the abort
+ * session-bound claims are holds, released by common_lock.c), so the abort
  * callback, and the subtransaction-abort callback for a claim made inside
  * the subtransaction that aborts (ROLLBACK TO a savepoint, an exception
  * block), forget the frontiers, which would otherwise stay past the jobs
@@ -336,7 +336,6 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID,
 										  INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID};
 		char	   *sql;
-		SPIPlanPtr	p;
 
 		if (kind == CLAIM_HELD)
 			types[5] = INT8ARRAYOID;
@@ -356,10 +355,7 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 					   "LIMIT $9",
 					   partitioned ? "AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 " : "",
 					   tails[kind]);
-		p = SPI_prepare_cursor(sql, CLAIM_NARGS, types, CURSOR_OPT_GENERIC_PLAN);
-		if (p == NULL || SPI_keepplan(p) != 0)
-			elog(ERROR, "could not prepare a claim statement: %s", SPI_result_code_string(SPI_result));
-		*slot = p;
+		(void) CoordPlan(slot, sql, CLAIM_NARGS, types);
 	}
 	return *slot;
 }
@@ -382,7 +378,8 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 	args[0] = queue;
 	args[1] = group_key;
 	args[2] = id;
-	SPI_connect();
+	/* as the owner already: claim_free runs inside the claim's statement */
+	CoordSpiConnectAsCaller();
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_blocked,
 											 "SELECT 1 FROM coord.job AS g "
 											 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
@@ -394,7 +391,7 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 											 3, types), args, NULL, true, 1),
 				  SPI_OK_SELECT, "checking a job's group");
 	blocked = (SPI_processed > 0);
-	SPI_finish();
+	CoordSpiFinishAsCaller();
 	return !blocked;
 }
 
@@ -820,7 +817,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		 * Replanned without the settings (an invalidation came in between):
 		 * drop the plan, so that the next claim prepares and steers anew.
 		 */
-		SPI_freeplan(plan);
+		CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
 		plan_claims[kind][partitioned ? 1 : 0] = NULL;
 	}
 
@@ -1146,16 +1143,14 @@ coord_claim(PG_FUNCTION_ARGS)
 	}
 	c.outdesc = rsinfo->setDesc;
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	ClaimBegin(&c, sw.save_userid, callcxt);
 	ClaimFromFrontier(&c);
 	ClaimFromHead(&c);
 	ClaimMoveFrontier(&c);
 	ClaimBuryExhausted(&c);
 	ClaimEmit(&c, rsinfo);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 
 	if (coord_notify)
 		ClaimMarkIdle(&c, c.scan.got == 0);

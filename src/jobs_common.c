@@ -270,22 +270,27 @@ DropSessionClaim(int64 id)
 void
 ForgetClaimIfGone(int64 id)
 {
-	char		sql[128];
+	static SPIPlanPtr plan_claim_gone = NULL;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
 
 	if (!HoldsSessionClaim(id))
 		return;
-	snprintf(sql, sizeof(sql),
-			 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) " INT64_FORMAT, id);
-	CoordSpiCheck(SPI_execute(sql, false, 1), SPI_OK_SELECT, "checking a claim");
+	args[0] = Int64GetDatum(id);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_gone,
+											 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "checking a claim");
 	if (SPI_processed == 0)
 		DropSessionClaim(id);
 }
 
 /*
  * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
- * up by name once, and the history's column map (ArchiveJobs); forgotten
- * when the relcache entry of any of them is invalidated (DDL, DROP and
- * CREATE EXTENSION), so the next call looks again.
+ * up by name once; forgotten, with the caches built on them (jobs_claim.c's
+ * column numbers, jobs_finish.c's archive map), when the relcache entry of
+ * any of them is invalidated (DDL, DROP and CREATE EXTENSION), so the next
+ * call looks again.
  */
 JobRels		jobrels;
 

@@ -136,6 +136,15 @@ typedef struct ArchiveMap
 
 static ArchiveMap archive_map;
 
+/*
+ * What the map points to (cols) lives in a context of its own, reset
+ * wholesale when the map is built again.  An invalidation only marks the
+ * map stale: it can arrive while ArchiveJobs reads cols (opening the
+ * history's indexes accepts invalidation messages), so the memory goes at
+ * the next LoadArchiveMap, not in the callback.
+ */
+static MemoryContext archive_cxt = NULL;
+
 void
 JobsFinishRelsInval(void)
 {
@@ -174,9 +183,9 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	if (m->hist_desc == hdesc && m->jnatts == jdesc->natts)
 		return;
 	m->hist_desc = NULL;
-	if (m->cols != NULL)
-		pfree(m->cols);
-	m->cols = MemoryContextAllocZero(CoordCacheContext(NULL, NULL),
+	m->cols = NULL;
+	MemoryContextReset(CoordCacheContext(&archive_cxt, "pg_coord job archive map"));
+	m->cols = MemoryContextAllocZero(archive_cxt,
 									 sizeof(HistoryColumn) * Max(hdesc->natts, 1));
 	for (i = 0; i < hdesc->natts; i++)
 	{

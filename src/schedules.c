@@ -485,8 +485,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 	args[7] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	nulls[7] = host ? ' ' : 'n';
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
 									 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
 									 "starts_at, fixed_rate, host) "
@@ -524,8 +523,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 			elog(ERROR, "schedule \"%s\" vanished", name);
 		id = d.id;
 	}
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(id);
 }
 
@@ -541,8 +539,7 @@ coord_unschedule(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete,
 									 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
 									 1, argtypes), args, NULL, false, 0),
@@ -550,8 +547,7 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	found = (SPI_processed == 1);
 	if (found)
 		(void) DropUnclaimedInstance(name);
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
 }
 

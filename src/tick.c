@@ -58,8 +58,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	CoordSetTag(&tag, 0, COORD_NS_TICK);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 
-	SPI_connect();
-	CoordBecomeOwner(&sw);
+	CoordSpiBegin(&sw);
 	done += CoordSchedulesTick(now);
 	done += CoordJobsTick(now);
 	done += CoordAppsTick(now);
@@ -70,8 +69,7 @@ coord_tick(PG_FUNCTION_ARGS)
 									 "ticked_at = pg_catalog.clock_timestamp()",
 									 1, argtypes), args, NULL, false, 0),
 		  SPI_OK_UPDATE, "tick");
-	CoordRestoreUser(&sw);
-	SPI_finish();
+	CoordSpiEnd(&sw);
 	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
 }
 
@@ -92,7 +90,8 @@ coord_cron_install(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "schedule");
 	schedule = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
+	/* as the caller, on purpose: the pg_cron job must be the caller's */
+	CoordSpiConnectAsCaller();
 	CoordSpiCheck(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
 					  true, 1), SPI_OK_SELECT, "cron_install");
 	if (SPI_processed == 0)
@@ -107,6 +106,6 @@ coord_cron_install(PG_FUNCTION_ARGS)
 								1, argtypes, args, NULL, false, 1),
 		  SPI_OK_SELECT, "cron_install");
 	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	CoordSpiFinishAsCaller();
 	PG_RETURN_INT64(jobid);
 }

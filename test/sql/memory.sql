@@ -87,3 +87,23 @@ CREATE TEMP TABLE mem_before AS SELECT pg_temp.top_bytes() AS b;
 SELECT pg_temp.aborted_names(3000);
 SELECT pg_temp.top_bytes() - b < 65536 AS top_memory_context_did_not_grow FROM mem_before;
 SELECT count(*) AS names_rolled_back FROM coord.lock_names WHERE path LIKE '/mem/leak/%';
+
+-- The completions' history map (jobs_finish.c) is a context of its own,
+-- reset and built again, not grown, after coord.job_history's relcache entry
+-- is invalidated (ANALYZE of a table that gained rows).
+SELECT coord.enqueue('mem_arch') > 0 AS enqueued;
+SELECT coord.complete(id, token) FROM coord.claim('mem_arch');
+SELECT count(*) AS archive_map_contexts FROM pg_backend_memory_contexts
+WHERE name = 'pg_coord job archive map';
+CREATE TEMP TABLE arch_before AS
+SELECT total_bytes AS b FROM pg_backend_memory_contexts WHERE name = 'pg_coord job archive map';
+DO $$
+BEGIN
+  FOR i IN 1 .. 50 LOOP
+    PERFORM coord.enqueue('mem_arch');
+    PERFORM coord.complete(id, token) FROM coord.claim('mem_arch');
+    ANALYZE coord.job_history;
+  END LOOP;
+END $$;
+SELECT count(*) AS archive_map_contexts, max(total_bytes) <= (SELECT b FROM arch_before) AS did_not_grow
+FROM pg_backend_memory_contexts WHERE name = 'pg_coord job archive map';
