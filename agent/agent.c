@@ -659,6 +659,7 @@ check_deadlines(msec_t now)
 			child_signal(j, SIGKILL);
 			j->kill_at = 0;
 		}
+
 		/*
 		 * Connected or not: once the lease may have run out (heartbeats
 		 * failing, or none possible), anyone may claim the job again.
@@ -770,7 +771,7 @@ reload(void)
 		free(err);
 		return;
 	}
-	free(mask_conninfo(n->dbname));	/* remembers its password for redact() */
+	free(mask_conninfo(n->dbname)); /* remembers its password for redact() */
 	relisten = !same_channels(cfg, n);
 	config_free(cfg);
 	cfg = n;
@@ -921,7 +922,8 @@ agent_run(const char *config_path, const CliOverrides *cli)
 		if (db_state == DB_READY)
 		{
 			heartbeats(now);
-			finish_exited(now_ms());	/* a heartbeat may have lost the connection */
+			finish_exited(now_ms());	/* a heartbeat may have lost the
+										 * connection */
 			claim_jobs(now_ms());
 		}
 

@@ -65,7 +65,8 @@ typedef struct TaskConfig
 	char	   *dir;			/* working directory, or NULL */
 	msec_t		timeout;		/* 0: no limit; -1: the global default */
 	msec_t		retry_after;	/* delay after exit 75; -1: the global default */
-	char	  **pass_env;		/* PG* variables the child may see (NAME or PREFIX*) */
+	char	  **pass_env;		/* PG* variables the child may see (NAME or
+								 * PREFIX*) */
 	int			npass_env;
 	bool		pass_env_set;	/* false: the global pass_env */
 	struct TaskConfig *next;
@@ -124,7 +125,8 @@ typedef enum KillReason
 {
 	KILL_NONE = 0,
 	KILL_TIMEOUT,				/* the task's timeout */
-	KILL_LOST,					/* the claim is gone: heartbeat NULL, session lost */
+	KILL_LOST,					/* the claim is gone: heartbeat NULL, session
+								 * lost */
 	KILL_SHUTDOWN				/* SIGTERM's grace period ran out */
 } KillReason;
 
@@ -162,7 +164,8 @@ typedef struct Job
 	msec_t		kill_at;		/* SIGKILL escalation, 0: none */
 	msec_t		next_heartbeat;
 	msec_t		lease_valid_until;	/* lease mode: our own view of the lease */
-	msec_t		timeout;		/* copied from the task: a reload must not change it */
+	msec_t		timeout;		/* copied from the task: a reload must not
+								 * change it */
 	msec_t		retry_after;
 	KillReason	killed;
 
@@ -200,11 +203,12 @@ extern void job_free(Job *job);
 
 /* ---------- the loop (agent.c) and status (status.c) ---------- */
 
-extern int agent_run(const char *config_path, const CliOverrides *cli);
+extern int	agent_run(const char *config_path, const CliOverrides *cli);
+
 /* status's exit status when the role may not read some of its sections */
 #define STATUS_DENIED 3
-extern int status_run(const char *conninfo, bool color, msec_t statement_timeout,
-					  msec_t lock_timeout);
+extern int	status_run(const char *conninfo, bool color, msec_t statement_timeout,
+					   msec_t lock_timeout);
 
 /* ---------- util.c ---------- */
 

@@ -151,7 +151,10 @@ wait_result(msec_t deadline, bool *timed_out)
 			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
 			if (rc < 0 && errno != EINTR)
 			{
-				/* cannot wait: treat it as no answer (PQgetResult would block) */
+				/*
+				 * cannot wait: treat it as no answer (PQgetResult would
+				 * block)
+				 */
 				log_error("poll: %s", strerror(errno));
 				*timed_out = true;
 				if (first)
@@ -198,9 +201,10 @@ db_run(const char *sql, int nparams, const char *const *values, ExecStatusType w
 {
 	PGresult   *res;
 	bool		timed_out;
-	msec_t		deadline = cfg->statement_timeout > 0
-		? now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS : 0;
+	msec_t		deadline = 0;
 
+	if (cfg->statement_timeout > 0)
+		deadline = now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS;
 	if (sqlstate)
 		sqlstate[0] = '\0';
 	if (db_state != DB_READY)

@@ -92,11 +92,18 @@ proto_listen_all(const AgentConfig *cfg)
 
 	for (i = 0; i <= cfg->nqueues; i++)
 	{
-		char	   *channel = i < cfg->nqueues ? xasprintf("coord:%s", cfg->queues[i])
-			: xasprintf("coord:host:%s", cfg->host);
-		char	   *ident = PQescapeIdentifier(db_conn(), channel, strlen(channel));
-		char	   *sql = xasprintf("LISTEN %s", ident ? ident : "\"\"");
-		PGresult   *res = db_run(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+		char	   *channel;
+		char	   *ident;
+		char	   *sql;
+		PGresult   *res;
+
+		if (i < cfg->nqueues)
+			channel = xasprintf("coord:%s", cfg->queues[i]);
+		else
+			channel = xasprintf("coord:host:%s", cfg->host);
+		ident = PQescapeIdentifier(db_conn(), channel, strlen(channel));
+		sql = xasprintf("LISTEN %s", ident ? ident : "\"\"");
+		res = db_run(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
 
 		log_verbose("LISTEN %s", ident ? ident : channel);
 		PQfreemem(ident);
@@ -176,9 +183,9 @@ proto_claim(const char *queue, int n, msec_t lease, const char *host, PGresult *
 			const char **why)
 {
 	static const char *sql =
-		"SELECT id, queue, payload::text, attempt, token, "
-		"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
-		"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
+	"SELECT id, queue, payload::text, attempt, token, "
+	"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
+	"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
 	char		nbuf[16],
 				interval[48];
 	const char *values[5];

@@ -71,10 +71,11 @@ log_line(const char *level, const char *fmt, va_list ap)
 		}
 		*w = '\0';
 	}
+
 	/*
-	 * Names, payload fields and server messages come from the database:
-	 * a password never appears, and no control character reaches the
-	 * terminal or journal that shows this line.
+	 * Names, payload fields and server messages come from the database: a
+	 * password never appears, and no control character reaches the terminal
+	 * or journal that shows this line.
 	 */
 	{
 		char	   *red = redact(msg);
@@ -432,7 +433,10 @@ mask_text(const char *s)
 	{
 		const char *k = p;
 
-		/* at the start of a key: is it "password" (blanks allowed before '=')? */
+		/*
+		 * at the start of a key: is it "password" (blanks allowed before
+		 * '=')?
+		 */
 		if ((k == s || isspace((unsigned char) k[-1])) && strncmp(k, "password", 8) == 0)
 		{
 			const char *v = k + 8;

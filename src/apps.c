@@ -105,9 +105,11 @@ const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "
 typedef enum UpstreamState
 {
 	UPSTREAM_DONE,				/* every upstream run is done */
-	UPSTREAM_PENDING,			/* some are not done yet, or an upstream has no first period yet */
+	UPSTREAM_PENDING,			/* some are not done yet, or an upstream has
+								 * no first period yet */
 	UPSTREAM_FAILED,			/* an upstream run died or was cancelled */
-	UPSTREAM_MISSING			/* an upstream was dropped, or has no period in the window */
+	UPSTREAM_MISSING			/* an upstream was dropped, or has no period
+								 * in the window */
 } UpstreamState;
 
 /*
@@ -119,15 +121,18 @@ typedef enum RunOutcome
 {
 	RUN_CREATED,				/* this call created the run */
 	RUN_EXISTS,					/* the period has its run already */
-	RUN_NOT_DUE,				/* before the app's first period, or after the latest tick */
+	RUN_NOT_DUE,				/* before the app's first period, or after the
+								 * latest tick */
 	RUN_WAITING,				/* UPSTREAM_PENDING */
 	RUN_UPSTREAM_FAILED,		/* UPSTREAM_FAILED */
 	RUN_UPSTREAM_MISSING		/* UPSTREAM_MISSING */
 } RunOutcome;
 
 /* TryPeriod's and CreateRun's flags */
-#define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when UPSTREAM_DONE */
-#define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when nothing was created */
+#define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when
+										 * UPSTREAM_DONE */
+#define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when
+										 * nothing was created */
 
 static SPIPlanPtr plan_defs = NULL;
 static SPIPlanPtr plan_deps = NULL;
@@ -215,7 +220,7 @@ PeriodTrunc(Grain g, TimestampTz t)
 	r = TsFromTm(&tm);
 	if (g == G_WEEKLY)
 	{
-		int			dow = j2day(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday));	/* 0 = Sunday */
+		int			dow = j2day(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday)); /* 0 = Sunday */
 
 		r -= (int64) ((dow + 6) % 7) * USECS_PER_DAY;
 	}
@@ -338,11 +343,11 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 
 	memset(g, 0, sizeof(*g));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
-									 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-									 "first_period, next_period, last_error IS NOT NULL "
-									 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
-									 0, NULL), NULL, NULL, false, 0),
-		  SPI_OK_SELECT, "reading apps");
+											 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
+											 "first_period, next_period, last_error IS NOT NULL "
+											 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_SELECT, "reading apps");
 	MemoryContextSwitchTo(cxt);
 	n = SPI_processed;
 	tt = SPI_tuptable;
@@ -372,11 +377,11 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		d->has_error = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 9, &isnull));
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
-									 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
-									 "pg_catalog.jsonb_each_text(a.depends) AS e "
-									 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
-									 0, NULL), NULL, NULL, false, 0),
-		  SPI_OK_SELECT, "reading app dependencies");
+											 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
+											 "pg_catalog.jsonb_each_text(a.depends) AS e "
+											 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_SELECT, "reading app dependencies");
 	MemoryContextSwitchTo(cxt);
 	tt = SPI_tuptable;
 	/* each app's dependencies: count, allocate, fill */
@@ -443,7 +448,7 @@ static MemoryContext graph_cxt = NULL;
 static AppGraph graph_cache;
 static bool graph_valid = false;
 static int	graph_users = 0;
-static bool graph_read = false;	/* this transaction called CachedGraph */
+static bool graph_read = false; /* this transaction called CachedGraph */
 
 /* This backend changed the graph: the next finish reads it again. */
 static void
@@ -534,9 +539,9 @@ HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
 		bool		isnull = true;
 
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_horizon,
-										 "SELECT last_tick_at FROM coord.tick_state",
-										 0, NULL), NULL, NULL, false, 1),
-			  SPI_OK_SELECT, "reading the tick state");
+												 "SELECT last_tick_at FROM coord.tick_state",
+												 0, NULL), NULL, NULL, false, 1),
+					  SPI_OK_SELECT, "reading the tick state");
 		if (SPI_processed == 1)
 		{
 			Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -569,10 +574,10 @@ RunExists(const char *app, TimestampTz start)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(start);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_run_exists,
-									 "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-									 "AND period_start OPERATOR(pg_catalog.=) $2",
-									 2, argtypes), args, NULL, false, 1),
-		  SPI_OK_SELECT, "reading a run");
+											 "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+											 "AND period_start OPERATOR(pg_catalog.=) $2",
+											 2, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "reading a run");
 	return SPI_processed == 1;
 }
 
@@ -603,11 +608,11 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = starts;
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_results,
-									 "SELECT result FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-									 "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
-									 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
-									 2, argtypes), args, NULL, false, 0),
-		  SPI_OK_SELECT, "reading upstream results");
+											 "SELECT result FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+											 "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
+											 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading upstream results");
 	n = SPI_processed;
 	elems = palloc(sizeof(Datum) * Max(n, 1));
 	enulls = palloc(sizeof(bool) * Max(n, 1));
@@ -630,9 +635,9 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
 													  TYPALIGN_INT));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
-										 "SELECT pg_catalog.to_jsonb($1)",
-										 1, jargtypes), jargs, NULL, false, 1),
-			  SPI_OK_SELECT, "reading upstream results");
+												 "SELECT pg_catalog.to_jsonb($1)",
+												 1, jargtypes), jargs, NULL, false, 1),
+					  SPI_OK_SELECT, "reading upstream results");
 		out = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 								false, -1);
 	}
@@ -673,7 +678,8 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 		if (u == NULL)
 			return UPSTREAM_MISSING;	/* dropped */
 		if (u->first_null)
-			return UPSTREAM_PENDING;	/* not started yet: it gets a first period at the next tick */
+			return UPSTREAM_PENDING;	/* not started yet: it gets a first
+										 * period at the next tick */
 		if (dep->grain > d->grain)
 		{
 			wstart = PeriodTrunc(dep->grain, start);
@@ -697,17 +703,18 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 			starts[nstarts++] = TimestampTzGetDatum(s);
 		}
 		if (nstarts == 0)
-			return UPSTREAM_MISSING;	/* the upstream started after this period */
+			return UPSTREAM_MISSING;	/* the upstream started after this
+										 * period */
 		args[0] = CStringGetTextDatum(u->name);
 		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
-										 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
-										 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
-										 "('{dead,cancelled}'::pg_catalog.text[])) "
-										 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-										 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
-										 2, argtypes), args, NULL, false, 0),
-			  SPI_OK_SELECT, "reading upstream runs");
+												 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
+												 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
+												 "('{dead,cancelled}'::pg_catalog.text[])) "
+												 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+												 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
+												 2, argtypes), args, NULL, false, 0),
+					  SPI_OK_SELECT, "reading upstream runs");
 		ndone = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		nfailed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		if (nfailed > 0)
@@ -738,7 +745,11 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 	args[2] = TimestampTzGetDatum(end);
 	args[3] = d->conf;
 	args[6] = CStringGetTextDatum(grain_names[d->grain]);
-	/* a payload over the job limit (a yearly rollup of hourly results) goes without results */
+
+	/*
+	 * a payload over the job limit (a yearly rollup of hourly results) goes
+	 * without results
+	 */
 	for (attempt = 0; attempt < 2; attempt++)
 	{
 		int			k;
@@ -757,16 +768,16 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		args[4] = PointerGetDatum(construct_array(names, attempt == 0 ? n : 0, TEXTOID, -1, false, TYPALIGN_INT));
 		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_payload,
-										 "SELECT pg_catalog.jsonb_build_object('app', $1, "
-										 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $2), "
-										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-										 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $3), "
-										 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-										 "'period', $7, 'conf', $4, 'upstream', "
-										 "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
-										 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::pg_catalog.jsonb))",
-										 7, argtypes), args, NULL, false, 1),
-			  SPI_OK_SELECT, "building a run's payload");
+												 "SELECT pg_catalog.jsonb_build_object('app', $1, "
+												 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $2), "
+												 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+												 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $3), "
+												 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+												 "'period', $7, 'conf', $4, 'upstream', "
+												 "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
+												 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::pg_catalog.jsonb))",
+												 7, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "building a run's payload");
 		payload = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 												   false, -1));
 		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
@@ -794,7 +805,10 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 	char	   *origin = RunOrigin(d->name, start);
 	int64		id;
 
-	/* run_at: the real time, so that workers can claim it at once whatever clock ticks use */
+	/*
+	 * run_at: the real time, so that workers can claim it at once whatever
+	 * clock ticks use
+	 */
 	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
 							APP_MAX_ATTEMPTS, origin, RunKey(d->name, start));
 	if (id == 0)
@@ -845,10 +859,10 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 	args[5] = Int64GetDatum(id);
 	nulls[5] = id > 0 ? ' ' : 'n';
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_run,
-									 "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
-									 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
-									 6, argtypes), args, nulls, false, 0),
-		  SPI_OK_INSERT, "creating a run");
+											 "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
+											 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
+											 6, argtypes), args, nulls, false, 0),
+				  SPI_OK_INSERT, "creating a run");
 	/* a conflict: another transaction created it since RunExists looked */
 	return SPI_processed == 1 ? RUN_CREATED : RUN_EXISTS;
 }
@@ -890,9 +904,9 @@ SetAppError(const char *app, const char *error)
 	args[1] = error ? CStringGetTextDatum(error) : (Datum) 0;
 	nulls[1] = error ? ' ' : 'n';
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_error,
-									 "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
-									 2, argtypes), args, nulls, false, 0),
-		  SPI_OK_UPDATE, "recording an app's error");
+											 "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+											 2, argtypes), args, nulls, false, 0),
+				  SPI_OK_UPDATE, "recording an app's error");
 }
 
 /*
@@ -1020,16 +1034,17 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	nulls[3] = result_null ? 'n' : ' ';
 	args[4] = Int64GetDatum(job_id);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
-									 "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
-									 "finished_at = pg_catalog.clock_timestamp(), "
-									 "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
-									 "WHERE h.id OPERATOR(pg_catalog.=) $5), attempts) "
-									 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-									 "AND state OPERATOR(pg_catalog.<>) 'done'",
-									 5, argtypes), args, nulls, false, 0),
-		  SPI_OK_UPDATE, "recording a run");
+											 "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
+											 "finished_at = pg_catalog.clock_timestamp(), "
+											 "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
+											 "WHERE h.id OPERATOR(pg_catalog.=) $5), attempts) "
+											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+											 "AND state OPERATOR(pg_catalog.<>) 'done'",
+											 5, argtypes), args, nulls, false, 0),
+				  SPI_OK_UPDATE, "recording a run");
 	if (SPI_processed != 1 || strcmp(state, "done") != 0)
-		return;					/* dropped app, a run done already, or not done */
+		return;					/* dropped app, a run done already, or not
+								 * done */
 
 	/*
 	 * The dependents, by name; their periods this run belongs to, in time
@@ -1066,10 +1081,10 @@ SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
-									 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
-									 "WHERE name OPERATOR(pg_catalog.=) $1",
-									 3, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
+											 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+											 "WHERE name OPERATOR(pg_catalog.=) $1",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "tick");
 }
 
 /* next_period, written only when it changed */
@@ -1083,11 +1098,11 @@ SetNextPeriod(const char *app, TimestampTz next)
 	args[1] = TimestampTzGetDatum(0);
 	args[2] = TimestampTzGetDatum(next);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-									 "UPDATE coord.app_defs SET next_period = $3 "
-									 "WHERE name OPERATOR(pg_catalog.=) $1 "
-									 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
-									 3, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
+											 "UPDATE coord.app_defs SET next_period = $3 "
+											 "WHERE name OPERATOR(pg_catalog.=) $1 "
+											 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "tick");
 }
 
 static void
@@ -1100,13 +1115,13 @@ SetRunJob(const char *app, TimestampTz start, int64 job_id)
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = Int64GetDatum(job_id);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_job,
-									 "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
-									 "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
-									 "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
-									 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-									 "AND state OPERATOR(pg_catalog.=) 'live'",
-									 3, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
+											 "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
+											 "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
+											 "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
+											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+											 "AND state OPERATOR(pg_catalog.=) 'live'",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "tick");
 }
 
 typedef struct TimeoutArgs
@@ -1161,20 +1176,20 @@ TimeOutRuns(TimestampTz now)
 
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_timeouts,
-									 "SELECT r.app, r.period_start, j.id, d.timeout, j.token "
-									 "FROM coord.app_runs AS r "
-									 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
-									 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
-									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
-									 "AND j.claimed_at IS NOT NULL "
-									 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
-									 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.<) $1 "
-									 "AND ($1 OPERATOR(pg_catalog.-) LEAST(j.claimed_at, CASE WHEN r.claim_token "
-									 "OPERATOR(pg_catalog.=) j.token THEN r.claim_seen_at END)) "
-									 "OPERATOR(pg_catalog.>) d.timeout "
-									 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_SELECT, "tick");
+											 "SELECT r.app, r.period_start, j.id, d.timeout, j.token "
+											 "FROM coord.app_runs AS r "
+											 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
+											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
+											 "AND j.claimed_at IS NOT NULL "
+											 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
+											 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.<) $1 "
+											 "AND ($1 OPERATOR(pg_catalog.-) LEAST(j.claimed_at, CASE WHEN r.claim_token "
+											 "OPERATOR(pg_catalog.=) j.token THEN r.claim_seen_at END)) "
+											 "OPERATOR(pg_catalog.>) d.timeout "
+											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
 	tt = SPI_tuptable;
 	for (i = 0; i < n; i++)
@@ -1195,14 +1210,14 @@ TimeOutRuns(TimestampTz now)
 
 	/* note when a tick first saw each claim of a run with a timeout */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_seen,
-									 "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
-									 "FROM coord.job AS j, coord.app_defs AS d "
-									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
-									 "AND d.name OPERATOR(pg_catalog.=) r.app AND d.timeout IS NOT NULL "
-									 "AND j.claimed_at IS NOT NULL "
-									 "AND NOT COALESCE(r.claim_token OPERATOR(pg_catalog.=) j.token, false)",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
+											 "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
+											 "FROM coord.job AS j, coord.app_defs AS d "
+											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
+											 "AND d.name OPERATOR(pg_catalog.=) r.app AND d.timeout IS NOT NULL "
+											 "AND j.claimed_at IS NOT NULL "
+											 "AND NOT COALESCE(r.claim_token OPERATOR(pg_catalog.=) j.token, false)",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "tick");
 	return touched;
 }
 
@@ -1246,12 +1261,12 @@ RepairOrphans(AppGraph *g)
 	int64		made = 0;
 
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
-									 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
-									 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
-									 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
-									 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start LIMIT 1000",
-									 0, NULL), NULL, NULL, false, 0),
-		  SPI_OK_SELECT, "tick");
+											 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
+											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
+											 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
+											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start LIMIT 1000",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
 	tt = SPI_tuptable;
 	for (i = 0; i < n; i++)
@@ -1342,7 +1357,10 @@ AppTick(void *arg)
 
 		if (d->first_null)
 		{
-			/* no catchup_from: the app starts with the period of its first tick */
+			/*
+			 * no catchup_from: the app starts with the period of its first
+			 * tick
+			 */
 			d->first_period = PeriodTrunc(d->grain, now);
 			d->first_null = false;
 			d->next_period = d->first_period;
@@ -1358,10 +1376,10 @@ AppTick(void *arg)
 
 			args[0] = CStringGetTextDatum(d->name);
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live_count,
-											 "SELECT pg_catalog.count(*) FROM coord.app_runs "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
+													 "SELECT pg_catalog.count(*) FROM coord.app_runs "
+													 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
+													 1, argtypes), args, NULL, false, 0),
+						  SPI_OK_SELECT, "tick");
 			budget = APP_MAX_LIVE_RUNS -
 				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		}
@@ -1417,9 +1435,11 @@ LockDefinitions(void)
 static void
 CheckCycles(AppGraph *g)
 {
-	char	   *colour = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
-	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));	/* the path */
-	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));	/* next dependency to follow */
+	char	   *colour = palloc0(Max(g->n, 1)); /* 0 new, 1 on the path, 2
+												 * done */
+	int		   *stack = palloc(sizeof(int) * Max(g->n, 1)); /* the path */
+	int		   *next = palloc0(sizeof(int) * Max(g->n, 1)); /* next dependency to
+															 * follow */
 	int			root;
 
 	for (root = 0; root < g->n; root++)
@@ -1597,13 +1617,13 @@ ParseDepends(AppDefinition *ad)
 
 	args[0] = JsonbPGetDatum(ad->depends);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dep_items,
-									 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
-									 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
-									 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
-									 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
-									 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_SELECT, "define_app");
+											 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
+											 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
+											 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
+											 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
+											 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "define_app");
 	type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	tt = SPI_tuptable;
 	n = SPI_processed;
@@ -1705,9 +1725,9 @@ StoredGrain(const char *name)
 
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-									 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-									 1, argtypes), args, NULL, false, 1),
-		  SPI_OK_SELECT, "define_app");
+											 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "define_app");
 	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
@@ -1716,8 +1736,7 @@ static void
 WriteDefinition(const AppDefinition *ad, bool exists)
 {
 	const AppDef *nd = &ad->def;
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID,
-	TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
 	Datum		args[11];
 	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
@@ -1738,27 +1757,32 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	args[9] = TimestampTzGetDatum(nd->next_period);
 	nulls[9] = nd->next_null ? 'n' : ' ';
 	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
+
+	/*
+	 * An update writes only a definition that differs; the comparison is
+	 * jsonb's <>, as IS DISTINCT FROM would look "=" up on the caller's
+	 * search_path.
+	 */
 	if (!exists)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
-										 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
-										 "catchup_from, conf, first_period, next_period, grain) "
-										 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-										 11, argtypes), args, nulls, false, 0),
-			  SPI_OK_INSERT, "define_app");
+												 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
+												 "catchup_from, conf, first_period, next_period, grain) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+												 11, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT, "define_app");
 	else
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_update_def,
-										 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
-										 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
-										 "grain = $11, "
-										 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
-										 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
-										 /* IS DISTINCT FROM would look "=" up on the caller's search_path */
-										 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
-										 "a.catchup_from, a.conf, a.first_period, a.next_period) OPERATOR(pg_catalog.<>) "
-										 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
-										 "$8, $9, $10)",
-										 11, argtypes), args, nulls, false, 0),
-			  SPI_OK_UPDATE, "define_app");
+												 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
+												 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
+												 "grain = $11, "
+												 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
+												 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
+												 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
+												 "a.catchup_from, a.conf, a.first_period, a.next_period) OPERATOR(pg_catalog.<>) "
+												 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
+												 "$8, $9, $10)",
+												 11, argtypes), args, nulls, false, 0),
+					  SPI_OK_UPDATE, "define_app");
 }
 
 /*
@@ -1819,10 +1843,10 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	LockDefinitions();
 	AppGraphChanged();			/* by what follows, or the call fails */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
-									 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
-									 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_SELECT, "drop_app");
+											 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
+											 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "drop_app");
 	{
 		bool		isnull;
 		int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
@@ -1837,9 +1861,9 @@ coord_drop_app(PG_FUNCTION_ARGS)
 					 errhint("Drop those apps first, or redefine them without this dependency.")));
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_def,
-									 "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_DELETE, "drop_app");
+											 "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "drop_app");
 	found = (SPI_processed == 1);
 	if (found)
 	{
@@ -1849,9 +1873,9 @@ coord_drop_app(PG_FUNCTION_ARGS)
 									"WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live'",
 									1, argtypes, args);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_runs,
-										 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
-										 1, argtypes), args, NULL, false, 0),
-			  SPI_OK_DELETE, "drop_app");
+												 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
+												 1, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE, "drop_app");
 	}
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);

@@ -54,7 +54,8 @@ static int *
 GridDepths(AppGraph *g)
 {
 	int		   *depth = palloc0(sizeof(int) * Max(g->n, 1));
-	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2 done */
+	char	   *state = palloc0(Max(g->n, 1));	/* 0 new, 1 on the path, 2
+												 * done */
 	int		   *stack = palloc(sizeof(int) * Max(g->n, 1));
 	int		   *next = palloc0(sizeof(int) * Max(g->n, 1));
 	int			root;
@@ -267,6 +268,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	args[2] = TimestampTzGetDatum(to);
 
 	CoordSpiBegin(&sw);
+
 	/*
 	 * No JIT: the planner's guesses for these small queries can pass
 	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
@@ -275,16 +277,20 @@ coord_grid(PG_FUNCTION_ARGS)
 	if (jit_enabled)
 		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
-	/* the apps: upstream ones first (by how long their chain of upstreams is), then by name */
+
+	/*
+	 * the apps: upstream ones first (by how long their chain of upstreams
+	 * is), then by name
+	 */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-									 "SELECT x.name, x.grain FROM ("
-									 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
-									 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
-									 "UNION ALL "
-									 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
-									 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
-									 3, argtypes), args, nulls, false, 0),
-		  SPI_OK_SELECT, "grid");
+											 "SELECT x.name, x.grain FROM ("
+											 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
+											 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
+											 "UNION ALL "
+											 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
+											 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
+											 3, argtypes), args, nulls, false, 0),
+				  SPI_OK_SELECT, "grid");
 	nrows = SPI_processed;
 	rows = palloc0(sizeof(GridRow) * Max(nrows, 1));
 	for (i = 0; i < SPI_processed; i++)
@@ -314,7 +320,11 @@ coord_grid(PG_FUNCTION_ARGS)
 		CoordSpiEnd(&sw);
 		return (Datum) 0;
 	}
-	/* all apps: upstream ones first, by the longest chain of upstreams above them */
+
+	/*
+	 * all apps: upstream ones first, by the longest chain of upstreams above
+	 * them
+	 */
 	if (PG_ARGISNULL(2) && nrows > 1)
 	{
 		AppGraph	g;
@@ -355,11 +365,11 @@ coord_grid(PG_FUNCTION_ARGS)
 
 	/* the runs */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
-									 "SELECT app, period_start, period_end, state FROM coord.runs "
-									 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
-									 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
-									 3, argtypes), args, nulls, false, 0),
-		  SPI_OK_SELECT, "grid");
+											 "SELECT app, period_start, period_end, state FROM coord.runs "
+											 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
+											 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
+											 3, argtypes), args, nulls, false, 0),
+				  SPI_OK_SELECT, "grid");
 	for (i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
@@ -381,7 +391,10 @@ coord_grid(PG_FUNCTION_ARGS)
 					continue;
 				if (ps >= cols[c] || c == 0)
 				{
-					/* the column where the run starts (or the first shown): the worst state wins */
+					/*
+					 * the column where the run starts (or the first shown):
+					 * the worst state wins
+					 */
 					if (SymbolRank(rows[r].cells[c]) < rank)
 						rows[r].cells[c] = sym;
 				}

@@ -41,7 +41,8 @@ typedef struct AppPeriodsInput
 	AppPeriods	stored;			/* its stored periods (when exists) */
 	Grain		grain;			/* the new definition's grain */
 	bool		has_catchup;	/* catchup_from was given */
-	int64_t		catchup_start;	/* the start of the period of grain that holds it */
+	int64_t		catchup_start;	/* the start of the period of grain that holds
+								 * it */
 } AppPeriodsInput;
 
 /*

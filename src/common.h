@@ -27,9 +27,11 @@
 #define COORD_NS_REGISTRY	17202	/* one registrar at a time per name key */
 #define COORD_NS_REQUEST	17203	/* coord.request: the owner of a key */
 #define COORD_NS_JOB		17204	/* coord.claim: the claimer of a job id */
-#define COORD_NS_IDLE		17205	/* claimers idle on a queue or host channel */
+#define COORD_NS_IDLE		17205	/* claimers idle on a queue or host
+									 * channel */
 #define COORD_NS_TICK		17206	/* coord.tick: one at a time */
-#define COORD_NS_APP		17207	/* apps.c: one run creation per (app, period) at a time */
+#define COORD_NS_APP		17207	/* apps.c: one run creation per (app,
+									 * period) at a time */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024
@@ -98,8 +100,10 @@ extern Jsonb *CoordCheckPayload(Jsonb *payload);
 extern void CoordCheckSize(const char *what, Size size, Size max);
 extern int64 CoordIntervalToMicroseconds(const Interval *span, const char *argname,
 										 bool allow_zero);
+
 /* Timestamp arithmetic that stays inside the timestamptz range (22008) */
 extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
+
 /* First in every function that changes state or takes locks: 25000 in a parallel worker */
 extern void CoordNotInParallel(FunctionCallInfo fcinfo);
 

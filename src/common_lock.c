@@ -97,8 +97,8 @@ ReleaseInflight(void)
  * lock table before anything is refused.
  */
 static int	coord_max_locks_per_session = 1000;
-static int	coord_nlocks = 0;		/* held by this session, an upper bound */
-static int	coord_nxact = 0;		/* of those, transaction-level ones */
+static int	coord_nlocks = 0;	/* held by this session, an upper bound */
+static int	coord_nxact = 0;	/* of those, transaction-level ones */
 
 /* Is tag one of the namespaces the cap counts? */
 static inline bool

@@ -460,9 +460,10 @@ CoordIsolated(CoordIsolatedFn fn, void *arg)
 	ErrorData  *volatile edata = NULL;
 	Oid			userid;
 	int			sec_context;
-	bool		pinned = namespace_search_path != NULL &&
-		strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) == 0;
+	bool		pinned;
 
+	pinned = namespace_search_path != NULL &&
+		strcmp(namespace_search_path, COORD_OWNER_SEARCH_PATH) == 0;
 	GetUserIdAndSecContext(&userid, &sec_context);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);

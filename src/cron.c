@@ -192,7 +192,10 @@ cron_parse_value(const CronField *f, const char **p, const char *end,
 	{
 		long		v = 0;
 
-		/* Stop accumulating once out of range, so huge numbers cannot overflow. */
+		/*
+		 * Stop accumulating once out of range, so huge numbers cannot
+		 * overflow.
+		 */
 		for (; q < end && cron_is_digit(*q); q++)
 			if (v <= 1000000)
 				v = v * 10 + (*q - '0');
@@ -410,7 +413,10 @@ coord_cron_parse(const char *expr, CoordCron *out, char *err, size_t errlen)
 		return false;
 	}
 
-	/* Measure no further than the limit: the input may be long or unterminated past it. */
+	/*
+	 * Measure no further than the limit: the input may be long or
+	 * unterminated past it.
+	 */
 	for (len = 0; len <= COORD_CRON_MAX_LEN && expr[len] != '\0'; len++)
 		;
 	if (len > COORD_CRON_MAX_LEN)

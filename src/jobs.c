@@ -158,7 +158,7 @@
 #include "requests.h"
 
 #define JOB_KEY_MAX			1024
-#define BACKOFF_BASE_US		(1000 * 1000)			/* 1 s */
+#define BACKOFF_BASE_US		(1000 * 1000)	/* 1 s */
 #define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
 
 static SPIPlanPtr plan_enqueue = NULL;
@@ -256,8 +256,7 @@ static int64
 EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key)
 {
-	Oid			argtypes[9] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID,
-	INT4OID, TEXTOID, TEXTOID};
+	Oid			argtypes[9] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
 	Datum		args[9];
 	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
@@ -277,27 +276,30 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
 	nulls[8] = request_key ? ' ' : 'n';
 
-	/* App runs' jobs have keys of their own: job_key leaves out jobs with an origin. */
+	/*
+	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
+	 * origin.
+	 */
 	for (attempt = 0; attempt < 5; attempt++)
 	{
 		bool		isnull;
 
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
-											"INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-											"max_attempts, group_key, request_key) "
-											"VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
-											"ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
-											"DO NOTHING RETURNING id",
-											9, argtypes), args, nulls, false, 0),
+												 "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+												 "max_attempts, group_key, request_key) "
+												 "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												 "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
+												 "DO NOTHING RETURNING id",
+												 9, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		/* a live job has this key: answer its id (unless it just finished) */
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
-											"SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-											"AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-											9, argtypes), args, nulls, false, 1),
+												 "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+												 "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
+												 9, argtypes), args, nulls, false, 1),
 					  SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -399,12 +401,12 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	/* ids are drawn in insertion order, which follows the array */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
-										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
-										"SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6 "
-										"FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
-										"RETURNING id",
-										6, argtypes), args, nulls, false, 0),
-			 SPI_OK_INSERT_RETURNING, "enqueue_many");
+											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
+											 "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6 "
+											 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
+											 "RETURNING id",
+											 6, argtypes), args, nulls, false, 0),
+				  SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -634,13 +636,13 @@ coord_fail(PG_FUNCTION_ARGS)
 	args[5] = ObjectIdGetDatum(sw.save_userid);
 	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
-										"SELECT attempt, max_attempts FROM coord.job "
-										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-										"AND ((lease_until IS NOT NULL "
-										"      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
-										"     OR $5) "
-										"FOR UPDATE", 7, argtypes), args, nulls, false, 1),
-			 SPI_OK_SELECT, "fail");
+											 "SELECT attempt, max_attempts FROM coord.job "
+											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+											 "AND ((lease_until IS NOT NULL "
+											 "      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
+											 "     OR $5) "
+											 "FOR UPDATE", 7, argtypes), args, nulls, false, 1),
+				  SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -666,13 +668,13 @@ coord_fail(PG_FUNCTION_ARGS)
 			/* $5: the attempt this claim used is given back (retry_after) */
 			args[4] = BoolGetDatum(!uses_attempt);
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
-												"UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
-												"run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
-												"last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
-												"(CASE WHEN $5 THEN 1 ELSE 0 END) "
-												"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
-												5, argtypes), args, nulls, false, 0),
-					 SPI_OK_UPDATE, "fail");
+													 "UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
+													 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
+													 "last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
+													 "(CASE WHEN $5 THEN 1 ELSE 0 END) "
+													 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+													 5, argtypes), args, nulls, false, 0),
+						  SPI_OK_UPDATE, "fail");
 			result = "scheduled";
 		}
 		DropSessionClaim(id);
@@ -728,10 +730,10 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	if (SessionClaimLive(id))
 	{
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
-											"SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-											"AND token OPERATOR(pg_catalog.=) $2",
-											3, argtypes), args, nulls, false, 1),
-				 SPI_OK_SELECT, "heartbeat");
+												 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+												 "AND token OPERATOR(pg_catalog.=) $2",
+												 3, argtypes), args, nulls, false, 1),
+					  SPI_OK_SELECT, "heartbeat");
 		if (SPI_processed == 1)
 		{
 			found = true;
@@ -743,13 +745,13 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 		args[3] = ObjectIdGetDatum(sw.save_userid);
 		args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
-											"UPDATE coord.job SET lease = COALESCE($3, lease), "
-											"lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
-											"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-											"AND lease_until IS NOT NULL "
-											"AND (claimed_by OPERATOR(pg_catalog.=) $4 OR $5) RETURNING lease_until",
-											5, argtypes), args, nulls, false, 0),
-				 SPI_OK_UPDATE_RETURNING, "heartbeat");
+												 "UPDATE coord.job SET lease = COALESCE($3, lease), "
+												 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
+												 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+												 "AND lease_until IS NOT NULL "
+												 "AND (claimed_by OPERATOR(pg_catalog.=) $4 OR $5) RETURNING lease_until",
+												 5, argtypes), args, nulls, false, 0),
+					  SPI_OK_UPDATE_RETURNING, "heartbeat");
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -804,19 +806,23 @@ coord_retry(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
-										"INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
-										"host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
-										"SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
-										"0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-										"enqueued_at, last_error, request_key, "
-										/* still the app run's job; a schedule has put its next instance on already */
-										"CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
-										"WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
-										"FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
-										"AND h.state OPERATOR(pg_catalog.=) 'dead' "
-										"ON CONFLICT DO NOTHING RETURNING queue, host",
-										1, argtypes), args, NULL, false, 0),
-			 SPI_OK_INSERT_RETURNING, "retry");
+											 "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
+											 "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
+											 "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
+											 "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
+											 "enqueued_at, last_error, request_key, "
+
+	/*
+	 * still the app run's job; a schedule has put its next instance on
+	 * already
+	 */
+											 "CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
+											 "WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
+											 "FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
+											 "AND h.state OPERATOR(pg_catalog.=) 'dead' "
+											 "ON CONFLICT DO NOTHING RETURNING queue, host",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_INSERT_RETURNING, "retry");
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
@@ -824,20 +830,23 @@ coord_retry(PG_FUNCTION_ARGS)
 		WakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_drop,
-											"DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
-											1, argtypes), args, NULL, false, 0),
-				 SPI_OK_DELETE, "retry");
+												 "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+												 1, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE, "retry");
 	}
 	else
 	{
-		/* a dead job that did not go in: its key is taken (or a concurrent retry won) */
+		/*
+		 * a dead job that did not go in: its key is taken (or a concurrent
+		 * retry won)
+		 */
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_conflict,
-											"SELECT h.queue, h.key, l.id FROM coord.job_history AS h "
-											"JOIN coord.job AS l ON l.queue OPERATOR(pg_catalog.=) h.queue "
-											"AND l.key OPERATOR(pg_catalog.=) h.key AND l.origin IS NULL "
-											"WHERE h.id OPERATOR(pg_catalog.=) $1 AND h.state OPERATOR(pg_catalog.=) 'dead'",
-											1, argtypes), args, NULL, false, 1),
-				 SPI_OK_SELECT, "retry");
+												 "SELECT h.queue, h.key, l.id FROM coord.job_history AS h "
+												 "JOIN coord.job AS l ON l.queue OPERATOR(pg_catalog.=) h.queue "
+												 "AND l.key OPERATOR(pg_catalog.=) h.key AND l.origin IS NULL "
+												 "WHERE h.id OPERATOR(pg_catalog.=) $1 AND h.state OPERATOR(pg_catalog.=) 'dead'",
+												 1, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "retry");
 		if (SPI_processed == 1)
 		{
 			SPITupleTable *tt = SPI_tuptable;
@@ -882,10 +891,10 @@ coord_job_state(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
-										"SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
-										"FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-										1, argtypes), args, NULL, false, 1),
-			 SPI_OK_SELECT, "job_state");
+											 "SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
+											 "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "job_state");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -903,9 +912,9 @@ coord_job_state(PG_FUNCTION_ARGS)
 	else
 	{
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
-											"SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
-											1, argtypes), args, NULL, false, 1),
-				 SPI_OK_SELECT, "job_state");
+												 "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+												 1, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "job_state");
 		if (SPI_processed == 1)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
@@ -941,10 +950,10 @@ coord_purge_jobs(PG_FUNCTION_ARGS)
 	}
 	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-										"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
-										"(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
-										1, argtypes), args, NULL, false, 0),
-			 SPI_OK_DELETE, "purge_jobs");
+											 "DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+											 "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purge_jobs");
 	n = SPI_processed;
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64((int64) n);
@@ -996,7 +1005,10 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	rkey = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	payload = CoordCheckPayload(PG_GETARG_JSONB_P(2));
 
-	/* the request side first: it raises 55000 unless this session owns the key */
+	/*
+	 * the request side first: it raises 55000 unless this session owns the
+	 * key
+	 */
 	CoordRequestMarkQueued(rkey);
 
 	CoordSpiBegin(&sw);
@@ -1034,11 +1046,11 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_enqueue,
-										"INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
-										"VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
-										"ON CONFLICT DO NOTHING RETURNING id",
-										7, argtypes), args, nulls, false, 0),
-			 SPI_OK_INSERT_RETURNING, "enqueue");
+											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
+											 "VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
+											 "ON CONFLICT DO NOTHING RETURNING id",
+											 7, argtypes), args, nulls, false, 0),
+				  SPI_OK_INSERT_RETURNING, "enqueue");
 	if (SPI_processed != 1)
 		return 0;
 	WakeAtCommit(queue, host);
@@ -1055,9 +1067,9 @@ CoordOriginJob(const char *origin)
 
 	args[0] = CStringGetTextDatum(origin);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_job,
-										"SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
-										1, argtypes), args, NULL, false, 1),
-			 SPI_OK_SELECT, "origin lookup");
+											 "SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "origin lookup");
 	if (SPI_processed != 1)
 		return 0;
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1089,10 +1101,10 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	args[3] = Int64GetDatum(token);
 	/* FOR UPDATE re-evaluates the token on the latest row version */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
-										"SELECT attempt, max_attempts FROM coord.job "
-										"WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $4 FOR UPDATE",
-										4, argtypes), args, NULL, false, 1),
-			 SPI_OK_SELECT, "revoke");
+											 "SELECT attempt, max_attempts FROM coord.job "
+											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $4 FOR UPDATE",
+											 4, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "revoke");
 	if (SPI_processed != 1)
 		return -1;
 	attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1105,14 +1117,14 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	delay->time = BackoffUs(attempt);
 	args[1] = IntervalPGetDatum(delay);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
-										"WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
-										"INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
-										"attempt, max_attempts, enqueued_at, last_error, request_key, origin) "
-										"SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
-										"priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-										"request_key, origin FROM d RETURNING id, queue, host",
-										3, argtypes), args, NULL, false, 0),
-			 SPI_OK_INSERT_RETURNING, "revoke");
+											 "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
+											 "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
+											 "attempt, max_attempts, enqueued_at, last_error, request_key, origin) "
+											 "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
+											 "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
+											 "request_key, origin FROM d RETURNING id, queue, host",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)
 		return -1;
 	{
@@ -1172,13 +1184,16 @@ CoordJobsTick(TimestampTz now)
 	keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
 	args[1] = IntervalPGetDatum(keep);
 
-	/* a lease is set only by lease claims; SKIP LOCKED: a claim may be taking it now */
+	/*
+	 * a lease is set only by lease claims; SKIP LOCKED: a claim may be taking
+	 * it now
+	 */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_lost,
-										"SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
-										"AND attempt OPERATOR(pg_catalog.>=) max_attempts "
-										"FOR UPDATE SKIP LOCKED",
-										1, argtypes), args, NULL, false, 0),
-			 SPI_OK_SELECT, "tick");
+											 "SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
+											 "AND attempt OPERATOR(pg_catalog.>=) max_attempts "
+											 "FOR UPDATE SKIP LOCKED",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
 	ids = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < n; i++)
@@ -1194,12 +1209,11 @@ CoordJobsTick(TimestampTz now)
 	if (coord_job_history_retention > 0)
 	{
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
-											"DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
-											"($1 OPERATOR(pg_catalog.-) $2)",
-											2, argtypes), args, NULL, false, 0),
-				 SPI_OK_DELETE, "tick");
+												 "DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+												 "($1 OPERATOR(pg_catalog.-) $2)",
+												 2, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE, "tick");
 		touched += SPI_processed;
 	}
 	return touched;
 }
-

@@ -116,7 +116,11 @@ ClaimXactCallback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			/* jobs this transaction claimed are ready again, behind our frontiers */
+
+			/*
+			 * jobs this transaction claimed are ready again, behind our
+			 * frontiers
+			 */
 			if (claimed_level > 0)
 				ForgetFrontiers();
 			claimed_level = 0;
@@ -214,8 +218,10 @@ typedef struct ClaimScan
 {
 	bool		session_bound;
 	Oid			claimant;		/* the calling role, recorded in claimed_by */
-	bool		moves_frontier; /* whether the running statement moves the frontier */
-	MemoryContext cxt;			/* the claim call's: for what outlives a statement */
+	bool		moves_frontier; /* whether the running statement moves the
+								 * frontier */
+	MemoryContext cxt;			/* the claim call's: for what outlives a
+								 * statement */
 	int			n;
 	int			got;
 	int64	   *ids;
@@ -244,7 +250,8 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 	bool		found;
 
 	if (frontiers == NULL)
-		dlist_init(&frontier_lru);	/* first use: the list starts empty with its table */
+		dlist_init(&frontier_lru);	/* first use: the list starts empty with
+									 * its table */
 	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
 	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
 	f = hash_search(frontiers, filter, HASH_ENTER, &found);
@@ -333,8 +340,7 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 
 	if (*slot == NULL)
 	{
-		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID,
-										  INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID};
+		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID};
 		char	   *sql;
 
 		if (kind == CLAIM_HELD)
@@ -432,9 +438,10 @@ coord_claim_free(PG_FUNCTION_ARGS)
 	JobTag(&tag, id);
 	if (LockWaiterCount(&tag) > 0)
 	{
-		TransactionId xmax = PG_ARGISNULL(3) ? InvalidTransactionId :
-			DatumGetTransactionId(PG_GETARG_DATUM(3));
+		TransactionId xmax = InvalidTransactionId;
 
+		if (!PG_ARGISNULL(3))
+			xmax = DatumGetTransactionId(PG_GETARG_DATUM(3));
 		if (TransactionIdIsValid(xmax) && TransactionIdIsInProgress(xmax))
 			PG_RETURN_BOOL(false);
 		for (i = 0; i < scan->nheld && scan->held[i] != id; i++)
@@ -477,15 +484,17 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	/*
 	 * A job this session already holds (coord.claim_free has let none
 	 * through, but an EvalPlanQual recheck could).  One this call already
-	 * took (or set aside) holds our claim lock too: LockAcquire says so below.
+	 * took (or set aside) holds our claim lock too: LockAcquire says so
+	 * below.
 	 */
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
+
 	/*
-	 * Session-bound claims count against coord.max_locks_per_session; a
-	 * lease claim's lock is only a probe, gone at commit, and one call takes
-	 * at most CLAIM_MAX_N of them.
+	 * Session-bound claims count against coord.max_locks_per_session; a lease
+	 * claim's lock is only a probe, gone at commit, and one call takes at
+	 * most CLAIM_MAX_N of them.
 	 */
 	if (scan->session_bound)
 		CoordLockBudget(1);
@@ -509,7 +518,8 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	if (scan->session_bound)
-		CoordHoldTaken(ClaimKey(id), &tag); /* released if this transaction aborts */
+		CoordHoldTaken(ClaimKey(id), &tag); /* released if this transaction
+											 * aborts */
 	if (spent)
 	{
 		/* every attempt was lost to crashed or stalled claimers: it dies */
@@ -726,15 +736,19 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 			ExecOpenIndices(w->rri, false);
 			MemoryContextSwitchTo(o);
 		}
+
 		/*
-		 * update = false: true would read the range table we have none of.
-		 * It only hints bottom-up index deletion; a claim is rarely not HOT.
+		 * update = false: true would read the range table we have none of. It
+		 * only hints bottom-up index deletion; a claim is rarely not HOT.
 		 */
 		(void) CoordExecInsertIndexTuples(w->rri, w->new, w->estate, update_indexes);
 		ResetPerTupleExprContext(w->estate);
 	}
 
-	/* id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at */
+	/*
+	 * id, queue, payload, attempt, token, lease_until, key, group_key, host,
+	 * run_at
+	 */
 	outcols[0] = jobcols.id;
 	outcols[1] = jobcols.queue;
 	outcols[2] = jobcols.payload;
@@ -781,12 +795,12 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 	plan = ClaimPlan(kind, partitioned);
 
 	/*
-	 * The plan is generic, and made without knowing how many jobs are
-	 * wanted: with many jobs (in any queue) the planner would cost the
-	 * subquery for a tenth of the backlog and pick a bitmap scan and a sort
-	 * of the whole queue, or JIT-compile every claim.  A claim reads a
-	 * handful of rows: when the plan cache is about to plan, steer it to the
-	 * ordered claim index and the primary key.
+	 * The plan is generic, and made without knowing how many jobs are wanted:
+	 * with many jobs (in any queue) the planner would cost the subquery for a
+	 * tenth of the backlog and pick a bitmap scan and a sort of the whole
+	 * queue, or JIT-compile every claim.  A claim reads a handful of rows:
+	 * when the plan cache is about to plan, steer it to the ordered claim
+	 * index and the primary key.
 	 */
 	generation = CoordPlanGeneration(plan);
 	if (generation < 0)
@@ -796,6 +810,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 								 GUC_ACTION_SAVE, true, 0, false);
 		(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+
 		/*
 		 * The probe of held jobs reads at most FRONTIER_HELD ids: by the
 		 * primary key and a sort of those, not a walk of the queue's whole
@@ -966,9 +981,9 @@ ClaimFromFrontier(ClaimCall *c)
 
 	/*
 	 * Every claim_rescan_interval, jobs of a higher priority than the
-	 * frontier's: they sort before it, but a scan for them starts at the
-	 * head of the index and meets only finished jobs of those priorities,
-	 * not the dead prefix of the frontier's own.
+	 * frontier's: they sort before it, but a scan for them starts at the head
+	 * of the index and meets only finished jobs of those priorities, not the
+	 * dead prefix of the frontier's own.
 	 */
 	if (now - f->last_higher >= (int64) coord_claim_rescan_interval * 1000)
 	{

@@ -46,8 +46,10 @@
 
 bool		coord_notify = true;
 int			coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
-int			coord_claim_rescan_interval = 1000;	/* ms; 0: always scan from the head */
-int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put off */
+int			coord_claim_rescan_interval = 1000; /* ms; 0: always scan from the
+												 * head */
+int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put
+											 * off */
 
 /*
  * Idle marks this backend holds, by idle key, least recently set first.
@@ -120,8 +122,10 @@ AddWakeChannel(char *channel)
 	ListCell   *lc;
 
 	foreach(lc, wake_channels)
+	{
 		if (strcmp((char *) lfirst(lc), channel) == 0)
 			return;
+	}
 	wake_channels = lappend(wake_channels, channel);
 }
 
@@ -192,7 +196,8 @@ SetIdle(const char *channel, bool idle)
 	if (idle_marks == NULL && !idle)
 		return;
 	if (idle_marks == NULL)
-		dlist_init(&idle_lru);	/* first use: the list starts empty with its table */
+		dlist_init(&idle_lru);	/* first use: the list starts empty with its
+								 * table */
 	CoordLocalHash(&idle_marks, "pg_coord idle marks", sizeof(uint64), sizeof(IdleMark), HASH_BLOBS);
 	CoordSetTag(&tag, key, COORD_NS_IDLE);
 	if (idle)
@@ -323,4 +328,3 @@ LookupJobRels(void)
 		elog(ERROR, "coord.job, coord.job_history or coord.job_token_seq does not exist");
 	}
 }
-

@@ -107,7 +107,8 @@ typedef enum HistorySource
 {
 	HIST_NULL,					/* a dropped column */
 	HIST_JOB,					/* the job's column of that name */
-	HIST_LAST_ERROR,			/* the job's last_error, unless the caller gives one */
+	HIST_LAST_ERROR,			/* the job's last_error, unless the caller
+								 * gives one */
 	HIST_STATE,					/* the history's own: the state it finished in */
 	HIST_FINISHED_AT,
 	HIST_RESULT					/* a completed job's result */

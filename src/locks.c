@@ -350,9 +350,10 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 
 		for (j = 0; j < p->depth; j++)
 		{
-			NameEntry  *e = known_names ?
-				hash_search(known_names, &p->keys[j], HASH_FIND, NULL) : NULL;
+			NameEntry  *e = NULL;
 
+			if (known_names)
+				e = hash_search(known_names, &p->keys[j], HASH_FIND, NULL);
 			if (e != NULL)
 			{
 				if ((int) strlen(e->path) != p->ends[j] ||

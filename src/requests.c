@@ -120,7 +120,8 @@ Owns(const char *key)
 typedef enum KeyArgs
 {
 	ARGS_KEY,					/* $1 key */
-	ARGS_OWNER,					/* $1 key, $2 pid, $3 backend start of this session */
+	ARGS_OWNER,					/* $1 key, $2 pid, $3 backend start of this
+								 * session */
 	ARGS_INTERVAL				/* $1 key, $2 interval (may be NULL) */
 } KeyArgs;
 
@@ -294,9 +295,11 @@ coord_request(PG_FUNCTION_ARGS)
 	CoordSpiEnd(&sw);
 
 	if (!answer && acquired_now)
-		CoordHoldDrop(hk);		/* not ours: let the next waiter read the state */
+		CoordHoldDrop(hk);		/* not ours: let the next waiter read the
+								 * state */
 	else if (answer && held == HOLD_RELEASING)
-		CoordHoldKeep(hk);		/* let go earlier in this transaction, owned again */
+		CoordHoldKeep(hk);		/* let go earlier in this transaction, owned
+								 * again */
 	PG_RETURN_BOOL(answer);
 }
 
@@ -356,16 +359,16 @@ CoordRequestJobFinished(const char *request_key, bool done)
 	args[0] = CStringGetTextDatum(request_key);
 	if (done)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
-											"UPDATE coord.request_keys SET state = 'done', "
-											"done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
-											1, argtypes), args, NULL, false, 0),
-				 SPI_OK_UPDATE, "marking a request done");
+												 "UPDATE coord.request_keys SET state = 'done', "
+												 "done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
+												 1, argtypes), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "marking a request done");
 	else
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
-											"DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
-											"AND state OPERATOR(pg_catalog.=) 'queued'",
-											1, argtypes), args, NULL, false, 0),
-				 SPI_OK_DELETE, "removing a request");
+												 "DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+												 "AND state OPERATOR(pg_catalog.=) 'queued'",
+												 1, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE, "removing a request");
 }
 
 /* coord.mark_queued(key text): requested by this session -> queued */

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 extern void CoordRequestMarkQueued(const char *key);
+
 /* inside SPI, as the owner, in the transaction that finished the job */
 extern void CoordRequestJobFinished(const char *request_key, bool done);
 

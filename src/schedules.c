@@ -239,11 +239,11 @@ GetSchedule(const char *name, ScheduleDef *d)
 
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get,
-									 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
-									 "next_run_at, id, last_run_at FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
-									 "FOR NO KEY UPDATE",
-									 1, argtypes), args, NULL, false, 1),
-		  SPI_OK_SELECT, "reading a schedule");
+											 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
+											 "next_run_at, id, last_run_at FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
+											 "FOR NO KEY UPDATE",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "reading a schedule");
 	if (SPI_processed != 1)
 		return false;
 	row = SPI_tuptable->vals[0];
@@ -282,10 +282,10 @@ PutInstance(const ScheduleDef *d, TimestampTz slot)
 	if (slot == DT_NOEND)
 		nulls[1] = 'n';			/* a cron expression that never fires again */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-									 "UPDATE coord.schedule_defs SET next_run_at = $2, last_error = NULL "
-									 "WHERE name OPERATOR(pg_catalog.=) $1",
-									 2, argtypes), args, nulls, false, 0),
-		  SPI_OK_UPDATE, "scheduling");
+											 "UPDATE coord.schedule_defs SET next_run_at = $2, last_error = NULL "
+											 "WHERE name OPERATOR(pg_catalog.=) $1",
+											 2, argtypes), args, nulls, false, 0),
+				  SPI_OK_UPDATE, "scheduling");
 	if (slot == DT_NOEND)
 		return false;
 	return CoordEnqueueOrigin(d->queue, DatumGetJsonbP(d->payload), slot, d->host,
@@ -331,17 +331,17 @@ RecordScheduleError(const char *name, const char *error, bool stop, const char *
 	args[3] = TimestampTzGetDatum(finished_at);
 	if (stop)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error_stop,
-										 "UPDATE coord.schedule_defs SET last_error = $2, last_state = $3, "
-										 "last_run_at = $4, next_run_at = NULL "
-										 "WHERE name OPERATOR(pg_catalog.=) $1",
-										 4, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "recording a schedule's error");
+												 "UPDATE coord.schedule_defs SET last_error = $2, last_state = $3, "
+												 "last_run_at = $4, next_run_at = NULL "
+												 "WHERE name OPERATOR(pg_catalog.=) $1",
+												 4, argtypes), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "recording a schedule's error");
 	else
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error,
-										 "UPDATE coord.schedule_defs SET last_error = $2 "
-										 "WHERE name OPERATOR(pg_catalog.=) $1",
-										 2, argtypes), args, NULL, false, 0),
-			  SPI_OK_UPDATE, "recording a schedule's error");
+												 "UPDATE coord.schedule_defs SET last_error = $2 "
+												 "WHERE name OPERATOR(pg_catalog.=) $1",
+												 2, argtypes), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "recording a schedule's error");
 }
 
 /* ---------- the finish hook ---------- */
@@ -370,10 +370,10 @@ ScheduleFinishedWork(void *arg)
 	args[1] = CStringGetTextDatum(a->state);
 	args[2] = TimestampTzGetDatum(finished_at);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finished,
-									 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
-									 "WHERE name OPERATOR(pg_catalog.=) $1",
-									 3, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "recording a run");
+											 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
+											 "WHERE name OPERATOR(pg_catalog.=) $1",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "recording a run");
 	slot = d.next_null ? finished_at : d.next_run_at;
 	(void) PutInstance(&d, NextSlot(&d, slot, finished_at));
 }
@@ -467,7 +467,11 @@ coord_schedule(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("starts_at must be a finite time")));
 	}
-	/* refuse what could not have a second run: every slot must be a valid time */
+
+	/*
+	 * refuse what could not have a second run: every slot must be a valid
+	 * time
+	 */
 	if (d.cron == NULL)
 		(void) SlotAdd(&d, Max(d.starts_at, now), d.every_us);
 
@@ -486,31 +490,39 @@ coord_schedule(PG_FUNCTION_ARGS)
 	nulls[7] = host ? ' ' : 'n';
 
 	CoordSpiBegin(&sw);
+
+	/*
+	 * An identical definition changes nothing, unless it failed (then it
+	 * starts again).  The comparison is jsonb's <>: IS DISTINCT FROM would
+	 * look "=" up on the caller's search_path.
+	 */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
-									 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
-									 "starts_at, fixed_rate, host) "
-									 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8) "
-									 "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
-									 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
-									 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
-									 "host = EXCLUDED.host, updated_at = pg_catalog.now() "
-									 /* IS DISTINCT FROM would look "=" up on the caller's search_path */
-									 "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
-									 "s.fixed_rate, s.host) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
-									 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
-									 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
-									 /* one that failed starts again */
-									 "OR s.last_error IS NOT NULL "
-									 "RETURNING id",
-									 8, argtypes), args, nulls, false, 0),
-		  SPI_OK_INSERT_RETURNING, "schedule");
+											 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
+											 "starts_at, fixed_rate, host) "
+											 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8) "
+											 "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
+											 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
+											 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
+											 "host = EXCLUDED.host, updated_at = pg_catalog.now() "
+											 "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
+											 "s.fixed_rate, s.host) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
+											 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
+											 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
+											 "OR s.last_error IS NOT NULL "
+											 "RETURNING id",
+											 8, argtypes), args, nulls, false, 0),
+				  SPI_OK_INSERT_RETURNING, "schedule");
 	changed = (SPI_processed == 1);
 	if (changed)
 	{
 		bool		running;
 
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		/* a claimed instance finishes, and its successor follows the new definition */
+
+		/*
+		 * a claimed instance finishes, and its successor follows the new
+		 * definition
+		 */
 		running = DropUnclaimedInstance(name);
 		if (!GetSchedule(name, &d))
 			elog(ERROR, "schedule \"%s\" vanished", name);
@@ -541,9 +553,9 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete,
-									 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_DELETE, "unschedule");
+											 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "unschedule");
 	found = (SPI_processed == 1);
 	if (found)
 		(void) DropUnclaimedInstance(name);
@@ -609,13 +621,13 @@ RepairSchedules(TimestampTz now)
 	int64		made = 0;
 
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
-									 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
-									 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
-									 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) "
-									 "AND (s.last_error IS NULL OR s.next_run_at IS NOT NULL) "
-									 "ORDER BY s.name COLLATE pg_catalog.\"C\"",
-									 0, NULL), NULL, NULL, false, 0),
-		  SPI_OK_SELECT, "tick");
+											 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
+											 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
+											 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) "
+											 "AND (s.last_error IS NULL OR s.next_run_at IS NOT NULL) "
+											 "ORDER BY s.name COLLATE pg_catalog.\"C\"",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
 	n = SPI_processed;
 	names = palloc(sizeof(char *) * Max(n, 1));
 	for (i = 0; i < n; i++)

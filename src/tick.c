@@ -54,7 +54,10 @@ coord_tick(PG_FUNCTION_ARGS)
 				 errmsg("coord.tick requires READ COMMITTED isolation"),
 				 errdetail("A tick waits for a concurrent one and must then see its work.")));
 
-	/* one tick at a time; the second sees the first's work (a fresh snapshot per statement) */
+	/*
+	 * one tick at a time; the second sees the first's work (a fresh snapshot
+	 * per statement)
+	 */
 	CoordSetTag(&tag, 0, COORD_NS_TICK);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 
@@ -64,11 +67,11 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordAppsTick(now);
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
-									 "UPDATE coord.tick_state SET last_tick_at = $1, "
-									 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
-									 "ticked_at = pg_catalog.clock_timestamp()",
-									 1, argtypes), args, NULL, false, 0),
-		  SPI_OK_UPDATE, "tick");
+											 "UPDATE coord.tick_state SET last_tick_at = $1, "
+											 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
+											 "ticked_at = pg_catalog.clock_timestamp()",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "tick");
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
 }
@@ -93,7 +96,7 @@ coord_cron_install(PG_FUNCTION_ARGS)
 	/* as the caller, on purpose: the pg_cron job must be the caller's */
 	CoordSpiConnectAsCaller();
 	CoordSpiCheck(SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'pg_cron'",
-					  true, 1), SPI_OK_SELECT, "cron_install");
+							  true, 1), SPI_OK_SELECT, "cron_install");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -103,8 +106,8 @@ coord_cron_install(PG_FUNCTION_ARGS)
 						 "and run CREATE EXTENSION pg_cron; or call coord.tick() from any scheduler once a minute.")));
 	args[0] = CStringGetTextDatum(schedule);
 	CoordSpiCheck(SPI_execute_with_args("SELECT cron.schedule('coord-tick', $1, 'SELECT coord.tick()')",
-								1, argtypes, args, NULL, false, 1),
-		  SPI_OK_SELECT, "cron_install");
+										1, argtypes, args, NULL, false, 1),
+				  SPI_OK_SELECT, "cron_install");
 	jobid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	CoordSpiFinishAsCaller();
 	PG_RETURN_INT64(jobid);
