@@ -20,6 +20,15 @@
 
 #include "apps_periods.h"		/* Grain */
 
+/*
+ * Not exported from the library: these names are the family's own, and a
+ * library loaded before ours (RTLD_GLOBAL) with a symbol of the same name
+ * would otherwise take over our calls to it.
+ */
+#ifdef __GNUC__
+#pragma GCC visibility push(hidden)
+#endif
+
 extern const char *const grain_names[];
 
 typedef struct AppDep
@@ -64,5 +73,9 @@ extern TimestampTz PeriodNext(Grain g, TimestampTz start);
 /* the graph (apps.c) */
 extern AppDef *FindApp(AppGraph *g, const char *name);
 extern void LoadApps(AppGraph *g, int extra);
+
+#ifdef __GNUC__
+#pragma GCC visibility pop
+#endif
 
 #endif							/* PG_COORD_APPS_INT_H */

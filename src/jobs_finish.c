@@ -68,13 +68,21 @@ CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
 {
 	int			i;
 
+	/*
+	 * A prefix registered again must bring the same hook (a module init run
+	 * twice); two concerns whose prefixes overlap would steal each other's
+	 * jobs, so that is refused too.
+	 */
 	for (i = 0; i < norigins; i++)
-		if (strcmp(origins[i].prefix, prefix) == 0)
-		{
-			/* a module init run again (cannot happen): the hook is the same */
-			origins[i].hook = hook;
+	{
+		size_t		len = Min(origins[i].len, strlen(prefix));
+
+		if (strcmp(origins[i].prefix, prefix) == 0 && origins[i].hook == hook)
 			return;
-		}
+		if (strncmp(origins[i].prefix, prefix, len) == 0)
+			elog(ERROR, "job origin prefix \"%s\" overlaps \"%s\"",
+				 prefix, origins[i].prefix);
+	}
 	if (norigins >= ORIGINS_MAX)
 		elog(ERROR, "too many job origin prefixes");
 	origins[norigins].prefix = prefix;

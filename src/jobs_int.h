@@ -17,6 +17,15 @@
 #include "compat.h"
 #include "jobs.h"
 
+/*
+ * Not exported from the library: these names are the family's own, and a
+ * library loaded before ours (RTLD_GLOBAL) with a symbol of the same name
+ * would otherwise take over our calls to it.
+ */
+#ifdef __GNUC__
+#pragma GCC visibility push(hidden)
+#endif
+
 /* GUCs (jobs_common.c defines them) */
 extern bool coord_notify;
 extern int	coord_job_history_retention;
@@ -59,5 +68,9 @@ extern void JobsClaimRelsInval(void);
 extern void JobsFinishRelsInval(void);
 extern uint64 ArchiveJobs(const char *st, const char *error, Datum result, bool result_null);
 extern bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
+
+#ifdef __GNUC__
+#pragma GCC visibility pop
+#endif
 
 #endif							/* PG_COORD_JOBS_INT_H */
