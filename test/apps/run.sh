@@ -1,34 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the standalone tests of src/apps_periods.c (the pure part
-# of coord.define_app), as test/cron/run.sh does for cron.c: with warnings
-# as errors, and under AddressSanitizer and UBSan when the compiler can
-# link them.  Exits 0 on success; the last line is the summary.
-set -eu
+# The standalone tests of src/apps_periods.c (the pure part of
+# coord.define_app), built and run by test/harness.sh.
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cc=${CC:-cc}
-flags=(-Wall -Wextra -Werror -std=c99 -O1 -I"$root/src")
-srcs=("$here/periods_test.c" "$root/src/apps_periods.c")
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-echo "== $cc ${flags[*]}"
-"$cc" "${flags[@]}" -o "$tmp/periods_test" "${srcs[@]}"
-"$tmp/periods_test" | tee "$tmp/plain.out"
-summary=$(tail -n 1 "$tmp/plain.out")
-
-san=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
-if echo 'int main(void){return 0;}' >"$tmp/probe.c" &&
-	"$cc" "${san[@]}" -o "$tmp/probe" "$tmp/probe.c" 2>/dev/null &&
-	"$tmp/probe" 2>/dev/null; then
-	echo "== $cc ${flags[*]} ${san[*]}"
-	"$cc" "${flags[@]}" "${san[@]}" -o "$tmp/periods_test_san" "${srcs[@]}"
-	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
-		"$tmp/periods_test_san" | tee "$tmp/san.out"
-	[ "$(tail -n 1 "$tmp/san.out")" = "$summary" ] || {
-		echo "apps periods: the sanitizer build disagrees with the plain one"
-		exit 1
-	}
-fi
-echo "$summary"
+exec bash "$here/../harness.sh" "apps periods" "$here/periods_test.c" "$here/../../src/apps_periods.c"
