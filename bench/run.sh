@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: pg_coord figures side by side with a hand-written SQL baseline
-# on the same cluster (DESIGN.md section 4).
+# on the same cluster.
 #
 # Run by test/run.sh bench after it has built and installed pg_coord and
 # started a private cluster (PGHOST, PGPORT, PGUSER set).  Each section is a
@@ -202,7 +202,7 @@ run_section() {
 # the throughput ratio to the baseline, reported as met or not).  Prints the markdown
 # table and writes it to $OUT/$SECTION.md.
 summarize() {
-  local section=$1 spec=$2 unit=${3:-pair} target_text=${4:-"DESIGN.md 4, pair at most 1.3× the raw pair"}
+  local section=$1 spec=$2 unit=${3:-pair} target_text=${4:-"pair at most 1.3× the raw pair"}
   "$PYTHON" - "$OUT/$section.tsv" "$spec" "$unit" "$target_text" >"$OUT/$section.table.md" <<'PY'
 import sys, statistics
 unit, target_text = sys.argv[3], sys.argv[4]
@@ -417,7 +417,7 @@ when it failed).  Two measures per configuration: throughput (pairs/s) and
 CPU cost (CPU µs per pair: CPU time of the server's backends, read from the
 postmaster's reaped-children counters, plus pgbench's own, divided by the
 pairs; the CPU of failed tries is charged to the successful pairs).  Ratios
-compare a row with the baseline named in it.  DESIGN.md section 4 asks for
+compare a row with the baseline named in it.  the performance targets ask for
 a 1-level pair to cost at most 1.3× the raw pair: a throughput ratio of at
 least 0.77 and a CPU cost ratio of at most 1.30.  On this small shared
 machine throughput moves with whatever else runs on it; the CPU per pair
@@ -578,7 +578,7 @@ bench_jobs() {
     claim4-raw:jobs-claim-raw.sql claim4-coord:jobs-claim-coord.sql \
     claim8-raw:jobs-claim-raw.sql claim8-coord:jobs-claim-coord.sql \
     claimb-raw:jobs-claimb-raw.sql claimb-coord:jobs-claimb-coord.sql
-  summarize jobs "$JOBS_SPEC" job "DESIGN.md 4, claim + complete at least matches a hand-written SKIP LOCKED queue" >/dev/null
+  summarize jobs "$JOBS_SPEC" job "claim + complete at least matches a hand-written SKIP LOCKED queue" >/dev/null
   section_block jobs "Jobs: enqueue and claim + complete against a hand-written SKIP LOCKED queue" \
 "Baseline: a plain table \`bench_jobs (id bigserial PRIMARY KEY, queue, payload
 jsonb, run_at, priority, state, attempts, locked_until)\` with a partial index
@@ -592,7 +592,7 @@ DESC, run_at, id LIMIT n FOR UPDATE SKIP LOCKED) RETURNING id\`, complete =
 complete are separate transactions on both sides (two commits per claim).
 Enqueue rows: no worker waits on queue 'e', so coord.enqueue sends no NOTIFY
 (it notifies only when an idle claimer waits), and the raw INSERT has none
-either: this is the ~8,000 jobs/s case of DESIGN.md 4, not the NOTIFY one.
+either: this is the ~8,000 jobs/s case of not the NOTIFY one.
 Before each run the 'e' jobs of both sides are deleted and both
 tables vacuumed (coord.claim slows down with jobs in other queues, see the
 notes below); before each claim run both 'q' backlogs are topped up to
@@ -601,7 +601,7 @@ VACUUM ANALYZE and CHECKPOINT.  Jobs are counted in the database before and
 after each run (raw: rows left; coord: done rows in coord.job_history), so
 a batched claim that got fewer than 100 counts what it got.  The 8-worker
 rows run \`pgbench -c 8\`.  CPU µs per job: server backends plus pgbench.
-Target (DESIGN.md 4): claim + complete, single and batched, at least matches
+Target: claim + complete, single and batched, at least matches
 the hand-written queue (ratio ≥ 1.00; the machine's noise is several percent)." \
     "${BENCH_KNOBS}BENCH_SECTIONS=jobs make bench" "$load_start"
   write_block jobs "$OUT/jobs.md"
@@ -716,7 +716,7 @@ for sys_ in ("raw", "coord"):
         print(f"| {label[sys_]} | {'yes' if h == 'holder' else 'no'} | {done:,} | {tps:,.0f} | {first:,.0f} | {last:,.0f} | {int(dj):,} / {dh if dh == '-' else f'{int(dh):,}'} | {rc} | {lc} |")
 print()
 ro, rl = ratios["coord"]
-print(f"Target (DESIGN.md 4, claim throughput with an old snapshot held stays within 20% of the run without): "
+print(f"Target (claim throughput with an old snapshot held stays within 20% of the run without): "
       f"coord ratio {ro:.2f} overall, {rl:.2f} in the last 10 s, against a minimum of 0.80: "
       f"{'met' if min(ro, rl) >= 0.8 else 'NOT met'}.  Raw SKIP LOCKED queue: {ratios['raw'][0]:.2f} overall, {ratios['raw'][1]:.2f} in the last 10 s.")
 PY
@@ -724,7 +724,7 @@ PY
   {
     echo "## Jobs with an old snapshot held: claim + complete, 4 workers, after $OLDSNAP_JOBS jobs finished behind it"
     echo
-    echo "DESIGN.md 4: with a session holding an old snapshot open (so VACUUM can
+    echo "Target: with a session holding an old snapshot open (so VACUUM can
 remove nothing), claim throughput stays within 20% of the same run without it.
 Before each run queue q of both systems is topped up to $OLDSNAP_BACKLOG ready jobs
 (enqueue_many / INSERT ... SELECT, count checked), VACUUM ANALYZE, CHECKPOINT.
@@ -780,7 +780,7 @@ for name, path in (("LISTEN \"coord:lat\", select() on the socket (50 ms cap)", 
     print(f"| {name} | {len(v):,} of {int(sys.argv[3]):,} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {max(v):.2f} |")
 v = next(iter(res.values()))
 print()
-print(f"Target (DESIGN.md 4, enqueue-to-claim latency of an idle LISTENing worker: p99 under 10 ms, aim 2.6 ms): "
+print(f"Target (enqueue-to-claim latency of an idle LISTENing worker: p99 under 10 ms, aim 2.6 ms): "
       f"p99 {pct(v, 99):.2f} ms, {'met' if pct(v, 99) < 10 else 'NOT met'}.")
 PY
   SECTION_T0=$t0

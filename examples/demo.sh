@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: the systems pg_coord replaces (DESIGN.md section 1), each run end
+# make demo: the systems pg_coord replaces (README.md, the introduction), each run end
 # to end with real worker processes against the cluster in the PG*
 # environment (test/run.sh demo starts a private one).  Each scenario prints
 # a short report with its checks; a summary table closes the run.  Exits

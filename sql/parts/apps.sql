@@ -1,5 +1,5 @@
 
--- ---------- apps: period-keyed dependency scheduling (DESIGN.md 3.5) ----------
+-- ---------- apps: period-keyed dependency scheduling (README.md, Apps) ----------
 
 CREATE TABLE coord.app_defs (
     name         text PRIMARY KEY,

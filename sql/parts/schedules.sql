@@ -1,5 +1,5 @@
 
--- ---------- schedules (DESIGN.md 3.4) and coord.tick ----------
+-- ---------- schedules (README.md, Schedules) and coord.tick ----------
 
 CREATE TABLE coord.schedule_defs (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

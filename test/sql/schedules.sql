@@ -1,4 +1,4 @@
--- Schedules (DESIGN.md 3.4), coord.tick and the cron parser through SQL.
+-- Schedules (README.md, Schedules), coord.tick and the cron parser through SQL.
 SET timezone = 'UTC';
 DELETE FROM coord.schedule_defs;
 
