@@ -73,13 +73,16 @@
 
 #include "access/detoast.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/datetime.h"
+#include "utils/inval.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -418,31 +421,42 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
  * complete of 100 app jobs reads it once, not 100 times.  It lives in a
  * context of its own ("pg_coord app graph"), reset wholesale at the end of
  * every transaction (and prepare); within one it is forgotten, and read
- * again at the next finish, when this backend changes the graph:
- * define_app and drop_app (AppGraphChanged), a tick (which sets first and
- * next periods and last_error), and any subtransaction abort (what it read
- * may include definitions the abort undid).  graph_users counts the finish
- * hooks working on it, so that a reload never frees a graph in use: a
- * subtransaction abort inside the hook's loop (AppIsolated) only marks it
- * stale.
+ * again at the next finish, when the graph changes.
  *
- * Other backends: a per-transaction cache does not see what they commit
- * meanwhile, and needs no invalidation message: the next transaction reads
- * the graph anew.  In REPEATABLE READ and SERIALIZABLE a read per finish
- * would not see it either (one snapshot).  In READ COMMITTED it could, but
- * the hook's graph could always be stale by the time it creates runs
- * (define_app and drop_app take no lock the hook waits for, and the hook
- * must not wait for them): a stale graph misses the runs of an app
- * defined meanwhile, which the tick repairs (periods whose upstreams are
- * all done but that have no run), or creates a run of an app dropped
- * meanwhile, which then runs once for an app that is gone.  The cache
- * widens that window from one finish to the rest of the transaction; a
- * worker's transaction is one claim or one complete.  Only the
- * definitions are kept: the horizon (the latest tick) is read afresh by
- * each hook call.  A graph holding a conf stored out of line (TOAST) is
- * not kept: that datum is a pointer, valid only while a snapshot keeps its
- * chunks.  Writes to coord.app_defs other than through define_app,
- * drop_app and tick are seen from the next transaction on.
+ * Every write to coord.app_defs through pg_coord (define_app, drop_app, and
+ * the tick's first and next periods and last_error) calls AppGraphChanged
+ * in its transaction: it forgets this backend's graph at once and queues a
+ * relcache invalidation of coord.app_defs (as pg_cron does for its job
+ * cache), which every backend receives when that transaction commits, and
+ * none when it aborts.  GraphRelcacheInval (registered by CoordAppsInit)
+ * marks the graph stale on it, or on an invalidation of every relation;
+ * CachedGraph accepts the queued invalidations before it trusts the graph.
+ * So a finish uses the definitions committed before it began, as the read
+ * per finish did in READ COMMITTED; in REPEATABLE READ and SERIALIZABLE a
+ * reload reads with the transaction's snapshot, as that read did.  A
+ * subtransaction abort forgets the graph too (what it read may include
+ * definitions the abort undid).  graph_users counts the finish hooks
+ * working on the graph, so that nothing frees one in use: an invalidation
+ * inside the hook's loop (a subtransaction abort in AppIsolated, a message
+ * accepted at a lock) only marks it stale.  An invalidation that arrives
+ * while the graph is read makes that graph not kept.
+ *
+ * The window left: a commit becomes visible to snapshots slightly before
+ * its invalidation message is queued (PostgreSQL ends the transaction in
+ * the proc array first).  A finish whose statement began in that instant
+ * sees the change in its snapshot but uses the graph from before it: it
+ * misses the runs of an app just defined (the tick repairs them: periods
+ * whose upstreams are all done but that have no run), creates a run of an
+ * app just dropped (it runs once), or creates a redefined app's run with
+ * the old queue, host and conf.  A read per finish had the same outcomes
+ * one instant earlier (a finish that read the graph just before that
+ * commit): the hook takes no lock that define_app and drop_app hold, and
+ * must not wait for them.  Only the definitions are kept: the horizon (the
+ * latest tick) is read afresh by each hook call.  A graph holding a conf
+ * stored out of line (TOAST) is not kept: that datum is a pointer, valid
+ * only while a snapshot keeps its chunks.  Direct writes to coord.app_defs
+ * (not through define_app, drop_app or tick) send no invalidation; they are
+ * seen from the next transaction on.
  */
 static MemoryContext graph_cxt = NULL;
 static AppGraph graph_cache;
@@ -450,11 +464,47 @@ static bool graph_valid = false;
 static int	graph_users = 0;
 static bool graph_read = false; /* this transaction called CachedGraph */
 
-/* This backend changed the graph: the next finish reads it again. */
+/* coord.app_defs, resolved before the graph is read; valid when graph_valid */
+static Oid	app_defs_relid = InvalidOid;
+
+/* invalidations received: one during a read makes that graph not kept */
+static uint64 graph_invals = 0;
+
+/* coord.app_defs (resolved again after DROP and CREATE EXTENSION) */
+static Oid
+AppDefsRelid(void)
+{
+	if (!OidIsValid(app_defs_relid))
+	{
+		app_defs_relid = get_relname_relid("app_defs",
+										   get_namespace_oid(COORD_SCHEMA, false));
+		if (!OidIsValid(app_defs_relid))
+			elog(ERROR, "coord.app_defs does not exist");
+	}
+	return app_defs_relid;
+}
+
+/*
+ * This backend changed the graph: the next finish here reads it again, and
+ * so does every other backend's once this transaction commits.
+ */
 static void
 AppGraphChanged(void)
 {
 	graph_valid = false;
+	CacheInvalidateRelcacheByRelid(AppDefsRelid());
+}
+
+/* A relcache invalidation: of coord.app_defs, or of every relation. */
+static void
+GraphRelcacheInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == app_defs_relid)
+	{
+		graph_valid = false;
+		graph_invals++;
+		app_defs_relid = InvalidOid;
+	}
 }
 
 /*
@@ -504,8 +554,11 @@ CachedGraph(void)
 	MemoryContext old = CurrentMemoryContext;
 	AppGraph   *g;
 	int			i;
+	uint64		seen;
 
 	graph_read = true;
+	/* what other backends committed before this finish */
+	AcceptInvalidationMessages();
 	if (graph_valid)
 		return &graph_cache;
 	if (graph_users > 0)
@@ -516,9 +569,11 @@ CachedGraph(void)
 		return g;
 	}
 	MemoryContextReset(CoordCacheContext(&graph_cxt, "pg_coord app graph"));
+	(void) AppDefsRelid();		/* for GraphRelcacheInval */
+	seen = graph_invals;
 	LoadAppsIn(&graph_cache, 0, graph_cxt);
 	MemoryContextSwitchTo(old);
-	graph_valid = true;
+	graph_valid = (graph_invals == seen);
 	for (i = 0; i < graph_cache.n; i++)
 		if (VARATT_IS_EXTERNAL(DatumGetPointer(graph_cache.apps[i].conf)))
 			graph_valid = false;
@@ -907,6 +962,8 @@ SetAppError(const char *app, const char *error)
 											 "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 											 2, argtypes), args, nulls, false, 0),
 				  SPI_OK_UPDATE, "recording an app's error");
+	if (SPI_processed > 0)
+		AppGraphChanged();
 }
 
 /*
@@ -1085,6 +1142,8 @@ SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 											 "WHERE name OPERATOR(pg_catalog.=) $1",
 											 3, argtypes), args, NULL, false, 0),
 				  SPI_OK_UPDATE, "tick");
+	if (SPI_processed > 0)
+		AppGraphChanged();
 }
 
 /* next_period, written only when it changed */
@@ -1103,6 +1162,8 @@ SetNextPeriod(const char *app, TimestampTz next)
 											 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
 											 3, argtypes), args, NULL, false, 0),
 				  SPI_OK_UPDATE, "tick");
+	if (SPI_processed > 0)
+		AppGraphChanged();
 }
 
 static void
@@ -1336,7 +1397,7 @@ CoordAppsTick(TimestampTz now)
 		else
 			g.apps[i] = saved;	/* what the rollback undid */
 	}
-	AppGraphChanged();			/* first and next periods, last_error */
+	graph_valid = false;		/* its writes sent their invalidations */
 	return done;
 }
 
@@ -1887,4 +1948,5 @@ CoordAppsInit(void)
 	CoordRegisterJobOrigin(COORD_ORIGIN_APP, CoordAppRunFinished);
 	RegisterXactCallback(GraphXactCallback, NULL);
 	RegisterSubXactCallback(GraphSubXactCallback, NULL);
+	CacheRegisterRelcacheCallback(GraphRelcacheInval, (Datum) 0);
 }
