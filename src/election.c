@@ -353,6 +353,7 @@ coord_leader(PG_FUNCTION_ARGS)
 	bool		found = false;
 	LOCKTAG		ttag;
 
+	CoordNotInParallel(fcinfo); /* it probes the lock manager */
 	name = ElectionArg(fcinfo, 0);
 	if (RecoveryInProgress())
 		ereport(ERROR,
