@@ -1,10 +1,55 @@
 -- pg_coord 0.2.0 -> 0.3.0: written by hand.  Every change to the catalog
 -- after the 0.2.0 release goes here and into the fragments under sql/parts/
--- (which build the 0.3.0 install script); test/crash/upgrade_and_dump.sh
+-- (which build the 0.3.0 install script); test/upgrade/upgrade_and_dump.sh
 -- checks that an updated catalog matches a fresh 0.3.0 install object for
 -- object.  Frozen once 0.3.0 is released.
 
 \echo Use "ALTER EXTENSION pg_coord UPDATE TO '0.3.0'" to load this file. \quit
 
--- No catalog change yet: the update only moves the version, which the
--- 0.3.0 library checks before it serves a database.
+-- The 0.3.0 library checks the catalog's version before it serves a
+-- database, so the update also moves the version.
+
+-- ---------- leader election (sql/parts/election.sql) ----------
+CREATE SEQUENCE coord.election_term_seq AS bigint;
+COMMENT ON SEQUENCE coord.election_term_seq IS 'Source of the terms of every election';
+REVOKE ALL ON coord.election_term_seq FROM PUBLIC;
+
+CREATE TABLE coord.elections (
+    election      text PRIMARY KEY,
+    term          bigint NOT NULL,
+    value         text,
+    pid           integer,
+    backend_start timestamptz,
+    since         timestamptz NOT NULL
+);
+COMMENT ON TABLE coord.elections IS
+  'Newest term of each election, with its leader''s value, pid, backend start and since';
+REVOKE ALL ON coord.elections FROM PUBLIC;
+
+CREATE FUNCTION coord.campaign(election text, value text DEFAULT NULL, timeout interval DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_campaign'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.campaign(text, text, interval) IS
+  'Waits (first come, first served) until this session leads the election; returns its term, larger than every earlier one and durable at commit; NULL on timeout';
+
+CREATE FUNCTION coord.leader(election text,
+    OUT value text, OUT pid integer, OUT since timestamptz, OUT term bigint)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'coord_leader'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.leader(text) IS
+  'The live leader of an election (value, pid, since, term), or no row; never a leader whose session ended';
+
+CREATE FUNCTION coord.resign(election text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_resign'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.resign(text) IS
+  'Gives up leading the election when this transaction commits; false if this session does not lead it';
+
+REVOKE ALL ON FUNCTION coord.campaign(text, text, interval), coord.resign(text), coord.leader(text)
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.campaign(text, text, interval), coord.resign(text),
+  coord.leader(text) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
+
+SELECT pg_catalog.pg_extension_config_dump('coord.elections', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.election_term_seq', '');

@@ -32,6 +32,8 @@
 #define COORD_NS_TICK		17206	/* coord.tick: one at a time */
 #define COORD_NS_APP		17207	/* apps.c: one run creation per (app,
 									 * period) at a time */
+#define COORD_NS_ELECTION	17212	/* election.c: the leader of an election */
+#define COORD_NS_TERM		17214	/* election.c: the leader of one term */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024

@@ -130,3 +130,10 @@ BEGIN
   END LOOP;
 END
 $grants$;
+
+-- Leader election: candidates are workers; monitors may ask who leads (the
+-- value is what a candidate announces to the others, like an
+-- application_name: it is shown to both).
+GRANT EXECUTE ON FUNCTION coord.campaign(text, text, interval), coord.resign(text),
+  coord.leader(text) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;

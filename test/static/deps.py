@@ -34,6 +34,7 @@ FAMILIES = {
     "schedules": r"schedules\w*",
     "apps":      r"apps\w*",            # apps.c, apps_grid.c
     "tick":      r"tick",               # coord.tick: knows every concern, on purpose
+    "election":  r"election",           # leader election: campaign, leader, resign
     "init":      r"pg_coord",           # _PG_init: one init call per concern
 }
 
@@ -47,6 +48,7 @@ ALLOWED = {
     "jobs":      {"common", "requests"},            # never its clients: hooks
     "schedules": {"common", "cron", "jobs"},        # never apps: tick.c calls both
     "apps":      {"common", "jobs"},
+    "election":  {"common"},
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
 }

@@ -1,0 +1,410 @@
+/*-------------------------------------------------------------------------
+ * election.c
+ *		Leader election (README.md, Leader election): coord.campaign,
+ *		coord.leader, coord.resign.
+ *
+ * Leadership.  The leader of an election holds two session locks:
+ *	- the election lock, (COORD_NS_ELECTION, name key of the election), in
+ *	  exclusive mode.  Candidates wait for it in the lock manager's FIFO
+ *	  queue, which is the first-come-first-served order of candidates;
+ *	  waiting runs through CoordAcquire (timeout, interrupts, deadlock
+ *	  detection);
+ *	- the term lock, (COORD_NS_TERM, the term), in exclusive mode.  Only the
+ *	  leader of a term ever takes it, so "is the term lock of the row's term
+ *	  held?" is "does that term's leader still lead?": a one-partition
+ *	  conditional probe, without reading every backend's status or the
+ *	  whole lock table.
+ * Both are holds (common_lock.c): taken by the campaign's transaction, let
+ * go by the resign's, each following its transaction (and savepoints).  A
+ * session that ends for any reason (SIGKILL, pg_terminate_backend, a dropped
+ * connection, a server crash) loses both at once: no code of ours has to
+ * run.  A hash collision between two election names (1 in 2^64 per pair)
+ * would make them share a waiting queue.
+ *
+ * State.  coord.elections keeps one row per election: the newest committed
+ * term, the value, pid, backend start and since of its leader; pid and
+ * backend_start are NULL after a resign.  Terms come from one sequence,
+ * coord.election_term_seq, written in the campaign's transaction: its commit
+ * makes the term durable (and, with synchronous replication, present on the
+ * standby), so a term issued after a crash or failover is larger than every
+ * committed one; a term handed out by a campaign that rolled back is never
+ * handed out again.
+ *
+ * coord.leader reads the row and reports it only while its term lock is
+ * held.  A leader that resigned has cleared pid in the committed row before
+ * its locks go (after commit), and a leader whose session ended has lost
+ * its term lock, so neither is ever reported.  A campaign not yet committed
+ * is not reported either: its row is not visible.
+ *
+ * What wakes whom.  A candidate sleeps in the lock manager and is woken by
+ * the release of the election lock: after the commit of the leader's
+ * resign, or when the leader's session ends.  Observers get a NOTIFY on
+ * "coord:leader:<election>" at the commit of every campaign won (payload:
+ * the term) and every resign (payload empty).  A leader whose session ends
+ * sends nothing; the next leader's campaign, when it commits, does.
+ *
+ * Where it works.  campaign and resign refuse during recovery and in
+ * read-only transactions (25006); leader refuses during recovery (a
+ * standby's lock manager does not know the primary's leaders).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "commands/async.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+#include "compat.h"
+
+/* "coord:leader:" plus the name stays within a NOTIFY channel (63 bytes). */
+#define ELECTION_CHANNEL_PREFIX	"coord:leader:"
+#define ELECTION_NAME_MAX	(NAMEDATALEN - 1 - (int) (sizeof(ELECTION_CHANNEL_PREFIX) - 1))
+#define ELECTION_VALUE_MAX	(64 * 1024)
+
+static SPIPlanPtr plan_win = NULL;
+static SPIPlanPtr plan_current = NULL;
+static SPIPlanPtr plan_restore = NULL;
+static SPIPlanPtr plan_resign = NULL;
+static SPIPlanPtr plan_leader = NULL;
+
+PG_FUNCTION_INFO_V1(coord_campaign);
+PG_FUNCTION_INFO_V1(coord_leader);
+PG_FUNCTION_INFO_V1(coord_resign);
+
+/* ---------- helpers ---------- */
+
+static char *
+ElectionArg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name;
+	int			len;
+	int			i;
+
+	CoordRequireArg(fcinfo, argno, "election");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	len = strlen(name);
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("election name must not be empty")));
+	if (len > ELECTION_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("election name is too long"),
+				 errdetail("An election name has at most %d bytes, so that its NOTIFY channel \"%s<election>\" fits in %d bytes; this one has %d.",
+						   ELECTION_NAME_MAX, ELECTION_CHANNEL_PREFIX, NAMEDATALEN - 1, len)));
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) name[i];
+
+		if (c < 0x20 || c == 0x7f)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid election name"),
+					 errdetail("An election name must not contain control characters (byte %d is 0x%02x).",
+							   i + 1, c)));
+	}
+	return name;
+}
+
+/* Hold keys of the election lock and of the term lock. */
+static char *
+ElectionHoldKey(const char *name)
+{
+	return psprintf("le:%s", name);
+}
+
+static char *
+TermHoldKey(const char *name)
+{
+	return psprintf("lt:%s", name);
+}
+
+static void
+ElectionTag(LOCKTAG *tag, const char *name)
+{
+	CoordSetTag(tag, CoordNameKey(name, strlen(name)), COORD_NS_ELECTION);
+}
+
+static void
+TermTag(LOCKTAG *tag, int64 term)
+{
+	CoordSetTag(tag, (uint64) term, COORD_NS_TERM);
+}
+
+static void
+NotifyLeader(const char *name, const char *payload)
+{
+	Async_Notify(psprintf("%s%s", ELECTION_CHANNEL_PREFIX, name), payload);
+}
+
+static void
+RequireWritable(const char *what)
+{
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s during recovery", what),
+				 errdetail("Leadership lives in the primary's lock manager."),
+				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot %s in a read-only transaction", what),
+				 errdetail("The term is written to coord.elections.")));
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot %s under REPEATABLE READ or SERIALIZABLE", what),
+				 errdetail("The snapshot can predate the commit of the leader before, whose row this transaction updates."),
+				 errhint("Call it in its own READ COMMITTED transaction.")));
+}
+
+/* Runs one saved statement on the election's row, as the owner (inside SPI). */
+static void
+RunElectionPlan(SPIPlanPtr *slot, const char *sql, int expected, const char *name,
+				text *value, bool with_owner)
+{
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			argtypes[4] = {TEXTOID, INT4OID, TIMESTAMPTZOID, TEXTOID};
+	int			nargs = 1;
+
+	args[0] = PointerGetDatum(cstring_to_text(name));
+	if (with_owner)
+	{
+		args[1] = Int32GetDatum(MyProcPid);
+		args[2] = TimestampTzGetDatum(MyStartTimestamp);
+		args[3] = PointerGetDatum(value);
+		nulls[3] = value == NULL ? 'n' : ' ';
+		nargs = 4;
+	}
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0),
+				  expected, "a statement on coord.elections");
+}
+
+static int64
+FirstTerm(const char *what)
+{
+	bool		isnull;
+	Datum		d;
+
+	if (SPI_processed != 1)
+		elog(ERROR, "%s found no row of coord.elections", what);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (isnull)
+		elog(ERROR, "%s found no term", what);
+	return DatumGetInt64(d);
+}
+
+/* ---------- SQL-callable functions ---------- */
+
+/*
+ * coord.campaign(election text, value text DEFAULT NULL, timeout interval
+ * DEFAULT NULL) returns bigint: this session's term once it leads; NULL on
+ * timeout.  A session that leads already gets its current term back at
+ * once; its value and since stay as they were.
+ */
+Datum
+coord_campaign(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	text	   *value = NULL;
+	int64		timeout_us = -1;
+	char	   *ekey;
+	char	   *tkey;
+	CoordHoldStatus held;
+	LOCKTAG		etag;
+	LOCKTAG		ttag;
+	LOCKMODE	mode = ExclusiveLock;
+	CoordUserSwitch sw;
+	int64		term;
+
+	CoordNotInParallel(fcinfo);
+	name = ElectionArg(fcinfo, 0);
+	if (!PG_ARGISNULL(1))
+	{
+		value = PG_GETARG_TEXT_PP(1);
+		CoordCheckSize("leader value", VARSIZE_ANY_EXHDR(value), ELECTION_VALUE_MAX);
+	}
+	if (!PG_ARGISNULL(2))
+		timeout_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "timeout", true);
+	RequireWritable("campaign");
+
+	ekey = ElectionHoldKey(name);
+	tkey = TermHoldKey(name);
+	held = CoordHoldState(ekey);
+	if (held != HOLD_NONE && CoordHoldState(tkey) == held)
+	{
+		/* leading already (or resigned earlier in this transaction) */
+		CoordSpiBegin(&sw);
+		if (held == HOLD_ACTIVE)
+			RunElectionPlan(&plan_current,
+							"SELECT term FROM coord.elections "
+							"WHERE election OPERATOR(pg_catalog.=) $1 "
+							"AND pid OPERATOR(pg_catalog.=) $2 "
+							"AND backend_start OPERATOR(pg_catalog.=) $3",
+							SPI_OK_SELECT, name, NULL, true);
+		else
+			RunElectionPlan(&plan_restore,
+							"UPDATE coord.elections SET pid = $2, backend_start = $3 "
+							"WHERE election OPERATOR(pg_catalog.=) $1 RETURNING term",
+							SPI_OK_UPDATE_RETURNING, name, NULL, true);
+		term = FirstTerm("campaigning again");
+		CoordSpiEnd(&sw);
+		if (held == HOLD_RELEASING)
+		{
+			/* the resign is undone: keep both locks past the commit */
+			CoordHoldKeep(ekey);
+			CoordHoldKeep(tkey);
+		}
+		PG_RETURN_INT64(term);
+	}
+	/* one of the two let go behind our back: what is left of it goes too */
+	CoordHoldDrop(ekey);
+	CoordHoldDrop(tkey);
+
+	ElectionTag(&etag, name);
+	if (!CoordAcquire(&etag, &mode, 1, true, timeout_us, false))
+		PG_RETURN_NULL();
+	CoordHoldTaken(ekey, &etag);	/* released if this transaction aborts */
+
+	CoordSpiBegin(&sw);
+	RunElectionPlan(&plan_win,
+					"INSERT INTO coord.elections AS e "
+					"(election, term, value, pid, backend_start, since) "
+					"VALUES ($1, pg_catalog.nextval('coord.election_term_seq'::pg_catalog.regclass), "
+					"$4, $2, $3, pg_catalog.clock_timestamp()) "
+					"ON CONFLICT (election) DO UPDATE SET term = excluded.term, "
+					"value = excluded.value, pid = excluded.pid, "
+					"backend_start = excluded.backend_start, since = excluded.since "
+					"RETURNING e.term",
+					SPI_OK_INSERT_RETURNING, name, value, true);
+	term = FirstTerm("winning an election");
+	CoordSpiEnd(&sw);
+
+	/* nobody else ever takes a new term's lock: granted at once */
+	TermTag(&ttag, term);
+	if (!CoordAcquire(&ttag, &mode, 1, true, -1, false))
+		elog(ERROR, "could not take the lock of term " INT64_FORMAT, term);
+	CoordHoldTaken(tkey, &ttag);
+
+	NotifyLeader(name, psprintf(INT64_FORMAT, term));
+	PG_RETURN_INT64(term);
+}
+
+/*
+ * coord.resign(election text) returns boolean: true if this session led;
+ * it leads no more once this transaction commits (a rollback keeps it
+ * leading).  False, changing nothing, if it did not lead.
+ */
+Datum
+coord_resign(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *ekey;
+	char	   *tkey;
+	CoordUserSwitch sw;
+
+	CoordNotInParallel(fcinfo);
+	name = ElectionArg(fcinfo, 0);
+	ekey = ElectionHoldKey(name);
+	tkey = TermHoldKey(name);
+	if (CoordHoldState(ekey) != HOLD_ACTIVE || CoordHoldState(tkey) != HOLD_ACTIVE)
+		PG_RETURN_BOOL(false);
+	RequireWritable("resign");
+
+	CoordSpiBegin(&sw);
+	RunElectionPlan(&plan_resign,
+					"UPDATE coord.elections SET pid = NULL, backend_start = NULL "
+					"WHERE election OPERATOR(pg_catalog.=) $1 "
+					"AND pid OPERATOR(pg_catalog.=) $2 "
+					"AND backend_start OPERATOR(pg_catalog.=) $3",
+					SPI_OK_UPDATE, name, NULL, true);
+	CoordSpiEnd(&sw);
+
+	CoordHoldRelease(ekey);
+	CoordHoldRelease(tkey);
+	NotifyLeader(name, "");
+	PG_RETURN_BOOL(true);
+}
+
+/*
+ * coord.leader(election text) returns (value, pid, since, term): one row
+ * while a session leads, none otherwise.
+ */
+Datum
+coord_leader(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name;
+	CoordUserSwitch sw;
+	Datum		values[4];
+	bool		nulls[4];
+	TimestampTz started = 0;
+	TimestampTz since = 0;
+	int64		term = 0;
+	bool		found = false;
+	LOCKTAG		ttag;
+
+	CoordNotInParallel(fcinfo); /* it probes the lock manager */
+	name = ElectionArg(fcinfo, 0);
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot read the leader during recovery"),
+				 errdetail("Leadership lives in the primary's lock manager, which a standby does not see."),
+				 errhint("Connect to the primary, for example with target_session_attrs=read-write.")));
+	InitMaterializedSRF(fcinfo, 0);
+
+	CoordSpiBegin(&sw);
+	RunElectionPlan(&plan_leader,
+					"SELECT value, pid, since, term, backend_start FROM coord.elections "
+					"WHERE election OPERATOR(pg_catalog.=) $1 AND pid IS NOT NULL",
+					SPI_OK_SELECT, name, NULL, false);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int			i;
+
+		for (i = 0; i < 4; i++)
+			values[i] = SPI_getbinval(tup, desc, i + 1, &nulls[i]);
+		values[0] = nulls[0] ? (Datum) 0 : SPI_datumTransfer(values[0], false, -1);
+		started = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+		found = !nulls[1] && !nulls[2] && !nulls[3] && !isnull;
+		if (found)
+		{
+			since = DatumGetTimestampTz(values[2]);
+			term = DatumGetInt64(values[3]);
+		}
+	}
+	CoordSpiEnd(&sw);
+	if (!found)
+		return (Datum) 0;
+	values[2] = TimestampTzGetDatum(since);
+	values[3] = Int64GetDatum(term);
+
+	TermTag(&ttag, term);
+	if (DatumGetInt32(values[1]) == MyProcPid && started == MyStartTimestamp)
+		found = CoordLockHeldByMe(&ttag, ExclusiveLock);
+	else
+	{
+		/* held by the term's leader iff a share probe cannot have it */
+		LockAcquireResult r = LockAcquire(&ttag, ShareLock, false, true);
+
+		found = (r == LOCKACQUIRE_NOT_AVAIL);
+		if (!found)
+			LockRelease(&ttag, ShareLock, false);
+	}
+	if (found)
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	return (Datum) 0;
+}
