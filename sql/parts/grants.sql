@@ -130,3 +130,10 @@ BEGIN
   END LOOP;
 END
 $grants$;
+
+-- lock_all and lease locks (issue 16): coord_worker uses them; the view
+-- coord.leases got its monitor grants (all but token) from the loop above.
+GRANT EXECUTE ON FUNCTION coord.lock_all(text[], interval, boolean) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.lease_lock(text, interval, text) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;

@@ -34,6 +34,7 @@ FAMILIES = {
     "schedules": r"schedules\w*",
     "apps":      r"apps\w*",            # apps.c, apps_grid.c
     "tick":      r"tick",               # coord.tick: knows every concern, on purpose
+    "leases":    r"leases\w*",          # lease locks: rows with a TTL
     "init":      r"pg_coord",           # _PG_init: one init call per concern
 }
 
@@ -47,6 +48,7 @@ ALLOWED = {
     "jobs":      {"common", "requests"},            # never its clients: hooks
     "schedules": {"common", "cron", "jobs"},        # never apps: tick.c calls both
     "apps":      {"common", "jobs"},
+    "leases":    {"common"},
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
 }
