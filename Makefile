@@ -23,7 +23,8 @@ OBJS = \
 	src/apps.o \
 	src/apps_grid.o \
 	src/apps_periods.o \
-	src/election.o
+	src/election.o \
+	src/leases.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -36,6 +37,7 @@ SQL_FRAGMENTS = \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
 	sql/parts/election.sql \
+	sql/parts/leases.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -42,6 +42,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inet.h"
+#include "utils/memutils.h"
 #include "utils/resowner.h"
 
 #include "common.h"
@@ -64,10 +65,35 @@ CoordSetTag(LOCKTAG *tag, uint64 key, uint16 ns)
  * Session locks survive abort, so the ones a call has taken before it fails
  * (timeout, cancel, deadlock) are recorded as in flight and released by the
  * (sub)transaction abort callback.  A call clears the list when it returns.
+ * The list grows to the largest call (coord.lock_all takes many paths at
+ * once) and lives in TopMemoryContext.
  */
-static LOCKTAG inflight_tags[COORD_PATH_MAX_DEPTH];
-static LOCKMODE inflight_modes[COORD_PATH_MAX_DEPTH];
+static LOCKTAG *inflight_tags = NULL;
+static LOCKMODE *inflight_modes = NULL;
 static int	n_inflight = 0;
+static int	inflight_cap = 0;
+
+/* Room for n more in-flight locks, made before any of them is taken. */
+static void
+InflightReserve(int n)
+{
+	int			need = n_inflight + n;
+
+	if (need <= inflight_cap)
+		return;
+	need = Max(need, COORD_PATH_MAX_DEPTH);
+	if (inflight_tags == NULL)
+	{
+		inflight_tags = MemoryContextAlloc(TopMemoryContext, sizeof(LOCKTAG) * need);
+		inflight_modes = MemoryContextAlloc(TopMemoryContext, sizeof(LOCKMODE) * need);
+	}
+	else
+	{
+		inflight_tags = repalloc(inflight_tags, sizeof(LOCKTAG) * need);
+		inflight_modes = repalloc(inflight_modes, sizeof(LOCKMODE) * need);
+	}
+	inflight_cap = need;
+}
 
 static void
 ReleaseInflight(void)
@@ -427,7 +453,7 @@ CommonSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 static inline void
 NoteInflight(const LOCKTAG *tag, LOCKMODE mode)
 {
-	Assert(n_inflight < COORD_PATH_MAX_DEPTH);
+	Assert(n_inflight < inflight_cap);
 	inflight_tags[n_inflight] = *tag;
 	inflight_modes[n_inflight] = mode;
 	n_inflight++;
@@ -555,6 +581,8 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 	if (coord_max_locks_per_session > 0 && coord_nlocks + n > coord_max_locks_per_session)
 		CoordLockBudget(NewLocks(tags, modes, n));
 	locks_in_xact = true;
+	if (session)
+		InflightReserve(n);
 	if (timeout_us > 0)
 		ok = AcquireWithTimeout(tags, modes, n, session, timeout_us);
 	else

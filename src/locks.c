@@ -29,6 +29,11 @@
  * in the reverse order.  Every session takes the same order, so the
  * hierarchy adds no deadlock of its own; cycles between user paths (and with
  * row or table locks) are found by PostgreSQL's deadlock detector.
+ * coord.lock_all takes the tags of all its paths in one total order (by
+ * depth, then name key, then the stronger mode first), of which each single
+ * path's root-down order is a part: two lock_all calls, or lock_all and
+ * coord.lock, never wait for each other in a cycle unless a session already
+ * held other locks.
  *
  * What wakes whom.  Nothing of ours: waiters sleep in the lock manager's
  * per-tag FIFO queue and are woken by LockRelease, at unlock, at commit or
@@ -68,6 +73,9 @@
 #define MODE_IX		RowExclusiveLock
 #define MODE_S		ShareLock
 #define MODE_X		ExclusiveLock
+
+/* coord.lock_all: paths at once, at most (each takes up to 64 tags) */
+#define COORD_LOCK_ALL_MAX_PATHS	10000
 
 /* A session lock this backend holds through pg_coord, with its count. */
 typedef struct HeldKey
@@ -124,6 +132,7 @@ PG_FUNCTION_INFO_V1(coord_unlock_all);
 PG_FUNCTION_INFO_V1(coord_xact_lock);
 PG_FUNCTION_INFO_V1(coord_try_xact_lock);
 PG_FUNCTION_INFO_V1(coord_lock_first);
+PG_FUNCTION_INFO_V1(coord_lock_all);
 PG_FUNCTION_INFO_V1(coord_fence);
 PG_FUNCTION_INFO_V1(coord_fence_ok);
 PG_FUNCTION_INFO_V1(coord_lock_status);
@@ -739,6 +748,179 @@ coord_lock_first(PG_FUNCTION_ARGS)
 		pfree(p.path);
 	}
 	PG_RETURN_NULL();
+}
+
+/* ---------- coord.lock_all: every path or none ---------- */
+
+/* One tag of a lock_all call, with what puts it in the canonical order. */
+typedef struct LockAllTag
+{
+	int			depth;			/* 1 for /a, 2 for /a/b, ... */
+	uint64		key;
+	int			rank;			/* stronger modes first on one tag */
+	LOCKMODE	mode;
+} LockAllTag;
+
+static inline int
+ModeRank(LOCKMODE mode)
+{
+	switch (mode)
+	{
+		case MODE_X:
+			return 0;
+		case MODE_S:
+			return 1;
+		case MODE_IX:
+			return 2;
+		default:
+			return 3;
+	}
+}
+
+/*
+ * The canonical order: by depth, then name key, then the stronger mode
+ * first.  Depth first keeps each path's own tags root-down, as coord.lock
+ * takes them, so lock_all and coord.lock follow one total order.  On a tag
+ * needed in two modes (exclusive /a with /a/b: X and IX on /a) the stronger
+ * comes first: once it is granted the weaker one is this session's own and
+ * never waits, whereas weaker-first would let two calls share the IX and
+ * then wait for each other's X.
+ */
+static int
+LockAllTagCmp(const void *a, const void *b)
+{
+	const LockAllTag *x = a;
+	const LockAllTag *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+static int
+PathCmp(const void *a, const void *b)
+{
+	const CoordPath *x = *(CoordPath *const *) a;
+	const CoordPath *y = *(CoordPath *const *) b;
+
+	return strcmp(x->path, y->path);
+}
+
+/*
+ * coord.lock_all(paths text[], timeout interval DEFAULT NULL, shared boolean
+ * DEFAULT false): session locks on every path, or on none.
+ *
+ * Each distinct path is one coord.lock of it (a path given twice is locked
+ * once), so each needs one coord.unlock (or coord.unlock_all) and counts
+ * with earlier locks of the same path as coord.lock's do.  All the tags of
+ * all the paths are taken in one call of CoordAcquire, in the canonical
+ * order (LockAllTagCmp), within one timeout for them all; on a timeout it
+ * returns false holding none of them, and on an error (cancel, deadlock,
+ * lock_timeout, the cap) the abort callback lets go of those taken so far.
+ * The session's earlier locks keep their counts either way.  An empty array
+ * locks nothing and returns true; null elements are 22004.
+ */
+Datum
+coord_lock_all(PG_FUNCTION_ARGS)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			npaths;
+	int			ntags;
+	int			i,
+				j;
+	bool		shared;
+	int64		timeout_us;
+	CoordPath **paths;
+	LockAllTag *order;
+	LOCKTAG    *tags;
+	LOCKMODE   *modes;
+	bool		busy;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "paths");
+	CoordRequireArg(fcinfo, 2, "shared");
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	timeout_us = TimeoutArg(fcinfo, 1);
+	shared = PG_GETARG_BOOL(2);
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("paths must be a one-dimensional array")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n > COORD_LOCK_ALL_MAX_PATHS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many paths for coord.lock_all"),
+				 errdetail("coord.lock_all takes at most %d paths at once; %d were given.",
+						   COORD_LOCK_ALL_MAX_PATHS, n)));
+	if (n == 0)
+		PG_RETURN_BOOL(true);
+
+	/* validate every path before anything is locked or registered */
+	paths = palloc(sizeof(CoordPath *) * n);
+	for (i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("paths must not contain null elements"),
+					 errdetail("Element %d is null.", i + 1)));
+		paths[i] = palloc(sizeof(CoordPath));
+		CoordParsePath(DatumGetTextPP(elems[i]), paths[i]);
+	}
+
+	/* a path given twice is one lock of it */
+	qsort(paths, n, sizeof(CoordPath *), PathCmp);
+	npaths = 0;
+	ntags = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (npaths > 0 && strcmp(paths[npaths - 1]->path, paths[i]->path) == 0)
+			continue;
+		paths[npaths++] = paths[i];
+		ntags += paths[i]->depth;
+	}
+
+	order = palloc(sizeof(LockAllTag) * ntags);
+	ntags = 0;
+	for (i = 0; i < npaths; i++)
+	{
+		for (j = 0; j < paths[i]->depth; j++)
+		{
+			order[ntags].depth = j + 1;
+			order[ntags].key = paths[i]->keys[j];
+			order[ntags].mode = LevelMode(paths[i], j, shared);
+			order[ntags].rank = ModeRank(order[ntags].mode);
+			ntags++;
+		}
+	}
+	qsort(order, ntags, sizeof(LockAllTag), LockAllTagCmp);
+	tags = palloc(sizeof(LOCKTAG) * ntags);
+	modes = palloc(sizeof(LOCKMODE) * ntags);
+	for (i = 0; i < ntags; i++)
+	{
+		CoordSetTag(&tags[i], order[i].key, COORD_NS_PATH);
+		modes[i] = order[i].mode;
+	}
+
+	busy = RegisterNames(paths, npaths, false);
+	if (!CoordAcquire(tags, modes, ntags, true, timeout_us, busy))
+		PG_RETURN_BOOL(false);
+	if (busy)
+	{
+		/* in flight until registered, so a collision found then lets go */
+		(void) RegisterNames(paths, npaths, true);
+		CoordInflightDone();
+	}
+	for (i = 0; i < npaths; i++)
+		NoteSessionLock(paths[i], shared);
+	PG_RETURN_BOOL(true);
 }
 
 /*

@@ -137,3 +137,9 @@ $grants$;
 GRANT EXECUTE ON FUNCTION coord.campaign(text, text, interval), coord.resign(text),
   coord.leader(text) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
+-- lock_all and lease locks (issue 16): coord_worker uses them; the view
+-- coord.leases got its monitor grants (all but token) from the loop above.
+GRANT EXECUTE ON FUNCTION coord.lock_all(text[], interval, boolean) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.lease_lock(text, interval, text) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;

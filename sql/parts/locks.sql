@@ -66,6 +66,12 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.lock_first(text[], boolean) IS
   'Session lock on the first path, in array order, that is free without waiting; NULL if none';
 
+CREATE FUNCTION coord.lock_all(paths text[], timeout interval DEFAULT NULL, shared boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_lock_all'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.lock_all(text[], interval, boolean) IS
+  'Session locks on every path or on none (false) within timeout, taken in one canonical order; each distinct path needs one coord.unlock';
+
 CREATE FUNCTION coord.fence(path text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_fence'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

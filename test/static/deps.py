@@ -35,6 +35,7 @@ FAMILIES = {
     "apps":      r"apps\w*",            # apps.c, apps_grid.c
     "tick":      r"tick",               # coord.tick: knows every concern, on purpose
     "election":  r"election",           # leader election: campaign, leader, resign
+    "leases":    r"leases\w*",          # lease locks: rows with a TTL
     "init":      r"pg_coord",           # _PG_init: one init call per concern
 }
 
@@ -49,6 +50,7 @@ ALLOWED = {
     "schedules": {"common", "cron", "jobs"},        # never apps: tick.c calls both
     "apps":      {"common", "jobs"},
     "election":  {"common"},
+    "leases":    {"common"},
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
 }

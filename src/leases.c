@@ -1,0 +1,295 @@
+/*-------------------------------------------------------------------------
+ * leases.c
+ *		Lease locks: locks that live in a row of coord.lease until a TTL
+ *		passes on the server's clock, for callers that have no session of
+ *		their own (transaction poolers, serverless functions; README.md,
+ *		Lease locks).
+ *
+ * Liveness.  A lease is live while expires_at > clock_timestamp().  Only
+ * the server's clock counts, and its clock_timestamp(), not now(): now() is
+ * the start of the caller's transaction, so a long transaction would see
+ * (and renew) a lease that has already run out.  A new expiry is
+ * clock_timestamp() + ttl when the statement runs.
+ *
+ * Hierarchy.  The path rules are those of session locks (CoordParsePath).
+ * A lease on /a/b conflicts with live leases on /a/b itself, on its
+ * ancestors (/a) and on its descendants (/a/b/...): the ancestors are
+ * looked up by their exact paths, the descendants by one range scan of the
+ * primary key, whose collation is "C" (every string that starts with
+ * "/a/b/" sorts in ["/a/b/", "/a/b0"), since '0' follows '/').
+ *
+ * Lock order and races.  coord.lease_lock first try-locks the path in the
+ * lock manager for its own transaction, exactly as coord.try_xact_lock
+ * would (intention exclusive on the ancestors, exclusive on the path).
+ * Two lease_lock calls on conflicting paths are thereby serialized (the
+ * later one gets NULL at once), so neither misses the other's row, and a
+ * lease is refused while a session or transaction lock conflicts with it.
+ * Then it locks the rows of the conflicting leases (FOR UPDATE), which
+ * serializes it with a concurrent coord.renew or coord.lease_unlock of
+ * those rows: a renewal that commits first is seen (the lease is live), one
+ * that comes second finds its row gone (lease_lock deletes the expired
+ * conflicting rows it locked).  Under REPEATABLE READ or SERIALIZABLE the
+ * transaction's snapshot may predate a lease committed by the time the
+ * path lock is had, so lease_lock refuses them (0A000).  renew and
+ * lease_unlock touch their own row only.  Session locks do not look at
+ * leases: a coord.lock on a path whose lease is live succeeds.
+ *
+ * Tokens.  A lease's token comes from coord.fence_seq, the sequence of
+ * coord.fence's tokens, and is stored in coord.fences as the newest token
+ * of the path, so tokens only grow per path across both kinds of lock and
+ * coord.fence_ok accepts a lease's token until the path's next lease or
+ * fence.
+ *
+ * What wakes whom.  Nothing: these functions never wait, except for the
+ * row lock of a renew or unlock that is running at that moment.
+ *
+ * What survives an abort.  Nothing: a lease, a renewal or an unlock rolled
+ * back is as if never asked for (a token drawn from the sequence is then
+ * never used).  A lease does not end with the session that took it.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+
+/* A lease lasts at most a day: a crashed holder's lease ends at its TTL. */
+#define LEASE_TTL_MAX_US		(USECS_PER_DAY)
+#define LEASE_HOLDER_MAX_BYTES	1024
+
+static SPIPlanPtr plan_conflicts = NULL;
+static SPIPlanPtr plan_clear = NULL;
+static SPIPlanPtr plan_take = NULL;
+static SPIPlanPtr plan_renew = NULL;
+static SPIPlanPtr plan_unlock = NULL;
+
+PG_FUNCTION_INFO_V1(coord_lease_lock);
+PG_FUNCTION_INFO_V1(coord_renew);
+PG_FUNCTION_INFO_V1(coord_lease_unlock);
+
+/* The ttl argument: positive and at most a day (22023). */
+static Interval *
+TtlArg(FunctionCallInfo fcinfo, int argno)
+{
+	Interval   *ttl;
+	int64		us;
+
+	CoordRequireArg(fcinfo, argno, "ttl");
+	ttl = PG_GETARG_INTERVAL_P(argno);
+	us = CoordIntervalToMicroseconds(ttl, "ttl", false);
+	if (us > LEASE_TTL_MAX_US)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("ttl must be at most 1 day"),
+				 errdetail("The value given was %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out,
+															   IntervalPGetDatum(ttl)))),
+				 errhint("Renew a long lease with coord.renew before it runs out.")));
+	return ttl;
+}
+
+/*
+ * coord.lease_lock(path text, ttl interval, holder text DEFAULT NULL): a
+ * lease on path until ttl passes; its token, or NULL while a conflicting
+ * lease is live or a conflicting lock is held.
+ */
+Datum
+coord_lease_lock(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	Interval   *ttl;
+	text	   *holder = NULL;
+	LOCKTAG		tags[COORD_PATH_MAX_DEPTH];
+	LOCKMODE	modes[COORD_PATH_MAX_DEPTH];
+	Datum		prefixes[COORD_PATH_MAX_DEPTH];
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	Oid			conflict_types[3] = {TEXTARRAYOID, TEXTOID, TEXTOID};
+	Oid			take_types[3] = {TEXTOID, INTERVALOID, TEXTOID};
+	CoordUserSwitch sw;
+	TimestampTz now;
+	bool		live = false;
+	bool		isnull;
+	int64		token;
+	uint64		r;
+	int			i;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+	ttl = TtlArg(fcinfo, 1);
+	if (!PG_ARGISNULL(2))
+	{
+		holder = PG_GETARG_TEXT_PP(2);
+		CoordCheckSize("lease holder", VARSIZE_ANY_EXHDR(holder), LEASE_HOLDER_MAX_BYTES);
+	}
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("coord.lease_lock needs a READ COMMITTED transaction"),
+				 errdetail("A transaction snapshot taken before the path was locked may miss a conflicting lease."),
+				 errhint("Take the lease in a transaction of its own, or at READ COMMITTED.")));
+
+	/* the path in the lock manager, for this transaction, as try_xact_lock */
+	for (i = 0; i < p.depth; i++)
+	{
+		CoordSetTag(&tags[i], p.keys[i], COORD_NS_PATH);
+		modes[i] = (i == p.depth - 1) ? ExclusiveLock : RowExclusiveLock;
+		prefixes[i] = PointerGetDatum(cstring_to_text_with_len(p.path, p.ends[i]));
+	}
+	if (!CoordAcquire(tags, modes, p.depth, false, 0, false))
+		PG_RETURN_NULL();
+
+	args[0] = PointerGetDatum(construct_array(prefixes, p.depth, TEXTOID, -1, false,
+											  TYPALIGN_INT));
+	args[1] = PointerGetDatum(cstring_to_text(psprintf("%s/", p.path)));
+	args[2] = PointerGetDatum(cstring_to_text(psprintf("%s0", p.path)));
+
+	CoordSpiBegin(&sw);
+	/* the path itself, its ancestors, its descendants */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_conflicts,
+											 "SELECT l.expires_at FROM coord.lease AS l "
+											 "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
+											 "OR (l.path OPERATOR(pg_catalog.>=) $2 "
+											 "AND l.path OPERATOR(pg_catalog.<) $3) "
+											 "FOR UPDATE OF l",
+											 3, conflict_types),
+								   args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.lease");
+	now = GetCurrentTimestamp();
+	for (r = 0; r < SPI_processed && !live; r++)
+	{
+		TimestampTz exp = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[r],
+															SPI_tuptable->tupdesc, 1, &isnull));
+
+		live = (exp > now);
+	}
+	if (live)
+	{
+		CoordSpiEnd(&sw);
+		PG_RETURN_NULL();
+	}
+	if (SPI_processed > 0)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_clear,
+												 "DELETE FROM coord.lease AS l "
+												 "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
+												 "OR (l.path OPERATOR(pg_catalog.>=) $2 "
+												 "AND l.path OPERATOR(pg_catalog.<) $3)",
+												 3, conflict_types),
+									   args, NULL, false, 0),
+					  SPI_OK_DELETE, "deleting expired leases");
+
+	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	args[1] = IntervalPGetDatum(ttl);
+	args[2] = holder ? PointerGetDatum(holder) : (Datum) 0;
+	nulls[2] = holder ? ' ' : 'n';
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
+											 "WITH t AS (SELECT pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass) AS token, "
+											 "pg_catalog.clock_timestamp() AS at), "
+											 "f AS (INSERT INTO coord.fences AS f (path, token, fenced_at) "
+											 "SELECT $1, t.token, t.at FROM t "
+											 "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+											 "fenced_at = excluded.fenced_at) "
+											 "INSERT INTO coord.lease (path, token, holder, taken_at, expires_at) "
+											 "SELECT $1, t.token, $3, t.at, t.at OPERATOR(pg_catalog.+) $2 FROM t "
+											 "RETURNING token",
+											 3, take_types),
+								   args, nulls, false, 0),
+				  SPI_OK_INSERT_RETURNING, "taking a lease");
+	if (SPI_processed != 1)
+		elog(ERROR, "taking a lease returned no token");
+	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	CoordSpiEnd(&sw);
+	PG_RETURN_INT64(token);
+}
+
+/*
+ * coord.renew(path text, token bigint, ttl interval): the new expiry of the
+ * live lease whose token this is; NULL when it is not (stale, expired, or
+ * let go).
+ */
+Datum
+coord_renew(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	Interval   *ttl;
+	Datum		args[3];
+	Oid			argtypes[3] = {TEXTOID, INT8OID, INTERVALOID};
+	CoordUserSwitch sw;
+	bool		isnull = true;
+	TimestampTz expires = 0;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "token");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+	ttl = TtlArg(fcinfo, 2);
+
+	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	args[1] = PG_GETARG_DATUM(1);
+	args[2] = IntervalPGetDatum(ttl);
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_renew,
+											 "UPDATE coord.lease AS l "
+											 "SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3 "
+											 "WHERE l.path OPERATOR(pg_catalog.=) $1 "
+											 "AND l.token OPERATOR(pg_catalog.=) $2 "
+											 "AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+											 "RETURNING l.expires_at",
+											 3, argtypes),
+								   args, NULL, false, 0),
+				  SPI_OK_UPDATE_RETURNING, "renewing a lease");
+	if (SPI_processed == 1)
+		expires = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 1, &isnull));
+	CoordSpiEnd(&sw);
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(expires);
+}
+
+/*
+ * coord.lease_unlock(path text, token bigint): ends the lease whose token
+ * this is; true if it was live.  The row of an expired lease with this token
+ * is deleted too (false).
+ */
+Datum
+coord_lease_unlock(PG_FUNCTION_ARGS)
+{
+	CoordPath	p;
+	Datum		args[2];
+	Oid			argtypes[2] = {TEXTOID, INT8OID};
+	CoordUserSwitch sw;
+	bool		was_live = false;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, 1, "token");
+	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
+
+	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	args[1] = PG_GETARG_DATUM(1);
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_unlock,
+											 "DELETE FROM coord.lease AS l "
+											 "WHERE l.path OPERATOR(pg_catalog.=) $1 "
+											 "AND l.token OPERATOR(pg_catalog.=) $2 "
+											 "RETURNING l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+											 2, argtypes),
+								   args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "letting go of a lease");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		was_live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(was_live);
+}
