@@ -22,7 +22,8 @@ OBJS = \
 	src/tick.o \
 	src/apps.o \
 	src/apps_grid.o \
-	src/apps_periods.o
+	src/apps_periods.o \
+	src/partitions_assign.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
