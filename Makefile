@@ -23,7 +23,8 @@ OBJS = \
 	src/apps.o \
 	src/apps_grid.o \
 	src/apps_periods.o \
-	src/partitions_assign.o
+	src/partitions_assign.o \
+	src/partitions.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -35,6 +36,7 @@ SQL_FRAGMENTS = \
 	sql/parts/jobs_views.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
+	sql/parts/partitions.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

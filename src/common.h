@@ -32,6 +32,9 @@
 #define COORD_NS_TICK		17206	/* coord.tick: one at a time */
 #define COORD_NS_APP		17207	/* apps.c: one run creation per (app,
 									 * period) at a time */
+#define COORD_NS_MEMBER		17208	/* partitions.c: the session of a group's
+									 * member (17209, for segments, is unused:
+									 * segments are owned by rows) */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024

@@ -130,3 +130,11 @@ BEGIN
   END LOOP;
 END
 $grants$;
+
+-- partition groups: members use them; the monitor reads coord.members but
+-- not what members store (meta)
+GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+REVOKE SELECT ON coord.members FROM coord_monitor;
+GRANT SELECT (partition_group, member, weight, alive, pid, joined_at, owned, target_share, owned_share)
+  ON coord.members TO coord_monitor;
