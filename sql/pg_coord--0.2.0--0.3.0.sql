@@ -119,3 +119,17 @@ GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), co
 GRANT SELECT ON coord.members TO coord_admin;
 GRANT SELECT (partition_group, member, weight, alive, pid, joined_at, owned, target_share, owned_share)
   ON coord.members TO coord_monitor;
+
+-- coord.claim gains partition_group (last, DEFAULT NULL: every call that
+-- worked keeps working); its grant and comment as before
+DROP FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer);
+CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                            host text DEFAULT NULL, session_bound boolean DEFAULT false,
+                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL,
+                            partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_job AS 'MODULE_PATHNAME', 'coord_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) IS
+  'Claims up to n due jobs, highest priority first, then oldest run_at; never one another claimer holds';
+REVOKE ALL ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) TO coord_worker;

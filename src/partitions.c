@@ -117,11 +117,16 @@ typedef struct PartClaim
 static MemoryContext parts_cxt = NULL;
 static HTAB *parts = NULL;
 
+/* grows whenever what this session owns may have changed (claim frontiers) */
+static uint64 owned_version = 1;
+
 /* Claims are kept across aborts: a claim that rolled back is finished anyway. */
 static MemoryContext claims_cxt = NULL;
 static PartClaim *claims = NULL;
 static int	nclaims = 0;
 static int	maxclaims = 0;
+
+static int32 SegmentOf(const char *key, int len, int segments);
 
 static SPIPlanPtr plan_group = NULL;
 static SPIPlanPtr plan_new_group = NULL;
@@ -145,6 +150,7 @@ Forget(void)
 	if (parts_cxt != NULL)
 		MemoryContextReset(parts_cxt);
 	parts = NULL;
+	owned_version++;
 }
 
 static void
@@ -417,7 +423,8 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 	Datum		args[2];
 	int			w = 0;
 
-	memset(keep, 0, sizeof(bool) * n);
+	if (n > 0)
+		memset(keep, 0, sizeof(bool) * n);
 	for (int i = 0; i < nclaims; i++)
 		if (strcmp(claims[i].group, st->group) == 0)
 			k++;
@@ -436,7 +443,7 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 	args[0] = PointerGetDatum(construct_array(ids, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
 	args[1] = PointerGetDatum(construct_array(tokens, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_unfinished,
-											 "SELECT c.id FROM pg_catalog.unnest($1, $2) AS c(id, token) "
+											 "SELECT c.id FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(id, token) "
 											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) c.id "
 											 "AND j.token OPERATOR(pg_catalog.=) c.token "
 											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
@@ -486,6 +493,9 @@ Sync(PartState *st)
 
 	if (!st->member)
 		return;
+	/* a worker that claims much and never moves: forget finished claims */
+	if (nclaims >= 1024)
+		MarkUnfinished(st, NULL, 0, NULL);
 	ReadLive(st);
 	if (st->my_index < 0)
 	{
@@ -536,6 +546,7 @@ Sync(PartState *st)
 		for (int i = 0; i < ngive; i++)
 			st->token[give[i]] = 0;
 		st->nowned -= ngive;
+		owned_version++;
 	}
 
 	if (ntake > 0)
@@ -599,6 +610,7 @@ Sync(PartState *st)
 				st->nowned++;
 			}
 		}
+		owned_version++;
 	}
 }
 
@@ -630,6 +642,7 @@ ReleaseAll(PartState *st)
 				  SPI_OK_UPDATE, "letting go of segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
+	owned_version++;
 }
 
 /* The owned segments, ascending, in the caller's memory. */
@@ -891,7 +904,7 @@ coord_owned(PG_FUNCTION_ARGS)
 }
 
 int32 *
-CoordPartitionOwnedForClaim(const char *group, int *n, int *segments)
+CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *version)
 {
 	PartState  *st;
 	CoordUserSwitch sw;
@@ -910,13 +923,21 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int *segments)
 	*segments = st->segments;
 	CoordSpiEnd(&sw);
 	owned = OwnedList(st, n);
+	*version = owned_version;
 	return owned;
 }
 
 void
-CoordPartitionClaimed(const char *group, int64 id, int64 token, int32 segment)
+CoordPartitionClaimed(const char *group, int64 id, int64 token, text *key)
 {
 	MemoryContext cxt = CoordCacheContext(&claims_cxt, "pg_coord partition claims");
+	PartState  *st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	int32		segment;
+
+	if (st == NULL)
+		return;					/* forgotten (an abort): nothing was claimed */
+	segment = key ? SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), st->segments)
+		: SegmentOf((const char *) &id, sizeof(id), st->segments);
 
 	if (nclaims == maxclaims)
 	{

@@ -16,10 +16,16 @@ extern void CoordPartitionsInit(void);
  * and returns the segments this session owns (palloc'd in the caller's
  * context; *n of them, possibly none) and the group's segment count.  42704
  * when the group does not exist, 55000 when this session is no member.
+ * *version changes whenever what this session owns may have changed.
  */
-extern int32 *CoordPartitionOwnedForClaim(const char *group, int *n, int *segments);
+extern int32 *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments,
+										  uint64 *version);
 
-/* A job the claim took from segment of group, finished when its token moves on. */
-extern void CoordPartitionClaimed(const char *group, int64 id, int64 token, int32 segment);
+/*
+ * A job the claim took (its key, or NULL: its segment is of its id): a
+ * claim from its segment, unfinished while the job keeps that token and
+ * its claim lives.
+ */
+extern void CoordPartitionClaimed(const char *group, int64 id, int64 token, text *key);
 
 #endif							/* PG_COORD_PARTITIONS_H */

@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(61);
+SELECT plan(74);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -97,6 +97,30 @@ SELECT is(coord.segment_token('tap/g', 0), 2::bigint, 'the second acquisition''s
 SELECT is(coord.join('tap/r', 'a', 1, '{}', 8, 'range'), '{0,1,2,3,4,5,6,7}'::integer[], 'range, one member: all');
 SELECT is(coord.segment_of('tap/r', 'hello'), coord.job_part('hello', NULL) % 8, 'segment_of with 8 segments');
 SELECT ok(coord.leave('tap/r'), 'leave the range group');
+
+-- coord.claim(..., partition_group)
+SELECT is((SELECT pg_get_function_arguments('coord.claim(text,integer,interval,text,boolean,integer,integer,text)'::regprocedure)),
+          'queue text, n integer DEFAULT 1, lease interval DEFAULT ''00:05:00''::interval, host text DEFAULT NULL::text, session_bound boolean DEFAULT false, partition integer DEFAULT NULL::integer, partitions integer DEFAULT NULL::integer, partition_group text DEFAULT NULL::text',
+          'coord.claim takes partition_group last, DEFAULT NULL');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/none')$$, '42704', NULL, 'claim: unknown group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/r')$$, '55000', NULL, 'claim: no member of the group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'a b')$$, '22023', NULL, 'claim: invalid group name');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', "partition" => 0, partitions => 2, partition_group => 'tap/g')$$,
+                 '22023', NULL, 'claim: partition_group with partition and partitions');
+SELECT is(cardinality(coord.join('tap/c', 'a', segments => 4, assignor => 'range')), 4, 'a claim group of 4 segments');
+SELECT is((SELECT count(*) FROM (SELECT coord.enqueue('tap/pq', jsonb_build_object('n', n), key => 'k' || n)
+                                   FROM generate_series(1, 40) AS n) AS e), 40::bigint, '40 jobs');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10, partition_group => 'tap/c') AS c
+            WHERE coord.segment_of('tap/c', c.key) = ANY (coord.owned('tap/c'))), 10::bigint,
+          'a group claim returns jobs of owned segments');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10) AS c), 10::bigint, 'a plain claim still works');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10, '1 minute', NULL, false, NULL, NULL, 'tap/c')), 10::bigint,
+          'positional partition_group');
+SELECT ok(coord.leave('tap/c'), 'leave the claim group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/c')$$, '55000', NULL,
+                 'claim: no member after leave');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 0, partition_group => 'tap/c')), 0::bigint,
+          'n = 0 asks the group nothing');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -45,7 +45,7 @@ ALLOWED = {
     "cron":      set(),
     "locks":     {"common"},
     "requests":  {"common"},
-    "jobs":      {"common", "requests"},            # never its clients: hooks
+    "jobs":      {"common", "requests", "partitions"},  # never its clients: hooks
     "schedules": {"common", "cron", "jobs"},        # never apps: tick.c calls both
     "apps":      {"common", "jobs"},
     "tick":      EVERYTHING,
