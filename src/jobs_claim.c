@@ -332,7 +332,8 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * $1 queue, $2 host, $3 partition, $4 partitions (or the group's segments),
  * $5 the filter (0 none, 1 partition, 2 partition group), $6..$8 the scan's
  * own, $9 how many jobs ($10, the lease, is ClaimRow's), $11 the segments a
- * partition group claim may take from.
+ * partition group claim may take from (a bit per segment: one test per
+ * row, where = ANY of a parameter array would compare with each element).
  */
 static pg_noinline SPIPlanPtr
 ClaimPlan(ClaimKind kind, int filter)
@@ -351,11 +352,12 @@ ClaimPlan(ClaimKind kind, int filter)
 
 	if (*slot == NULL)
 	{
-		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID, INT4ARRAYOID};
+		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID, BYTEAOID};
 		static const char *const filters[CLAIM_FILTERS] = {
 			"",
 			"AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 ",
-			"AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) ANY ($11) ",
+			"AND pg_catalog.get_bit($11, coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4) "
+			"OPERATOR(pg_catalog.=) 1 ",
 		};
 		char	   *sql;
 
@@ -978,12 +980,16 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	c->nulls[2] = c->nulls[3] = c->nulls[4] = ' ';
 	if (c->pgroup != NULL)
 	{
-		Datum	   *d = palloc(sizeof(Datum) * c->nowned);
+		int			len = (c->segments + 7) / 8;
+		bytea	   *bits = palloc0(VARHDRSZ + len);
+		unsigned char *b = (unsigned char *) VARDATA(bits);
 
+		/* get_bit's order: bit n is bit n % 8 (from the right) of byte n / 8 */
+		SET_VARSIZE(bits, VARHDRSZ + len);
 		for (int i = 0; i < c->nowned; i++)
-			d[i] = Int32GetDatum(c->owned[i]);
+			b[c->owned[i] / 8] |= (unsigned char) (1 << (c->owned[i] % 8));
 		c->args[3] = Int32GetDatum(c->segments);
-		c->args[10] = PointerGetDatum(construct_array(d, c->nowned, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+		c->args[10] = PointerGetDatum(bits);
 		c->nulls[10] = ' ';
 	}
 	c->args[9] = c->lease;

@@ -103,6 +103,8 @@ typedef struct PartState
 	int			my_index;
 	int64	   *token;			/* per segment: ours if > 0 */
 	int			nowned;
+	ArrayType  *owned;			/* coord.owned's answer, or NULL: to build */
+	uint64		owned_at;		/* owned_version it was built at */
 } PartState;
 
 /* A claim from a segment, unfinished while its job keeps its token. */
@@ -127,6 +129,7 @@ static int	nclaims = 0;
 static int	maxclaims = 0;
 
 static int32 SegmentOf(const char *key, int len, int segments);
+static int32 *OwnedList(PartState *st, int *n);
 
 static SPIPlanPtr plan_group = NULL;
 static SPIPlanPtr plan_new_group = NULL;
@@ -645,6 +648,30 @@ ReleaseAll(PartState *st)
 	owned_version++;
 }
 
+/*
+ * coord.owned's answer, in the caller's memory: a copy of the array built
+ * when what this session owns last changed.
+ */
+static ArrayType *
+OwnedArray(PartState *st)
+{
+	if (st->owned == NULL || st->owned_at != owned_version)
+	{
+		MemoryContext old = MemoryContextSwitchTo(parts_cxt);
+		int32	   *v;
+		int			n;
+
+		if (st->owned != NULL)
+			pfree(st->owned);
+		v = OwnedList(st, &n);
+		st->owned = IntArray(v, n);
+		st->owned_at = owned_version;
+		pfree(v);
+		MemoryContextSwitchTo(old);
+	}
+	return (ArrayType *) pg_detoast_datum_copy((struct varlena *) st->owned);
+}
+
 /* The owned segments, ascending, in the caller's memory. */
 static int32 *
 OwnedList(PartState *st, int *n)
@@ -706,8 +733,6 @@ coord_join(PG_FUNCTION_ARGS)
 	char	   *hk;
 	CoordHoldStatus held;
 	CoordUserSwitch sw;
-	int32	   *owned;
-	int			nowned;
 	ArrayType  *result;
 
 	CoordRequireArg(fcinfo, 2, "weight");
@@ -831,8 +856,7 @@ coord_join(PG_FUNCTION_ARGS)
 	st->nlive = -1;				/* our own row changed */
 	Sync(st);
 	CoordSpiEnd(&sw);
-	owned = OwnedList(st, &nowned);
-	result = IntArray(owned, nowned);
+	result = OwnedArray(st);
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
@@ -887,8 +911,6 @@ coord_owned(PG_FUNCTION_ARGS)
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	PartState  *st;
 	CoordUserSwitch sw;
-	int32	   *owned;
-	int			n;
 	ArrayType  *result;
 
 	CoordNotInParallel(fcinfo);
@@ -898,8 +920,7 @@ coord_owned(PG_FUNCTION_ARGS)
 		UnknownGroup(group);
 	Sync(st);
 	CoordSpiEnd(&sw);
-	owned = OwnedList(st, &n);
-	result = IntArray(owned, n);
+	result = OwnedArray(st);
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
