@@ -116,9 +116,7 @@ REVOKE ALL ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord
   coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
   coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
-GRANT SELECT ON coord.members TO coord_admin;
-GRANT SELECT (partition_group, member, weight, alive, pid, joined_at, owned, target_share, owned_share)
-  ON coord.members TO coord_monitor;
+GRANT SELECT ON coord.members TO coord_admin, coord_monitor;
 
 -- coord.claim gains partition_group (last, DEFAULT NULL: every call that
 -- worked keeps working); its grant and comment as before

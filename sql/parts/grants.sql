@@ -131,10 +131,7 @@ BEGIN
 END
 $grants$;
 
--- partition groups: members use them; the monitor reads coord.members but
--- not what members store (meta)
+-- partition groups: members use them (coord.members is granted above, as
+-- every view: meta holds a member's labels, at most 8 kB, not a payload)
 GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
   coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
-REVOKE SELECT ON coord.members FROM coord_monitor;
-GRANT SELECT (partition_group, member, weight, alive, pid, joined_at, owned, target_share, owned_share)
-  ON coord.members TO coord_monitor;
