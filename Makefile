@@ -24,7 +24,9 @@ OBJS = \
 	src/apps_grid.o \
 	src/apps_periods.o \
 	src/election.o \
-	src/leases.o
+	src/leases.o \
+	src/partitions_assign.o \
+	src/partitions.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -38,6 +40,7 @@ SQL_FRAGMENTS = \
 	sql/parts/apps.sql \
 	sql/parts/election.sql \
 	sql/parts/leases.sql \
+	sql/parts/partitions.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -109,3 +109,126 @@ GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;
 GRANT SELECT ON coord.leases TO coord_admin;
 GRANT SELECT (path, holder, taken_at, expires_at, live) ON coord.leases TO coord_monitor;
+
+-- ===== partition groups (issue 16, section 1) =====
+
+-- ---------- partition groups (README.md, Partition groups) ----------
+-- A group divides segments 0 .. segments-1 among its live members in
+-- proportion to their weights (src/partitions_assign.c).  Membership is
+-- session-bound: a member row counts while the backend it names is alive,
+-- and the member also holds a session lock (namespace 17208) on its name,
+-- so two sessions never join under one name.  A segment belongs to the
+-- session its row names while that session is alive; it changes hands only
+-- when that owner lets it go or is gone (src/partitions.c).
+CREATE TABLE coord.partition_groups (
+    partition_group text PRIMARY KEY,
+    segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
+    assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range')),
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+);
+COMMENT ON TABLE coord.partition_groups IS
+  'Partition groups: their segment count and assignor, fixed at the first join';
+REVOKE ALL ON coord.partition_groups FROM PUBLIC;
+
+CREATE TABLE coord.partition_members (
+    partition_group text NOT NULL REFERENCES coord.partition_groups ON DELETE CASCADE,
+    member          text NOT NULL,
+    weight          real NOT NULL CHECK (weight > 0),
+    meta            jsonb NOT NULL,
+    pid             integer NOT NULL,
+    backend_start   timestamptz NOT NULL,
+    joined_at       timestamptz NOT NULL,
+    PRIMARY KEY (partition_group, member)
+);
+COMMENT ON TABLE coord.partition_members IS
+  'Members of partition groups: a row counts while the backend (pid, backend_start) is alive; others are deleted lazily';
+REVOKE ALL ON coord.partition_members FROM PUBLIC;
+
+CREATE TABLE coord.partition_segments (
+    partition_group text NOT NULL REFERENCES coord.partition_groups ON DELETE CASCADE,
+    segment         integer NOT NULL,
+    owner_pid       integer,
+    owner_start     timestamptz,
+    token           bigint NOT NULL,
+    taken_at        timestamptz NOT NULL,
+    PRIMARY KEY (partition_group, segment)
+);
+COMMENT ON TABLE coord.partition_segments IS
+  'Segment owners: a segment is its owner''s while that backend is alive; token grows by one at every acquisition (a fencing token)';
+REVOKE ALL ON coord.partition_segments FROM PUBLIC;
+
+CREATE FUNCTION coord.join(partition_group text, member text, weight real DEFAULT 1,
+                           meta jsonb DEFAULT '{}', segments integer DEFAULT NULL,
+                           assignor text DEFAULT NULL)
+RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_join'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.join(text, text, real, jsonb, integer, text) IS
+  'Joins a partition group as member (or updates this session''s weight and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
+
+CREATE FUNCTION coord.leave(partition_group text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_leave'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.leave(text) IS
+  'Leaves a partition group and gives this session''s segments up now; false when it was no member';
+
+CREATE FUNCTION coord.owned(partition_group text)
+RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_owned'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.owned(text) IS
+  'The segments this session owns now, after taking any that became free and letting go of any that moved away';
+
+CREATE FUNCTION coord.segment_of(partition_group text, key text)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, text) IS
+  'The segment of a key in a partition group: coord.job_part(key, NULL) modulo the group''s segments';
+
+CREATE FUNCTION coord.segment_token(partition_group text, segment integer)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_segment_token'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_token(text, integer) IS
+  'The fencing token this session got when it took segment; NULL when it does not own it';
+
+CREATE VIEW coord.members AS
+SELECT m.partition_group, m.member, m.weight, m.meta, m.alive, m.pid, m.joined_at,
+       CASE WHEN m.alive THEN m.owned ELSE 0 END AS owned,
+       CASE WHEN m.alive THEN m.weight::pg_catalog.float8 OPERATOR(pg_catalog./)
+            pg_catalog.sum(m.weight::pg_catalog.float8) FILTER (WHERE m.alive)
+              OVER (PARTITION BY m.partition_group) END AS target_share,
+       CASE WHEN m.alive THEN m.owned ELSE 0 END::pg_catalog.float8 OPERATOR(pg_catalog./)
+         g.segments::pg_catalog.float8 AS owned_share
+  FROM (SELECT p.*, coord.backend_alive(p.pid, p.backend_start) AS alive,
+               (SELECT pg_catalog.count(*)::integer FROM coord.partition_segments AS s
+                 WHERE s.partition_group OPERATOR(pg_catalog.=) p.partition_group
+                   AND s.owner_pid OPERATOR(pg_catalog.=) p.pid
+                   AND s.owner_start OPERATOR(pg_catalog.=) p.backend_start) AS owned
+          FROM coord.partition_members AS p) AS m
+  JOIN coord.partition_groups AS g ON g.partition_group OPERATOR(pg_catalog.=) m.partition_group;
+COMMENT ON VIEW coord.members IS
+  'Members of partition groups: weight, meta, liveness, segments owned, target share (of the live weight) and owned share';
+
+-- Groups and segment rows are dumped: a restored group keeps its segment
+-- count, and its tokens stay larger than any issued before.  Members and
+-- owners are sessions: after a restore no owner is alive.
+SELECT pg_catalog.pg_extension_config_dump('coord.partition_groups', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.partition_segments', '');
+
+REVOKE ALL ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+GRANT SELECT ON coord.members TO coord_admin, coord_monitor;
+
+-- coord.claim gains partition_group (last, DEFAULT NULL: every call that
+-- worked keeps working); its grant and comment as before
+DROP FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer);
+CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                            host text DEFAULT NULL, session_bound boolean DEFAULT false,
+                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL,
+                            partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_job AS 'MODULE_PATHNAME', 'coord_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) IS
+  'Claims up to n due jobs, highest priority first, then oldest run_at; never one another claimer holds';
+REVOKE ALL ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) TO coord_worker;

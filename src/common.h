@@ -34,6 +34,9 @@
 									 * period) at a time */
 #define COORD_NS_ELECTION	17212	/* election.c: the leader of an election */
 #define COORD_NS_TERM		17214	/* election.c: the leader of one term */
+#define COORD_NS_MEMBER		17208	/* partitions.c: the session of a group's
+									 * member (17209, for segments, is unused:
+									 * segments are owned by rows) */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024

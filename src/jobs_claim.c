@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "jobs_int.h"
+#include "partitions.h"
 
 #define CLAIM_MAX_N			10000
 
@@ -71,7 +72,7 @@ static int	claimed_level = 0;
 #define FRONTIER_HELD	64
 typedef struct Frontier
 {
-	char		filter[2 * COORD_NAME_MAX + 32];	/* hash key: must be first */
+	char		filter[3 * COORD_NAME_MAX + 32];	/* hash key: must be first */
 	bool		valid;
 	int32		priority;
 	TimestampTz run_at;
@@ -82,6 +83,8 @@ typedef struct Frontier
 	TimestampTz last_probe;
 	int			nheld;
 	int64		held[FRONTIER_HELD];
+	uint64		owned_version;	/* partition group claims: of the segments
+								 * owned when it was valid */
 	dlist_node	lru;			/* in frontier_lru, most recently used last */
 } Frontier;
 
@@ -243,9 +246,10 @@ typedef struct ClaimScan
 static ClaimScan *active_scan = NULL;
 
 static Frontier *
-GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions)
+GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions,
+			const char *pgroup)
 {
-	char		filter[2 * COORD_NAME_MAX + 32];
+	char		filter[3 * COORD_NAME_MAX + 32];
 	Frontier   *f;
 	bool		found;
 
@@ -253,7 +257,10 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 		dlist_init(&frontier_lru);	/* first use: the list starts empty with
 									 * its table */
 	CoordLocalHash(&frontiers, "pg_coord claim frontiers", sizeof(filter), sizeof(Frontier), HASH_STRINGS);
-	snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
+	if (pgroup != NULL)
+		snprintf(filter, sizeof(filter), "%s|%s|%s|g", queue, host ? host : "", pgroup);
+	else
+		snprintf(filter, sizeof(filter), "%s|%s|%d|%d", queue, host ? host : "", partition, partitions);
 	f = hash_search(frontiers, filter, HASH_ENTER, &found);
 	if (found)
 		dlist_delete(&f->lru);
@@ -265,6 +272,7 @@ GetFrontier(const char *queue, const char *host, int32 partition, int32 partitio
 		f->last_higher = 0;
 		f->last_probe = 0;
 		f->nheld = 0;
+		f->owned_version = 0;
 	}
 	dlist_push_tail(&frontier_lru, &f->lru);
 	/* forget the least recently used ones: never f, which is last */
@@ -292,11 +300,12 @@ typedef enum ClaimKind
 	CLAIM_KINDS
 } ClaimKind;
 
-/* [kind][partitioned] */
-static SPIPlanPtr plan_claims[CLAIM_KINDS][2];
+/* [kind][filter]: none, partition of partitions, a partition group's owned segments */
+#define CLAIM_FILTERS 3
+static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS];
 static SPIPlanPtr plan_group_blocked = NULL;
 
-#define CLAIM_NARGS 10
+#define CLAIM_NARGS 11
 
 /*
  * ClaimPlan prepares (once) the statement of a claim scan: a SELECT of the
@@ -320,11 +329,14 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * session-bound claim that commits between the probe and the row lock can
  * still be locked and discarded (coord_claim_take finds its lock taken).
  *
- * $1 queue, $2 host, $3 partition, $4 partitions, $5 whether partitioned,
- * $6..$8 the scan's own, $9 how many jobs ($10, the lease, is ClaimRow's).
+ * $1 queue, $2 host, $3 partition, $4 partitions (or the group's segments),
+ * $5 the filter (0 none, 1 partition, 2 partition group), $6..$8 the scan's
+ * own, $9 how many jobs ($10, the lease, is ClaimRow's), $11 the segments a
+ * partition group claim may take from (a bit per segment: one test per
+ * row, where = ANY of a parameter array would compare with each element).
  */
 static pg_noinline SPIPlanPtr
-ClaimPlan(ClaimKind kind, bool partitioned)
+ClaimPlan(ClaimKind kind, int filter)
 {
 	static const char *const tails[CLAIM_KINDS] = {
 		"ORDER BY j.priority DESC, j.run_at, j.id",
@@ -336,11 +348,17 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 		"AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
 		"ORDER BY j.priority DESC, j.run_at, j.id",
 	};
-	SPIPlanPtr *slot = &plan_claims[kind][partitioned ? 1 : 0];
+	SPIPlanPtr *slot = &plan_claims[kind][filter];
 
 	if (*slot == NULL)
 	{
-		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID};
+		Oid			types[CLAIM_NARGS] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID, INT8OID, INT4OID, INTERVALOID, BYTEAOID};
+		static const char *const filters[CLAIM_FILTERS] = {
+			"",
+			"AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 ",
+			"AND pg_catalog.get_bit($11, coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4) "
+			"OPERATOR(pg_catalog.=) 1 ",
+		};
 		char	   *sql;
 
 		if (kind == CLAIM_HELD)
@@ -359,7 +377,7 @@ ClaimPlan(ClaimKind kind, bool partitioned)
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
 					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
-					   partitioned ? "AND coord.job_part(j.key, j.id) OPERATOR(pg_catalog.%) $4 OPERATOR(pg_catalog.=) $3 " : "",
+					   filters[filter],
 					   tails[kind]);
 		(void) CoordPlan(slot, sql, CLAIM_NARGS, types);
 	}
@@ -784,7 +802,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 	int			first = scan->got;
 	int			nest = 0;
 	int			generation;
-	bool		partitioned = DatumGetInt32(args[4]) != 0;
+	int			filter = DatumGetInt32(args[4]);
 	uint64		r;
 	SPIPlanPtr	plan;
 
@@ -792,7 +810,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		return;
 	args[8] = Int32GetDatum(scan->n - scan->got);
 	nulls[8] = ' ';
-	plan = ClaimPlan(kind, partitioned);
+	plan = ClaimPlan(kind, filter);
 
 	/*
 	 * The plan is generic, and made without knowing how many jobs are wanted:
@@ -833,7 +851,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		 * drop the plan, so that the next claim prepares and steers anew.
 		 */
 		CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
-		plan_claims[kind][partitioned ? 1 : 0] = NULL;
+		plan_claims[kind][filter] = NULL;
 	}
 
 	if (SPI_processed > 0)
@@ -876,6 +894,11 @@ typedef struct ClaimCall
 	int32		partition;
 	int32		partitions;
 	bool		partitioned;
+	char	   *pgroup;			/* partition_group, or NULL */
+	int32	   *owned;			/* its segments this session owns */
+	int			nowned;
+	int32		segments;
+	uint64		owned_version;
 	Datum		args[CLAIM_NARGS];
 	char		nulls[CLAIM_NARGS];
 	ClaimScan	scan;
@@ -925,6 +948,11 @@ ClaimArgs(FunctionCallInfo fcinfo, ClaimCall *c)
 					 errmsg("partition must be between 0 and partitions - 1, and partitions at least 1"),
 					 errdetail("partition is %d, partitions is %d.", c->partition, c->partitions)));
 	}
+	c->pgroup = PG_NARGS() > 7 ? CoordNameArg(fcinfo, 7, "partition group", true) : NULL;
+	if (c->pgroup != NULL && c->partitioned)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition_group cannot be combined with partition and partitions")));
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -948,8 +976,22 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	c->nulls[1] = c->host ? ' ' : 'n';
 	c->args[2] = Int32GetDatum(c->partition);
 	c->args[3] = Int32GetDatum(c->partitions);
-	c->args[4] = Int32GetDatum(c->partitioned ? 1 : 0);
+	c->args[4] = Int32GetDatum(c->pgroup ? 2 : c->partitioned ? 1 : 0);
 	c->nulls[2] = c->nulls[3] = c->nulls[4] = ' ';
+	if (c->pgroup != NULL)
+	{
+		int			len = (c->segments + 7) / 8;
+		bytea	   *bits = palloc0(VARHDRSZ + len);
+		unsigned char *b = (unsigned char *) VARDATA(bits);
+
+		/* get_bit's order: bit n is bit n % 8 (from the right) of byte n / 8 */
+		SET_VARSIZE(bits, VARHDRSZ + len);
+		for (int i = 0; i < c->nowned; i++)
+			b[c->owned[i] / 8] |= (unsigned char) (1 << (c->owned[i] % 8));
+		c->args[3] = Int32GetDatum(c->segments);
+		c->args[10] = PointerGetDatum(bits);
+		c->nulls[10] = ' ';
+	}
 	c->args[9] = c->lease;
 	c->nulls[9] = c->session_bound ? 'n' : ' ';
 
@@ -961,7 +1003,14 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	c->scan.ids = MemoryContextAlloc(callcxt, sizeof(int64) * c->n);
 	c->rows = MemoryContextAllocZero(callcxt, sizeof(HeapTuple) * c->n);
 
-	c->f = GetFrontier(c->queue, c->host, c->partition, c->partitions);
+	c->f = GetFrontier(c->queue, c->host, c->partition, c->partitions, c->pgroup);
+	if (c->pgroup != NULL && c->f->owned_version != c->owned_version)
+	{
+		/* other segments now: jobs behind the frontier may be ours */
+		c->f->valid = false;
+		c->f->nheld = 0;
+		c->f->owned_version = c->owned_version;
+	}
 	c->now = GetCurrentTimestamp();
 }
 
@@ -1137,8 +1186,32 @@ ClaimMarkIdle(const ClaimCall *c, bool idle)
 }
 
 /*
- * coord.claim(queue, n, lease, host, session_bound, partition, partitions)
- * returns setof coord.claimed_job, in claim order.
+ * Step 8, for a partition group: each job claimed is a claim from its
+ * segment, which this session lets go of only once the claim is finished.
+ */
+static void
+ClaimRecordSegments(const ClaimCall *c, ReturnSetInfo *rsinfo)
+{
+	for (int i = 0; i < c->scan.got; i++)
+	{
+		bool		isnull;
+		int64		id;
+		int64		token;
+		Datum		key;
+		bool		key_null;
+
+		if (c->rows[i] == NULL)
+			continue;
+		id = DatumGetInt64(heap_getattr(c->rows[i], 1, rsinfo->setDesc, &isnull));
+		token = DatumGetInt64(heap_getattr(c->rows[i], 5, rsinfo->setDesc, &isnull));
+		key = heap_getattr(c->rows[i], 7, rsinfo->setDesc, &key_null);
+		CoordPartitionClaimed(c->pgroup, id, token, key_null ? NULL : DatumGetTextPP(key));
+	}
+}
+
+/*
+ * coord.claim(queue, n, lease, host, session_bound, partition, partitions,
+ * partition_group) returns setof coord.claimed_job, in claim order.
  */
 Datum
 coord_claim(PG_FUNCTION_ARGS)
@@ -1150,6 +1223,17 @@ coord_claim(PG_FUNCTION_ARGS)
 
 	ClaimArgs(fcinfo, &c);
 	InitMaterializedSRF(fcinfo, 0);
+	if (c.pgroup != NULL && c.n > 0)
+	{
+		/* the group's sync first: what this session owns now */
+		c.owned = CoordPartitionOwnedForClaim(c.pgroup, &c.nowned, &c.segments, &c.owned_version);
+		if (c.nowned == 0)
+		{
+			if (coord_notify)
+				ClaimMarkIdle(&c, true);
+			return (Datum) 0;
+		}
+	}
 	if (c.n == 0)
 	{
 		/* a worker with no free slot says it is not waiting for work */
@@ -1166,6 +1250,8 @@ coord_claim(PG_FUNCTION_ARGS)
 	ClaimBuryExhausted(&c);
 	ClaimEmit(&c, rsinfo);
 	CoordSpiEnd(&sw);
+	if (c.pgroup != NULL)
+		ClaimRecordSegments(&c, rsinfo);
 
 	if (coord_notify)
 		ClaimMarkIdle(&c, c.scan.got == 0);

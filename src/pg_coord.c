@@ -16,6 +16,7 @@
 #include "common.h"
 #include "apps.h"
 #include "jobs.h"
+#include "partitions.h"
 #include "schedules.h"
 
 PG_MODULE_MAGIC;
@@ -30,5 +31,6 @@ _PG_init(void)
 	CoordJobsInit();
 	CoordSchedulesInit();
 	CoordAppsInit();
+	CoordPartitionsInit();
 	MarkGUCPrefixReserved("coord");
 }

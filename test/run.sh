@@ -77,6 +77,13 @@ run_tests() {
     failed=$((failed + 1)); failures+=("apps harness"); tail -20 test/results/apps_harness.out >&2
   fi
 
+  log "== partition assignment (C harness)"
+  if bash test/parts/run.sh >test/results/parts_harness.out 2>&1; then
+    passed=$((passed + 1)); log "parts harness: ok ($(tail -1 test/results/parts_harness.out))"
+  else
+    failed=$((failed + 1)); failures+=("parts harness"); tail -20 test/results/parts_harness.out >&2
+  fi
+
   log "== pg_regress"
   make -s installcheck-regress >test/results/regress.out 2>&1
   [ -f regression.diffs ] && mv regression.diffs test/results/regress.diffs

@@ -143,3 +143,7 @@ GRANT EXECUTE ON FUNCTION coord.lock_all(text[], interval, boolean) TO coord_wor
 GRANT EXECUTE ON FUNCTION coord.lease_lock(text, interval, text) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;
+-- partition groups: members use them (coord.members is granted above, as
+-- every view: meta holds a member's labels, at most 8 kB, not a payload)
+GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;

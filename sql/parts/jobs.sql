@@ -139,10 +139,11 @@ COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text
 
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
                             host text DEFAULT NULL, session_bound boolean DEFAULT false,
-                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL)
+                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL,
+                            partition_group text DEFAULT NULL)
 RETURNS SETOF coord.claimed_job AS 'MODULE_PATHNAME', 'coord_claim'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
-COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer) IS
+COMMENT ON FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) IS
   'Claims up to n due jobs, highest priority first, then oldest run_at; never one another claimer holds';
 
 -- Internal: the claim statement calls it for each row it has locked.  Not

@@ -121,15 +121,16 @@ check "status shows it escaped, no ESC" \
 echo "== a claim result the agent cannot read"
 kill -TERM "${AGENT_PID[H]}"; wait "${AGENT_PID[H]}" || true; unset 'AGENT_PID[H]'
 psql -qX -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-ALTER FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer) RENAME TO claim_real;
+ALTER FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text) RENAME TO claim_real;
 -- the rows of queue bq lose their token
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
                             host text DEFAULT NULL, session_bound boolean DEFAULT false,
-                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL)
+                            "partition" integer DEFAULT NULL, partitions integer DEFAULT NULL,
+                            partition_group text DEFAULT NULL)
 RETURNS SETOF coord.claimed_job LANGUAGE sql AS $$
   SELECT c.id, c.queue, c.payload, c.attempt, CASE WHEN c.queue = 'bq' THEN NULL ELSE c.token END,
          c.lease_until, c.key, c.group_key, c.host, c.run_at
-    FROM coord.claim_real(queue, n, lease, host, session_bound, "partition", partitions) c
+    FROM coord.claim_real(queue, n, lease, host, session_bound, "partition", partitions, partition_group) c
 $$;
 SQL
 job=$(sql "SELECT coord.enqueue('bq', '{\"task\": \"gated\"}')")
@@ -143,8 +144,8 @@ check "B logged the unreadable claim ($unreadable times) and reconnected ($conne
   eq "$((unreadable >= 1)) $((connects >= 2))" "1 1"
 check "nothing was started for it" eq "$(grep -c "job $job start" "$W/B.log") $(sql "SELECT count(*) FROM t.starts WHERE job_id = $job")" "0 0"
 psql -qX -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
-DROP FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer);
-ALTER FUNCTION coord.claim_real(text, integer, interval, text, boolean, integer, integer) RENAME TO claim;
+DROP FUNCTION coord.claim(text, integer, interval, text, boolean, integer, integer, text);
+ALTER FUNCTION coord.claim_real(text, integer, interval, text, boolean, integer, integer, text) RENAME TO claim;
 SQL
 wait_sql "coord.job_state($job) = 'done'" 20 || true
 check "once claims are readable the job is done (its claim was released)" eq "$(sql "SELECT coord.job_state($job)")" done

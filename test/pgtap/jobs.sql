@@ -11,7 +11,7 @@ SELECT function_returns('coord', 'enqueue',
 SELECT function_returns('coord', 'enqueue_many',
        ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer'], 'setof bigint');
 SELECT function_returns('coord', 'claim',
-       ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer'], 'setof coord.claimed_job');
+       ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer', 'text'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
 SELECT function_returns('coord', 'complete_many', ARRAY['bigint[]', 'bigint[]'], 'integer');
 SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval'], 'text');

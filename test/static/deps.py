@@ -37,6 +37,7 @@ FAMILIES = {
     "election":  r"election",           # leader election: campaign, leader, resign
     "leases":    r"leases\w*",          # lease locks: rows with a TTL
     "init":      r"pg_coord",           # _PG_init: one init call per concern
+    "partitions": r"partitions\w*",    # partition groups (partitions_assign.c also built alone)
 }
 
 EVERYTHING = set(FAMILIES)
@@ -46,13 +47,14 @@ ALLOWED = {
     "cron":      set(),
     "locks":     {"common"},
     "requests":  {"common"},
-    "jobs":      {"common", "requests"},            # never its clients: hooks
+    "jobs":      {"common", "requests", "partitions"},  # never its clients: hooks
     "schedules": {"common", "cron", "jobs"},        # never apps: tick.c calls both
     "apps":      {"common", "jobs"},
     "election":  {"common"},
     "leases":    {"common"},
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
+    "partitions": {"common"},
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only
 # through the finish hooks they register, and tick.c calls every concern's

@@ -1,0 +1,1040 @@
+/*-------------------------------------------------------------------------
+ * partitions.c
+ *		Partition groups (README.md, Partition groups): coord.join,
+ *		coord.leave, coord.owned, coord.segment_of, coord.segment_token, and
+ *		what coord.claim(..., partition_group) asks of them.
+ *
+ * Membership.  A member is a row of coord.partition_members naming its
+ * backend (pid, backend start) plus a session lock on (group, member)
+ * (namespace COORD_NS_MEMBER), taken without waiting at join: a second
+ * session joining under a live member's name fails at once (23505).  A
+ * member is alive while that backend is (CoordBackendAlive): a session that
+ * ends for any reason (SIGKILL, terminate, network drop, restart) is gone at
+ * once, with no cleanup of its own.  Rows of dead members are ignored and
+ * deleted by the next session that reads the group.
+ *
+ * Ownership: rows, not locks.  A lock per owned segment would spend the
+ * shared lock table (max_locks_per_transaction x max_connections slots for
+ * the whole server, 6,400 by default) and the session cap
+ * coord.max_locks_per_session (1000) on a group of 1024 segments alone.  So
+ * a segment is owned by the session that coord.partition_segments names, for
+ * as long as that backend is alive.  A row changes owner in two ways only:
+ *	- its owner lets it go (owner NULL), in its own transaction;
+ *	- a taker sets itself as owner WHERE the owner is NULL or dead
+ *	  (INSERT ... ON CONFLICT DO UPDATE ... WHERE: the row lock serialises
+ *	  takers, and the WHERE is evaluated on the latest committed version).
+ * A row names one owner at a time, and no one but its owner changes it
+ * while that owner lives: two sessions never own a segment at once.  A
+ * session's own view of what it owns is therefore exact, and is kept in
+ * backend memory (forgotten at any (sub)transaction abort, when it is read
+ * back from the rows).  Each acquisition adds one to the row's token: a
+ * fencing token that only grows per (group, segment), durable and dumped.
+ *
+ * Handoff.  The target owner of each segment is partitions_assign.c's pure
+ * function of the live members, which every session computes alike from the
+ * rows it reads (cached per backend, keyed by the live membership).  A
+ * member lets go of a segment that moved away when it syncs (coord.owned,
+ * coord.claim with partition_group, coord.join) and has no unfinished claim
+ * from it; the new owner takes it at its next sync after that commits.
+ *
+ * Cost.  A sync with no membership change reads the group's member rows
+ * (one index scan of a few rows), checks each member's backend, and writes
+ * nothing unless a segment is to be taken or let go.
+ *
+ * Lock order: the member lock (session, no wait), then rows of
+ * coord.partition_members, then coord.partition_segments in segment order.
+ * Nothing waits on anything but row locks held by transactions in flight.
+ * What survives an abort: the member lock taken in the aborted transaction
+ * is released (common_lock.c's holds); rows roll back, and this backend's
+ * memory of the group is forgotten and read again.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common.h"
+#include "partitions.h"
+#include "partitions_assign.h"
+
+PG_FUNCTION_INFO_V1(coord_join);
+PG_FUNCTION_INFO_V1(coord_leave);
+PG_FUNCTION_INFO_V1(coord_owned);
+PG_FUNCTION_INFO_V1(coord_segment_of);
+PG_FUNCTION_INFO_V1(coord_segment_token);
+
+/* a member's meta: a few labels, not a payload */
+#define PART_META_MAX	8192
+#define PART_DEFAULT_SEGMENTS	1024
+
+/* a live member, as read at the last sync */
+typedef struct PartLive
+{
+	char	   *name;
+	float4		weight;
+	int32		pid;
+	TimestampTz start;
+} PartLive;
+
+/* what this backend knows of one group */
+typedef struct PartState
+{
+	char		group[COORD_NAME_MAX + 1];	/* hash key: must be first */
+	bool		exists;			/* the group's row was there */
+	int			segments;
+	PartAssignor assignor;
+	bool		member;			/* this session is a member */
+	char		me[COORD_NAME_MAX + 1];
+	int			nlive;			/* -1: target not computed */
+	PartLive   *live;			/* sorted by name */
+	int32	   *target;			/* member index per segment */
+	int			my_index;
+	int64	   *token;			/* per segment: ours if > 0 */
+	int			nowned;
+	ArrayType  *owned;			/* coord.owned's answer, or NULL: to build */
+	uint64		owned_at;		/* owned_version it was built at */
+} PartState;
+
+/* A claim from a segment, unfinished while its job keeps its token. */
+typedef struct PartClaim
+{
+	char		group[COORD_NAME_MAX + 1];
+	int64		id;
+	int64		token;
+	int32		segment;
+} PartClaim;
+
+static MemoryContext parts_cxt = NULL;
+static HTAB *parts = NULL;
+
+/* grows whenever what this session owns may have changed (claim frontiers) */
+static uint64 owned_version = 1;
+
+/* Claims are kept across aborts: a claim that rolled back is finished anyway. */
+static MemoryContext claims_cxt = NULL;
+static PartClaim *claims = NULL;
+static int	nclaims = 0;
+static int	maxclaims = 0;
+
+static int32 SegmentOf(const char *key, int len, int segments);
+static int32 *OwnedList(PartState *st, int *n);
+
+static SPIPlanPtr plan_group = NULL;
+static SPIPlanPtr plan_new_group = NULL;
+static SPIPlanPtr plan_me = NULL;
+static SPIPlanPtr plan_mine = NULL;
+static SPIPlanPtr plan_live = NULL;
+static SPIPlanPtr plan_dead = NULL;
+static SPIPlanPtr plan_busy = NULL;
+static SPIPlanPtr plan_take = NULL;
+static SPIPlanPtr plan_release = NULL;
+static SPIPlanPtr plan_upsert = NULL;
+static SPIPlanPtr plan_delete_me = NULL;
+static SPIPlanPtr plan_unfinished = NULL;
+
+/* ---------- backend memory ---------- */
+
+/* At any (sub)transaction abort: what was read or written may be undone. */
+static void
+Forget(void)
+{
+	if (parts_cxt != NULL)
+		MemoryContextReset(parts_cxt);
+	parts = NULL;
+	owned_version++;
+}
+
+static void
+PartsXact(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		Forget();
+}
+
+static void
+PartsSubXact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		Forget();
+}
+
+void
+CoordPartitionsInit(void)
+{
+	RegisterXactCallback(PartsXact, NULL);
+	RegisterSubXactCallback(PartsSubXact, NULL);
+}
+
+static Datum
+TextDatum(const char *s)
+{
+	return PointerGetDatum(cstring_to_text(s));
+}
+
+static ArrayType *
+IntArray(const int32 *v, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * (n > 0 ? n : 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int32GetDatum(v[i]);
+	return construct_array(d, n, INT4OID, sizeof(int32), true, TYPALIGN_INT);
+}
+
+/* ---------- reading the group (inside SPI, as the owner) ---------- */
+
+static void
+ReadGroup(PartState *st)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+	char	   *assignor;
+
+	args[0] = TextDatum(st->group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group,
+											 "SELECT segments, assignor FROM coord.partition_groups "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 1),
+				  SPI_OK_SELECT, "reading coord.partition_groups");
+	st->exists = SPI_processed == 1;
+	if (!st->exists)
+		return;
+	st->segments = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	assignor = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	st->assignor = strcmp(assignor, "range") == 0 ? PART_RANGE : PART_STICKY;
+}
+
+/* This session's member row and segments, read back after an abort. */
+static void
+ReadMine(PartState *st)
+{
+	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[3];
+	bool		isnull;
+
+	args[0] = TextDatum(st->group);
+	args[1] = Int32GetDatum(MyProcPid);
+	args[2] = TimestampTzGetDatum(MyStartTimestamp);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_me,
+											 "SELECT member FROM coord.partition_members "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND pid OPERATOR(pg_catalog.=) $2 "
+											 "AND backend_start OPERATOR(pg_catalog.=) $3",
+											 3, types), args, NULL, false, 1),
+				  SPI_OK_SELECT, "reading coord.partition_members");
+	st->member = SPI_processed == 1;
+	if (st->member)
+		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), sizeof(st->me));
+
+	st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
+	st->nowned = 0;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mine,
+											 "SELECT segment, token FROM coord.partition_segments "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+											 "AND owner_start OPERATOR(pg_catalog.=) $3",
+											 3, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.partition_segments");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int32		s = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		int64		t = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (s >= 0 && s < st->segments && st->token[s] == 0)
+		{
+			st->token[s] = t;
+			st->nowned++;
+		}
+	}
+}
+
+/*
+ * The state of group, read if this backend does not know it yet.  NULL
+ * when the group does not exist (nothing is kept then).
+ */
+static PartState *
+GetState(const char *group)
+{
+	PartState  *st;
+	bool		found;
+
+	CoordCacheContext(&parts_cxt, "pg_coord partition groups");
+	CoordLocalHashIn(&parts, parts_cxt, "pg_coord partition groups", COORD_NAME_MAX + 1,
+					 sizeof(PartState), HASH_STRINGS);
+	st = hash_search(parts, group, HASH_FIND, NULL);
+	if (st != NULL)
+		return st;
+
+	st = palloc0(sizeof(PartState));
+	strlcpy(st->group, group, sizeof(st->group));
+	ReadGroup(st);
+	if (!st->exists)
+	{
+		pfree(st);
+		return NULL;
+	}
+	st->nlive = -1;
+	ReadMine(st);
+	{
+		PartState  *entry = hash_search(parts, group, HASH_ENTER, &found);
+
+		memcpy(entry, st, sizeof(PartState));
+		pfree(st);
+		return entry;
+	}
+}
+
+static int
+CmpLive(const void *a, const void *b)
+{
+	return strcmp(((const PartLive *) a)->name, ((const PartLive *) b)->name);
+}
+
+/*
+ * Reads the live members (deleting dead members' rows) and recomputes the
+ * target owners when the live membership differs from the last sync's.
+ */
+static void
+ReadLive(PartState *st)
+{
+	Oid			types[1] = {TEXTOID};
+	Oid			dtypes[4] = {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[1];
+	SPITupleTable *tt;
+	uint64		n;
+	PartLive   *live;
+	int			nlive = 0;
+	bool		same;
+
+	args[0] = TextDatum(st->group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
+											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.partition_members");
+	tt = SPI_tuptable;
+	n = SPI_processed;
+	live = palloc(sizeof(PartLive) * (n > 0 ? n : 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		PartLive	m;
+
+		m.name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+		m.weight = DatumGetFloat4(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+		m.pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+		m.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
+		if (CoordBackendAlive(m.pid, m.start))
+			live[nlive++] = m;
+		else
+		{
+			Datum		dargs[4];
+
+			/*
+			 * gone: its row goes, unless a new session took the name
+			 * meanwhile
+			 */
+			dargs[0] = args[0];
+			dargs[1] = TextDatum(m.name);
+			dargs[2] = Int32GetDatum(m.pid);
+			dargs[3] = TimestampTzGetDatum(m.start);
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dead,
+													 "DELETE FROM coord.partition_members "
+													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+													 "AND member OPERATOR(pg_catalog.=) $2 "
+													 "AND pid OPERATOR(pg_catalog.=) $3 "
+													 "AND backend_start OPERATOR(pg_catalog.=) $4",
+													 4, dtypes), dargs, NULL, false, 0),
+						  SPI_OK_DELETE, "deleting a dead member");
+		}
+	}
+	qsort(live, nlive, sizeof(PartLive), CmpLive);
+
+	same = nlive == st->nlive;
+	for (int i = 0; same && i < nlive; i++)
+		same = strcmp(live[i].name, st->live[i].name) == 0 &&
+			live[i].weight == st->live[i].weight &&
+			live[i].pid == st->live[i].pid && live[i].start == st->live[i].start;
+	if (same)
+		return;
+
+	/* a new live membership: keep it, and its assignment */
+	{
+		MemoryContext old = MemoryContextSwitchTo(parts_cxt);
+		PartMember *pm;
+
+		if (st->live != NULL)
+		{
+			for (int i = 0; i < st->nlive; i++)
+				pfree(st->live[i].name);
+			pfree(st->live);
+		}
+		if (st->target == NULL)
+			st->target = palloc(sizeof(int32) * st->segments);
+		st->live = palloc(sizeof(PartLive) * (nlive > 0 ? nlive : 1));
+		st->my_index = -1;
+		pm = palloc(sizeof(PartMember) * (nlive > 0 ? nlive : 1));
+		for (int i = 0; i < nlive; i++)
+		{
+			st->live[i] = live[i];
+			st->live[i].name = pstrdup(live[i].name);
+			pm[i].name = st->live[i].name;
+			pm[i].len = strlen(pm[i].name);
+			pm[i].weight = live[i].weight;
+			if (st->member && strcmp(st->me, pm[i].name) == 0 &&
+				live[i].pid == MyProcPid && live[i].start == MyStartTimestamp)
+				st->my_index = i;
+		}
+		st->nlive = nlive;
+		if (nlive == 0 || nlive > PART_MAX_MEMBERS ||
+			!part_assign(pm, nlive, st->segments, st->assignor, st->target))
+		{
+			/* no member (or more than a group may have): no target */
+			for (int s = 0; s < st->segments; s++)
+				st->target[s] = -1;
+		}
+		pfree(pm);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * Of the segments segs[0 .. n) that this session would let go, marks in
+ * keep[] those from which it has an unfinished claim: a job it claimed that
+ * still has the token of that claim and a claim that has not run out.
+ */
+static void
+MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
+{
+	int			k = 0;
+	Datum	   *ids;
+	Datum	   *tokens;
+	Oid			types[2] = {INT8ARRAYOID, INT8ARRAYOID};
+	Datum		args[2];
+	int			w = 0;
+
+	if (n > 0)
+		memset(keep, 0, sizeof(bool) * n);
+	for (int i = 0; i < nclaims; i++)
+		if (strcmp(claims[i].group, st->group) == 0)
+			k++;
+	if (k == 0)
+		return;
+	ids = palloc(sizeof(Datum) * k);
+	tokens = palloc(sizeof(Datum) * k);
+	k = 0;
+	for (int i = 0; i < nclaims; i++)
+		if (strcmp(claims[i].group, st->group) == 0)
+		{
+			ids[k] = Int64GetDatum(claims[i].id);
+			tokens[k] = Int64GetDatum(claims[i].token);
+			k++;
+		}
+	args[0] = PointerGetDatum(construct_array(ids, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
+	args[1] = PointerGetDatum(construct_array(tokens, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_unfinished,
+											 "SELECT c.id FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(id, token) "
+											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) c.id "
+											 "AND j.token OPERATOR(pg_catalog.=) c.token "
+											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
+											 "     OR (j.lease_until IS NULL AND coord.job_claimed(j.id)))",
+											 2, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading claims from segments");
+
+	/* keep only the claims still unfinished */
+	for (int i = 0; i < nclaims; i++)
+	{
+		bool		live = true;
+
+		if (strcmp(claims[i].group, st->group) == 0)
+		{
+			live = false;
+			for (uint64 r = 0; r < SPI_processed; r++)
+			{
+				bool		isnull;
+
+				if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)) == claims[i].id)
+					live = true;
+			}
+			if (live)
+				for (int j = 0; j < n; j++)
+					if (segs[j] == claims[i].segment)
+						keep[j] = true;
+		}
+		if (live)
+			claims[w++] = claims[i];
+	}
+	nclaims = w;
+}
+
+/*
+ * Sync: take the target segments that are free, let go of the ones that
+ * moved away (but those with an unfinished claim).  Inside SPI, as the owner.
+ */
+static void
+Sync(PartState *st)
+{
+	int32	   *take;
+	int32	   *give;
+	int			ntake = 0,
+				ngive = 0;
+	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[4];
+
+	if (!st->member)
+		return;
+	/* a worker that claims much and never moves: forget finished claims */
+	if (nclaims >= 1024)
+		MarkUnfinished(st, NULL, 0, NULL);
+	ReadLive(st);
+	if (st->my_index < 0)
+	{
+		/* our row is gone (an admin deleted it): we are no member */
+		st->member = false;
+	}
+
+	take = palloc(sizeof(int32) * st->segments);
+	give = palloc(sizeof(int32) * st->segments);
+	for (int s = 0; s < st->segments; s++)
+	{
+		bool		mine = st->member && st->target[s] == st->my_index;
+
+		if (mine && st->token[s] == 0)
+			take[ntake++] = s;
+		else if (!mine && st->token[s] > 0)
+			give[ngive++] = s;
+	}
+	if (ntake == 0 && ngive == 0)
+		return;
+
+	args[0] = TextDatum(st->group);
+	args[2] = Int32GetDatum(MyProcPid);
+	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+
+	if (ngive > 0)
+	{
+		bool	   *keep = palloc(sizeof(bool) * ngive);
+		int			w = 0;
+
+		MarkUnfinished(st, give, ngive, keep);
+		for (int i = 0; i < ngive; i++)
+			if (!keep[i])
+				give[w++] = give[i];
+		ngive = w;
+	}
+	if (ngive > 0)
+	{
+		args[1] = PointerGetDatum(IntArray(give, ngive));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
+												 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+												 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
+												 "AND owner_start OPERATOR(pg_catalog.=) $4",
+												 4, types), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "letting go of segments");
+		for (int i = 0; i < ngive; i++)
+			st->token[give[i]] = 0;
+		st->nowned -= ngive;
+		owned_version++;
+	}
+
+	if (ntake > 0)
+	{
+		SPITupleTable *tt;
+		uint64		n;
+		bool	   *busy = palloc0(sizeof(bool) * st->segments);
+		int			w = 0;
+
+		/* first a read: a taker must not row-lock segments that are not free */
+		args[1] = PointerGetDatum(IntArray(take, ntake));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_busy,
+												 "SELECT segment FROM coord.partition_segments "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+												 "AND owner_pid IS NOT NULL "
+												 "AND coord.backend_alive(owner_pid, owner_start)",
+												 2, types), args, NULL, false, 0),
+					  SPI_OK_SELECT, "reading coord.partition_segments");
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int32		s = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+
+			if (s >= 0 && s < st->segments)
+				busy[s] = true;
+		}
+		for (int i = 0; i < ntake; i++)
+			if (!busy[take[i]])
+				take[w++] = take[i];
+		ntake = w;
+		if (ntake == 0)
+			return;
+
+		/* in segment order, like every taker: no deadlock between takers */
+		args[1] = PointerGetDatum(IntArray(take, ntake));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
+												 "INSERT INTO coord.partition_segments AS s "
+												 "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
+												 "SELECT $1, x.x, $3, $4, 1, pg_catalog.now() "
+												 "FROM pg_catalog.unnest($2) AS x(x) "
+												 "ON CONFLICT (partition_group, segment) DO UPDATE "
+												 "SET owner_pid = excluded.owner_pid, owner_start = excluded.owner_start, "
+												 "token = s.token OPERATOR(pg_catalog.+) 1, taken_at = excluded.taken_at "
+												 "WHERE s.owner_pid IS NULL "
+												 "OR NOT coord.backend_alive(s.owner_pid, s.owner_start) "
+												 "RETURNING s.segment, s.token",
+												 4, types), args, NULL, false, 0),
+					  SPI_OK_INSERT_RETURNING, "taking segments");
+		tt = SPI_tuptable;
+		n = SPI_processed;
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+			int64		t = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+
+			if (s >= 0 && s < st->segments && st->token[s] == 0)
+			{
+				st->token[s] = t;
+				st->nowned++;
+			}
+		}
+		owned_version++;
+	}
+}
+
+/* Lets go of every segment (leave). */
+static void
+ReleaseAll(PartState *st)
+{
+	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[4];
+	int32	   *give = palloc(sizeof(int32) * st->segments);
+	int			n = 0;
+
+	for (int s = 0; s < st->segments; s++)
+		if (st->token[s] > 0)
+			give[n++] = s;
+	if (n == 0)
+		return;
+	args[0] = TextDatum(st->group);
+	args[1] = PointerGetDatum(IntArray(give, n));
+	args[2] = Int32GetDatum(MyProcPid);
+	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
+											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+											 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
+											 "AND owner_start OPERATOR(pg_catalog.=) $4",
+											 4, types), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "letting go of segments");
+	memset(st->token, 0, sizeof(int64) * st->segments);
+	st->nowned = 0;
+	owned_version++;
+}
+
+/*
+ * coord.owned's answer, in the caller's memory: a copy of the array built
+ * when what this session owns last changed.
+ */
+static ArrayType *
+OwnedArray(PartState *st)
+{
+	if (st->owned == NULL || st->owned_at != owned_version)
+	{
+		MemoryContext old = MemoryContextSwitchTo(parts_cxt);
+		int32	   *v;
+		int			n;
+
+		if (st->owned != NULL)
+			pfree(st->owned);
+		v = OwnedList(st, &n);
+		st->owned = IntArray(v, n);
+		st->owned_at = owned_version;
+		pfree(v);
+		MemoryContextSwitchTo(old);
+	}
+	return (ArrayType *) pg_detoast_datum_copy((struct varlena *) st->owned);
+}
+
+/* The owned segments, ascending, in the caller's memory. */
+static int32 *
+OwnedList(PartState *st, int *n)
+{
+	int32	   *v = palloc(sizeof(int32) * (st->nowned > 0 ? st->nowned : 1));
+	int			k = 0;
+
+	for (int s = 0; s < st->segments; s++)
+		if (st->token[s] > 0)
+			v[k++] = s;
+	*n = k;
+	return v;
+}
+
+static void
+UnknownGroup(const char *group)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("partition group \"%s\" does not exist", group),
+			 errhint("A group exists from the first coord.join of it.")));
+}
+
+/* The hold key and lock tag of (group, member). */
+static char *
+MemberLock(const char *group, const char *member, LOCKTAG *tag)
+{
+	char		buf[2 * (COORD_NAME_MAX + 1)];
+	int			gl = strlen(group);
+	int			ml = strlen(member);
+
+	memcpy(buf, group, gl);
+	buf[gl] = '\0';				/* names never hold a NUL: no ambiguity */
+	memcpy(buf + gl + 1, member, ml);
+	CoordSetTag(tag, CoordNameKey(buf, gl + 1 + ml), COORD_NS_MEMBER);
+	return psprintf("p:%s %s", group, member);
+}
+
+/* ---------- SQL-callable functions ---------- */
+
+/*
+ * coord.join(partition_group text, member text, weight real DEFAULT 1,
+ * meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor text
+ * DEFAULT NULL) returns integer[]
+ */
+Datum
+coord_join(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
+	float4		weight;
+	Jsonb	   *meta;
+	bool		has_segments = !PG_ARGISNULL(4);
+	int32		segments = has_segments ? PG_GETARG_INT32(4) : PART_DEFAULT_SEGMENTS;
+	char	   *assignor = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
+	PartState  *st;
+	LOCKTAG		tag;
+	LOCKMODE	mode = ExclusiveLock;
+	char	   *hk;
+	CoordHoldStatus held;
+	CoordUserSwitch sw;
+	ArrayType  *result;
+
+	CoordRequireArg(fcinfo, 2, "weight");
+	CoordRequireArg(fcinfo, 3, "meta");
+	weight = PG_GETARG_FLOAT4(2);
+	meta = PG_GETARG_JSONB_P(3);
+	if (!(weight > 0) || isinf(weight))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weight must be positive and finite"),
+				 errdetail("weight is %g.", (double) weight)));
+	CoordCheckSize("member's meta", VARSIZE(meta), PART_META_MAX);
+	if (segments < 1 || segments > PART_MAX_SEGMENTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("segments must be between 1 and %d", PART_MAX_SEGMENTS),
+				 errdetail("segments is %d.", segments)));
+	if (assignor != NULL && strcmp(assignor, "sticky") != 0 && strcmp(assignor, "range") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid assignor \"%s\"", assignor),
+				 errhint("The assignors are sticky and range.")));
+
+	CoordNotInParallel(fcinfo);
+	CoordSpiBegin(&sw);
+	st = GetState(group);
+	if (st == NULL)
+	{
+		Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
+		Datum		args[3];
+
+		args[0] = TextDatum(group);
+		args[1] = Int32GetDatum(segments);
+		args[2] = TextDatum(assignor ? assignor : "sticky");
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_new_group,
+												 "INSERT INTO coord.partition_groups (partition_group, segments, assignor) "
+												 "VALUES ($1, $2, $3) ON CONFLICT (partition_group) DO NOTHING",
+												 3, types), args, NULL, false, 0),
+					  SPI_OK_INSERT, "creating a partition group");
+		st = GetState(group);
+		if (st == NULL)
+			elog(ERROR, "partition group \"%s\" vanished while it was created", group);
+	}
+	if (has_segments && segments != st->segments)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition group \"%s\" has %d segments, not %d", group, st->segments, segments),
+				 errdetail("A group's segments are fixed at its first join."),
+				 errhint("Omit segments, or pass NULL.")));
+	if (assignor != NULL && (strcmp(assignor, "range") == 0) != (st->assignor == PART_RANGE))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition group \"%s\" uses the %s assignor, not %s", group,
+						st->assignor == PART_RANGE ? "range" : "sticky", assignor),
+				 errdetail("A group's assignor is fixed at its first join."),
+				 errhint("Omit assignor, or pass NULL.")));
+	if (st->member && strcmp(st->me, member) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("this session is already member \"%s\" of partition group \"%s\"", st->me, group),
+				 errhint("Call coord.leave first to join under another name.")));
+
+	/* one session per member name: its lock, without waiting */
+	hk = MemberLock(group, member, &tag);
+	held = CoordHoldState(hk);
+	if (held == HOLD_RELEASING)
+		CoordHoldKeep(hk);
+	else if (held == HOLD_NONE)
+	{
+		if (!CoordAcquire(&tag, &mode, 1, true, 0, false))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
+					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+		CoordHoldTaken(hk, &tag);
+	}
+
+	if (!st->member)
+	{
+		ReadLive(st);
+		if (st->nlive >= PART_MAX_MEMBERS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("partition group \"%s\" has %d live members already", group, st->nlive),
+					 errdetail("A group has at most %d members.", PART_MAX_MEMBERS)));
+	}
+
+	{
+		Oid			types[6] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID};
+		Datum		args[6];
+
+		args[0] = TextDatum(group);
+		args[1] = TextDatum(member);
+		args[2] = Float4GetDatum(weight);
+		args[3] = JsonbPGetDatum(meta);
+		args[4] = Int32GetDatum(MyProcPid);
+		args[5] = TimestampTzGetDatum(MyStartTimestamp);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
+												 "INSERT INTO coord.partition_members AS m "
+												 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.now()) "
+												 "ON CONFLICT (partition_group, member) DO UPDATE "
+												 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
+												 "backend_start = excluded.backend_start, "
+												 "joined_at = CASE WHEN m.pid OPERATOR(pg_catalog.=) excluded.pid "
+												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
+												 "THEN m.joined_at ELSE excluded.joined_at END "
+												 "WHERE (m.pid OPERATOR(pg_catalog.=) excluded.pid "
+												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start) "
+												 "OR NOT coord.backend_alive(m.pid, m.backend_start)",
+												 6, types), args, NULL, false, 0),
+					  SPI_OK_INSERT, "joining a partition group");
+		if (SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
+					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+	}
+	st->member = true;
+	strlcpy(st->me, member, sizeof(st->me));
+	st->nlive = -1;				/* our own row changed */
+	Sync(st);
+	CoordSpiEnd(&sw);
+	result = OwnedArray(st);
+	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+/* coord.leave(partition_group text) returns boolean */
+Datum
+coord_leave(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	PartState  *st;
+	CoordUserSwitch sw;
+	LOCKTAG		tag;
+	bool		was;
+
+	CoordNotInParallel(fcinfo);
+	CoordSpiBegin(&sw);
+	st = GetState(group);
+	was = st != NULL && st->member;
+	if (st != NULL)
+	{
+		/* owned segments go even when no member row is left */
+		ReleaseAll(st);
+		if (st->member)
+		{
+			Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+			Datum		args[3];
+			char	   *hk = MemberLock(group, st->me, &tag);
+
+			args[0] = TextDatum(group);
+			args[1] = Int32GetDatum(MyProcPid);
+			args[2] = TimestampTzGetDatum(MyStartTimestamp);
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_me,
+													 "DELETE FROM coord.partition_members "
+													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+													 "AND pid OPERATOR(pg_catalog.=) $2 "
+													 "AND backend_start OPERATOR(pg_catalog.=) $3",
+													 3, types), args, NULL, false, 0),
+						  SPI_OK_DELETE, "leaving a partition group");
+			if (CoordHoldState(hk) == HOLD_ACTIVE)
+				CoordHoldRelease(hk);
+			st->member = false;
+			st->nlive = -1;
+		}
+	}
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(was);
+}
+
+/* coord.owned(partition_group text) returns integer[] */
+Datum
+coord_owned(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	PartState  *st;
+	CoordUserSwitch sw;
+	ArrayType  *result;
+
+	CoordNotInParallel(fcinfo);
+	CoordSpiBegin(&sw);
+	st = GetState(group);
+	if (st == NULL)
+		UnknownGroup(group);
+	Sync(st);
+	CoordSpiEnd(&sw);
+	result = OwnedArray(st);
+	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+int32 *
+CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *version)
+{
+	PartState  *st;
+	CoordUserSwitch sw;
+	int32	   *owned;
+
+	CoordSpiBegin(&sw);
+	st = GetState(group);
+	if (st == NULL)
+		UnknownGroup(group);
+	if (!st->member)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this session is no member of partition group \"%s\"", group),
+				 errhint("Call coord.join first.")));
+	Sync(st);
+	*segments = st->segments;
+	CoordSpiEnd(&sw);
+	owned = OwnedList(st, n);
+	*version = owned_version;
+	return owned;
+}
+
+void
+CoordPartitionClaimed(const char *group, int64 id, int64 token, text *key)
+{
+	MemoryContext cxt = CoordCacheContext(&claims_cxt, "pg_coord partition claims");
+	PartState  *st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	int32		segment;
+
+	if (st == NULL)
+		return;					/* forgotten (an abort): nothing was claimed */
+	segment = key ? SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), st->segments)
+		: SegmentOf((const char *) &id, sizeof(id), st->segments);
+
+	if (nclaims == maxclaims)
+	{
+		int			newmax = maxclaims ? maxclaims * 2 : 64;
+
+		claims = claims ? repalloc(claims, sizeof(PartClaim) * newmax)
+			: MemoryContextAlloc(cxt, sizeof(PartClaim) * newmax);
+		maxclaims = newmax;
+	}
+	strlcpy(claims[nclaims].group, group, sizeof(claims[nclaims].group));
+	claims[nclaims].id = id;
+	claims[nclaims].token = token;
+	claims[nclaims].segment = segment;
+	nclaims++;
+}
+
+/*
+ * The segment of a key: coord.job_part's position (so a job's segment is
+ * that of its key) modulo the group's segments.
+ */
+static int32
+SegmentOf(const char *key, int len, int segments)
+{
+	uint64		h = CoordNameKey(key, len);
+
+	return (int32) ((h & 0x7fffffff) % (uint64) segments);
+}
+
+/* coord.segment_of(partition_group text, key text) returns integer */
+Datum
+coord_segment_of(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	text	   *key;
+	PartState  *st;
+	CoordUserSwitch sw;
+	int			segments;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	key = PG_GETARG_TEXT_PP(1);
+	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	if (st == NULL)
+	{
+		CoordSpiBegin(&sw);
+		st = GetState(group);
+		CoordSpiEnd(&sw);
+		if (st == NULL)
+			UnknownGroup(group);
+	}
+	segments = st->segments;
+	PG_RETURN_INT32(SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), segments));
+}
+
+/* coord.segment_token(partition_group text, segment integer) returns bigint */
+Datum
+coord_segment_token(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	int32		segment;
+	PartState  *st;
+	CoordUserSwitch sw;
+
+	CoordRequireArg(fcinfo, 1, "segment");
+	segment = PG_GETARG_INT32(1);
+	CoordSpiBegin(&sw);
+	st = GetState(group);
+	CoordSpiEnd(&sw);
+	if (st == NULL)
+		UnknownGroup(group);
+	if (segment < 0 || segment >= st->segments)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("segment must be between 0 and %d", st->segments - 1),
+				 errdetail("Partition group \"%s\" has %d segments; segment is %d.",
+						   group, st->segments, segment)));
+	if (st->token[segment] <= 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(st->token[segment]);
+}

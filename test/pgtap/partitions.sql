@@ -1,0 +1,126 @@
+-- pgTAP: partition groups' surface (DESIGN.md 3.7), behaviour in one
+-- session, and every error with its SQLSTATE.  Handoff between sessions is
+-- in test/specs/iso_partitions.spec, crashes in test/crash/partitions_kill.sh.
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+SET client_min_messages = warning;
+BEGIN;
+SELECT plan(74);
+
+SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
+SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
+SELECT function_returns('coord', 'owned', ARRAY['text'], 'integer[]');
+SELECT function_returns('coord', 'segment_of', ARRAY['text', 'text'], 'integer');
+SELECT function_returns('coord', 'segment_token', ARRAY['text', 'integer'], 'bigint');
+SELECT has_view('coord', 'members', 'view coord.members');
+SELECT columns_are('coord', 'members', ARRAY['partition_group', 'member', 'weight', 'meta', 'alive', 'pid',
+       'joined_at', 'owned', 'target_share', 'owned_share']);
+SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.join(text,text,real,jsonb,integer,text)'::regprocedure),
+          'u', 'coord.join is parallel unsafe');
+SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.owned(text)'::regprocedure),
+          'u', 'coord.owned is parallel unsafe');
+SELECT is((SELECT pg_get_function_arguments('coord.join(text,text,real,jsonb,integer,text)'::regprocedure)),
+          'partition_group text, member text, weight real DEFAULT 1, meta jsonb DEFAULT ''{}''::jsonb, segments integer DEFAULT NULL::integer, assignor text DEFAULT NULL::text',
+          'coord.join''s arguments and defaults');
+
+-- one member owns every segment
+SELECT is(cardinality(coord.join('tap/g', 'm1')), 1024, 'the first member of a default group owns its 1024 segments');
+SELECT is((SELECT segments FROM coord.partition_groups WHERE partition_group = 'tap/g'), 1024, 'segments default to 1024');
+SELECT is((SELECT assignor FROM coord.partition_groups WHERE partition_group = 'tap/g'), 'sticky', 'assignor defaults to sticky');
+SELECT is(coord.owned('tap/g'), (SELECT array_agg(s ORDER BY s) FROM generate_series(0, 1023) AS s), 'owned: all, ascending');
+SELECT is(coord.segment_token('tap/g', 0), 1::bigint, 'the first acquisition''s token is 1');
+SELECT is(coord.segment_of('tap/g', 'hello'), coord.job_part('hello', NULL) % 1024, 'segment_of is job_part modulo segments');
+SELECT is(coord.segment_of('tap/g', 'hello'), coord.segment_of('tap/g', 'hello'), 'segment_of is stable');
+SELECT results_eq($$SELECT member, weight, meta, alive, pid, owned, target_share, owned_share FROM coord.members
+                    WHERE partition_group = 'tap/g'$$,
+                  $$VALUES ('m1'::text, 1::real, '{}'::jsonb, true, pg_backend_pid(), 1024, 1::float8, 1::float8)$$,
+                  'coord.members shows the member');
+
+-- a rejoin updates weight and meta, keeps the segments
+SELECT is(cardinality(coord.join('tap/g', 'm1', 2.5, '{"host": "a"}')), 1024, 'a rejoin keeps the segments');
+SELECT results_eq($$SELECT weight, meta FROM coord.members WHERE partition_group = 'tap/g'$$,
+                  $$VALUES (2.5::real, '{"host": "a"}'::jsonb)$$, 'a rejoin updates weight and meta');
+SELECT is(coord.segment_token('tap/g', 0), 1::bigint, 'a rejoin takes nothing again: same token');
+SELECT is(cardinality(coord.join('tap/g', 'm1', segments => 1024, assignor => 'sticky')), 1024,
+          'a rejoin may repeat the group''s segments and assignor');
+
+-- errors of join
+SELECT throws_ok($$SELECT coord.join('tap/g', 'm1', segments => 512)$$, '22023', NULL, 'other segments than the group''s');
+SELECT throws_ok($$SELECT coord.join('tap/g', 'm1', assignor => 'range')$$, '22023', NULL, 'another assignor than the group''s');
+SELECT throws_ok($$SELECT coord.join('tap/g', 'm2')$$, '22023', NULL, 'a second name in the same session');
+SELECT throws_ok($$SELECT coord.join(NULL, 'm')$$, '22004', NULL, 'NULL group');
+SELECT throws_ok($$SELECT coord.join('tap/h', NULL)$$, '22004', NULL, 'NULL member');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', NULL)$$, '22004', NULL, 'NULL weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 1, NULL)$$, '22004', NULL, 'NULL meta');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 0)$$, '22023', NULL, 'weight 0');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', -1)$$, '22023', NULL, 'negative weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 'NaN')$$, '22023', NULL, 'NaN weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 'Infinity')$$, '22023', NULL, 'infinite weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', segments => 0)$$, '22023', NULL, '0 segments');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', segments => 65537)$$, '22023', NULL, '65537 segments');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', assignor => 'random')$$, '22023', NULL, 'unknown assignor');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', meta => jsonb_build_object('x', repeat('x', 9000)))$$,
+                 '54000', NULL, 'meta too large');
+SELECT throws_ok($$SELECT coord.join('', 'm')$$, '22023', NULL, 'empty group name');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'a b')$$, '22023', NULL, 'invalid member name');
+SELECT is((SELECT count(*) FROM coord.partition_groups WHERE partition_group = 'tap/h'), 0::bigint,
+          'a failed first join creates no group');
+
+-- other functions' errors
+SELECT throws_ok($$SELECT coord.owned('tap/none')$$, '42704', NULL, 'owned: unknown group');
+SELECT throws_ok($$SELECT coord.segment_of('tap/none', 'k')$$, '42704', NULL, 'segment_of: unknown group');
+SELECT throws_ok($$SELECT coord.segment_token('tap/none', 0)$$, '42704', NULL, 'segment_token: unknown group');
+SELECT throws_ok($$SELECT coord.owned(NULL)$$, '22004', NULL, 'owned: NULL group');
+SELECT throws_ok($$SELECT coord.leave(NULL)$$, '22004', NULL, 'leave: NULL group');
+SELECT throws_ok($$SELECT coord.segment_of('tap/g', NULL)$$, '22004', NULL, 'segment_of: NULL key');
+SELECT throws_ok($$SELECT coord.segment_token('tap/g', NULL)$$, '22004', NULL, 'segment_token: NULL segment');
+SELECT throws_ok($$SELECT coord.segment_token('tap/g', 1024)$$, '22023', NULL, 'segment_token: segment out of range');
+SELECT throws_ok($$SELECT coord.segment_token('tap/g', -1)$$, '22023', NULL, 'segment_token: negative segment');
+
+-- a savepoint rolled back undoes its takes, and the session knows it
+SAVEPOINT sp;
+SELECT is(coord.leave('tap/g'), true, 'leave: true for a member');
+ROLLBACK TO SAVEPOINT sp;
+SELECT is(cardinality(coord.owned('tap/g')), 1024, 'a rolled-back leave leaves the segments owned');
+
+-- leave
+SELECT is(coord.leave('tap/g'), true, 'leave: true');
+SELECT is(coord.leave('tap/g'), false, 'leave again: false');
+SELECT is(coord.owned('tap/g'), '{}'::integer[], 'no member owns nothing');
+SELECT is(coord.segment_token('tap/g', 0), NULL::bigint, 'segment_token: NULL for a segment not owned');
+SELECT is((SELECT count(*) FROM coord.members WHERE partition_group = 'tap/g'), 0::bigint, 'the member is gone');
+SELECT is(cardinality(coord.join('tap/g', 'm2')), 1024, 'after leave, another name');
+SELECT is(coord.segment_token('tap/g', 0), 2::bigint, 'the second acquisition''s token is larger');
+
+-- range: contiguous slices
+SELECT is(coord.join('tap/r', 'a', 1, '{}', 8, 'range'), '{0,1,2,3,4,5,6,7}'::integer[], 'range, one member: all');
+SELECT is(coord.segment_of('tap/r', 'hello'), coord.job_part('hello', NULL) % 8, 'segment_of with 8 segments');
+SELECT ok(coord.leave('tap/r'), 'leave the range group');
+
+-- coord.claim(..., partition_group)
+SELECT is((SELECT pg_get_function_arguments('coord.claim(text,integer,interval,text,boolean,integer,integer,text)'::regprocedure)),
+          'queue text, n integer DEFAULT 1, lease interval DEFAULT ''00:05:00''::interval, host text DEFAULT NULL::text, session_bound boolean DEFAULT false, partition integer DEFAULT NULL::integer, partitions integer DEFAULT NULL::integer, partition_group text DEFAULT NULL::text',
+          'coord.claim takes partition_group last, DEFAULT NULL');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/none')$$, '42704', NULL, 'claim: unknown group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/r')$$, '55000', NULL, 'claim: no member of the group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'a b')$$, '22023', NULL, 'claim: invalid group name');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', "partition" => 0, partitions => 2, partition_group => 'tap/g')$$,
+                 '22023', NULL, 'claim: partition_group with partition and partitions');
+SELECT is(cardinality(coord.join('tap/c', 'a', segments => 4, assignor => 'range')), 4, 'a claim group of 4 segments');
+SELECT is((SELECT count(*) FROM (SELECT coord.enqueue('tap/pq', jsonb_build_object('n', n), key => 'k' || n)
+                                   FROM generate_series(1, 40) AS n) AS e), 40::bigint, '40 jobs');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10, partition_group => 'tap/c') AS c
+            WHERE coord.segment_of('tap/c', c.key) = ANY (coord.owned('tap/c'))), 10::bigint,
+          'a group claim returns jobs of owned segments');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10) AS c), 10::bigint, 'a plain claim still works');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 10, '1 minute', NULL, false, NULL, NULL, 'tap/c')), 10::bigint,
+          'positional partition_group');
+SELECT ok(coord.leave('tap/c'), 'leave the claim group');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/c')$$, '55000', NULL,
+                 'claim: no member after leave');
+SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 0, partition_group => 'tap/c')), 0::bigint,
+          'n = 0 asks the group nothing');
+
+SELECT * FROM finish();
+ROLLBACK;
