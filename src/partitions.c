@@ -27,8 +27,11 @@
  * while that owner lives: two sessions never own a segment at once.  A
  * session's own view of what it owns is therefore exact, and is kept in
  * backend memory (forgotten at any (sub)transaction abort, when it is read
- * back from the rows).  Each acquisition adds one to the row's token: a
- * fencing token that only grows per (group, segment), durable and dumped.
+ * back from the rows).  Each acquisition takes the row's token from
+ * coord.segment_token_seq: a fencing token that only grows per (group,
+ * segment), durable and dumped, and never handed out twice, not even when
+ * the acquisition that drew it rolls back (a row counter would be turned
+ * back, and a zombie that used the number could no longer be told apart).
  *
  * Handoff.  The target owner of each segment is partitions_assign.c's pure
  * function of the live members, which every session computes alike from the
@@ -589,11 +592,11 @@ Sync(PartState *st)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
 												 "INSERT INTO coord.partition_segments AS s "
 												 "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
-												 "SELECT $1, x.x, $3, $4, 1, pg_catalog.now() "
+												 "SELECT $1, x.x, $3, $4, pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), pg_catalog.now() "
 												 "FROM pg_catalog.unnest($2) AS x(x) "
 												 "ON CONFLICT (partition_group, segment) DO UPDATE "
 												 "SET owner_pid = excluded.owner_pid, owner_start = excluded.owner_start, "
-												 "token = s.token OPERATOR(pg_catalog.+) 1, taken_at = excluded.taken_at "
+												 "token = excluded.token, taken_at = excluded.taken_at "
 												 "WHERE s.owner_pid IS NULL "
 												 "OR NOT coord.backend_alive(s.owner_pid, s.owner_start) "
 												 "RETURNING s.segment, s.token",

@@ -41,8 +41,14 @@ CREATE TABLE coord.partition_segments (
     PRIMARY KEY (partition_group, segment)
 );
 COMMENT ON TABLE coord.partition_segments IS
-  'Segment owners: a segment is its owner''s while that backend is alive; token grows by one at every acquisition (a fencing token)';
+  'Segment owners: a segment is its owner''s while that backend is alive; every acquisition takes a new, larger token (a fencing token)';
 REVOKE ALL ON coord.partition_segments FROM PUBLIC;
+
+-- Segment tokens come from a sequence, which a rollback does not turn back:
+-- a token an aborted acquisition handed out is never handed out again.
+CREATE SEQUENCE coord.segment_token_seq AS bigint;
+COMMENT ON SEQUENCE coord.segment_token_seq IS 'Source of the fencing tokens of every partition segment';
+REVOKE ALL ON coord.segment_token_seq FROM PUBLIC;
 
 CREATE FUNCTION coord.join(partition_group text, member text, weight real DEFAULT 1,
                            meta jsonb DEFAULT '{}', segments integer DEFAULT NULL,
@@ -99,3 +105,4 @@ COMMENT ON VIEW coord.members IS
 -- owners are sessions: after a restore no owner is alive.
 SELECT pg_catalog.pg_extension_config_dump('coord.partition_groups', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.partition_segments', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.segment_token_seq', '');
