@@ -22,7 +22,8 @@ OBJS = \
 	src/tick.o \
 	src/apps.o \
 	src/apps_grid.o \
-	src/apps_periods.o
+	src/apps_periods.o \
+	src/semaphores.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -34,6 +35,7 @@ SQL_FRAGMENTS = \
 	sql/parts/jobs_views.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
+	sql/parts/semaphores.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -32,6 +32,8 @@
 #define COORD_NS_TICK		17206	/* coord.tick: one at a time */
 #define COORD_NS_APP		17207	/* apps.c: one run creation per (app,
 									 * period) at a time */
+#define COORD_NS_PERMIT		17210	/* semaphores.c: permit k of a path */
+#define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024

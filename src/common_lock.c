@@ -85,7 +85,7 @@ ReleaseInflight(void)
  * PostgreSQL's lock table is shared by the whole cluster and sized by
  * max_locks_per_transaction; a session that fills it makes every other
  * session, in every database, fail with 53200 (and new connections fail).
- * So pg_coord counts the path, registry, request and claim locks it takes
+ * So pg_coord counts the path, registry, request, claim and permit locks it takes
  * and refuses with 53400 before a session holds more than the cap.
  *
  * The count is an upper bound kept cheaply: +1 for each lock the lock
@@ -109,7 +109,8 @@ CountedTag(const LOCKTAG *tag)
 		(tag->locktag_field4 == COORD_NS_PATH ||
 		 tag->locktag_field4 == COORD_NS_REGISTRY ||
 		 tag->locktag_field4 == COORD_NS_REQUEST ||
-		 tag->locktag_field4 == COORD_NS_JOB);
+		 tag->locktag_field4 == COORD_NS_JOB ||
+		 tag->locktag_field4 == COORD_NS_PERMIT);
 }
 
 /* Exact count: this backend's entries of the counted namespaces in the lock table. */

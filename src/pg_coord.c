@@ -17,6 +17,7 @@
 #include "apps.h"
 #include "jobs.h"
 #include "schedules.h"
+#include "semaphores.h"
 
 PG_MODULE_MAGIC;
 
@@ -30,5 +31,6 @@ _PG_init(void)
 	CoordJobsInit();
 	CoordSchedulesInit();
 	CoordAppsInit();
+	CoordSemaphoresInit();
 	MarkGUCPrefixReserved("coord");
 }

@@ -130,3 +130,8 @@ BEGIN
   END LOOP;
 END
 $grants$;
+
+-- Semaphores: the functions for coord_worker (the view and its function
+-- reach coord_monitor through the loop above).
+GRANT EXECUTE ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;

@@ -35,6 +35,7 @@ FAMILIES = {
     "apps":      r"apps\w*",            # apps.c, apps_grid.c
     "tick":      r"tick",               # coord.tick: knows every concern, on purpose
     "init":      r"pg_coord",           # _PG_init: one init call per concern
+    "semaphores": r"semaphores",        # counting semaphores
 }
 
 EVERYTHING = set(FAMILIES)
@@ -49,6 +50,7 @@ ALLOWED = {
     "apps":      {"common", "jobs"},
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
+    "semaphores": {"common"},
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only
 # through the finish hooks they register, and tick.c calls every concern's
