@@ -87,7 +87,7 @@ SELECT COALESCE(n.path, '#' OPERATOR(pg_catalog.||) s.key::pg_catalog.text) AS p
   LEFT JOIN LATERAL (
     SELECT x.path, x.permits FROM coord.permit_holders AS x
      WHERE x.key OPERATOR(pg_catalog.=) s.key
-     ORDER BY x.since DESC LIMIT 1) AS n ON true;
+     ORDER BY x.since DESC NULLS LAST LIMIT 1) AS n ON true;
 COMMENT ON VIEW coord.semaphores IS
   'Counting semaphores in use: path, permits, holders and waiters, one row per holder (pid, permit, since)';
 REVOKE ALL ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) FROM PUBLIC;

@@ -91,6 +91,7 @@ static bool coord_permit_since = true;
 static HTAB *permits_held = NULL;
 static HTAB *labels_written = NULL;
 static SPIPlanPtr plan_label = NULL;
+static SPIPlanPtr plan_label_update = NULL;
 static SPIPlanPtr plan_label_path = NULL;
 
 PG_FUNCTION_INFO_V1(coord_acquire_permit);
@@ -270,18 +271,30 @@ WriteLabel(uint64 skey, int k, int permits, const char *path)
 	args[5] = TimestampTzGetDatum(MyStartTimestamp);
 	args[6] = BoolGetDatum(coord_permit_since);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label,
-											 "INSERT INTO coord.permit_holders AS h "
-											 "(key, permit, path, permits, pid, backend_start, since) "
-											 "VALUES ($1, $2, $3, $4, $5, $6, "
-											 "CASE WHEN $7 THEN pg_catalog.clock_timestamp() END) "
-											 "ON CONFLICT (key, permit) DO UPDATE SET permits = excluded.permits, "
-											 "pid = excluded.pid, backend_start = excluded.backend_start, "
-											 "since = excluded.since "
-											 "WHERE h.path OPERATOR(pg_catalog.=) excluded.path",
+	/* the permit's previous holder left a row: the usual case, one update */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label_update,
+											 "UPDATE coord.permit_holders SET permits = $4, pid = $5, "
+											 "backend_start = $6, "
+											 "since = CASE WHEN $7 THEN pg_catalog.clock_timestamp() END "
+											 "WHERE key OPERATOR(pg_catalog.=) $1 "
+											 "AND permit OPERATOR(pg_catalog.=) $2 "
+											 "AND path OPERATOR(pg_catalog.=) $3",
 											 7, argtypes),
 								   args, NULL, false, 0),
-				  SPI_OK_INSERT, "labelling a permit");
+				  SPI_OK_UPDATE, "labelling a permit");
+	if (SPI_processed != 1)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label,
+												 "INSERT INTO coord.permit_holders AS h "
+												 "(key, permit, path, permits, pid, backend_start, since) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, "
+												 "CASE WHEN $7 THEN pg_catalog.clock_timestamp() END) "
+												 "ON CONFLICT (key, permit) DO UPDATE SET permits = excluded.permits, "
+												 "pid = excluded.pid, backend_start = excluded.backend_start, "
+												 "since = excluded.since "
+												 "WHERE h.path OPERATOR(pg_catalog.=) excluded.path",
+												 7, argtypes),
+									   args, NULL, false, 0),
+					  SPI_OK_INSERT, "labelling a permit");
 	if (SPI_processed != 1)
 	{
 		char	   *other;
