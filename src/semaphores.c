@@ -413,8 +413,16 @@ coord_acquire_permit(PG_FUNCTION_ARGS)
 		 * next.
 		 */
 		PermitTag(&tag, skey, turn % permits);
-		if (CoordAcquire(&tag, &mode, 1, session, wait_us, false))
+		if (CoordAcquire(&tag, &mode, 1, session, wait_us, false) ||
+			(session && CoordLockHeldByMe(&tag, ExclusiveLock)))
 		{
+			/*
+			 * The second test: the permit was granted just as the step's
+			 * lock_timeout fired.  The lock manager then keeps the grant
+			 * (LockErrorCleanup), and a session lock outlives the step's
+			 * subtransaction: it is ours, as we held no permit of this
+			 * semaphore before.  (A transaction lock went with the step.)
+			 */
 			k = turn % permits;
 			break;
 		}
