@@ -26,7 +26,8 @@ OBJS = \
 	src/election.o \
 	src/leases.o \
 	src/partitions_assign.o \
-	src/partitions.o
+	src/partitions.o \
+	src/semaphores.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -41,6 +42,7 @@ SQL_FRAGMENTS = \
 	sql/parts/election.sql \
 	sql/parts/leases.sql \
 	sql/parts/partitions.sql \
+	sql/parts/semaphores.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -19,6 +19,8 @@
 #             (bench/latency.py, LATENCY_JOBS jobs 10 ms apart)
 #   lockstmt  (diagnostic, not in the default) the same pairs as one
 #             statement per pair, to isolate server-side cost
+#   semaphores  coord.acquire_permit/release_permit pairs against
+#             coord.lock/unlock pairs (issue 16: at most 1.5x)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -428,6 +430,43 @@ other." \
   write_block lock "$OUT/lock.md"
   cp "$OUT/lock.md" "$OUT/$STAMP/"
   cat "$OUT/lock.table.md"
+}
+
+SEMAPHORES_SPEC='lock-distinct|coord.lock + coord.unlock, 1-level|distinct|-|pair
+permit-distinct|coord.acquire_permit + coord.release_permit|distinct|lock-distinct|pair|0.667
+nosince-distinct|coord.acquire_permit + release_permit, coord.permit_since off|distinct|lock-distinct|pair|0.667
+permit-shared|coord.acquire_permit + coord.release_permit|one semaphore, 4 permits|lock-distinct|pair'
+
+# Issue 16: a permit's acquire/release pair costs at most 1.5x a lock/unlock pair.
+bench_semaphores() {
+  local load_start c
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== semaphores: $((4 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  lock_prepare
+  for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+    psql -qXAt -d "$BENCH_DB" -c "SELECT coord.acquire_permit('/bsem$c', 3), coord.release_permit('/bsem$c')" >/dev/null
+  done
+  run_section semaphores \
+    lock-distinct:lock-coord1-distinct.sql \
+    permit-distinct:sem-permit-distinct.sql \
+    nosince-distinct:sem-nosince-distinct.sql \
+    permit-shared:sem-permit-shared.sql
+  summarize semaphores "$SEMAPHORES_SPEC" pair "issue 16, permit pair at most 1.5× a lock/unlock pair" >/dev/null
+  section_block semaphores "Semaphores: acquire_permit/release_permit pairs against lock/unlock pairs, $BENCH_CLIENTS clients" \
+"Configurations: *coord.lock* = \`coord.lock('/bench' || n)\` + \`coord.unlock(...)\`
+(the baseline); *acquire_permit* = \`coord.acquire_permit('/bsem' || n, 3)\` +
+\`coord.release_permit(...)\`, one semaphore of 3 permits per client (so never
+full), with the default \`coord.permit_since = on\` (each acquisition writes its
+permit's label, a row of the unlogged coord.permit_holders, for the view's
+since) and with it off (set by \`set_config\` in the acquiring statement; a
+label is then written once per session and permit); *one semaphore* = every
+client on \`/bsem-shared\` with 4 permits.  Two statements per pair, as in the
+lock section.  Measures as there: pairs/s and CPU µs per pair (server
+backends plus pgbench)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=semaphores make bench" "$load_start"
+  write_block semaphores "$OUT/semaphores.md"
+  cp "$OUT/semaphores.md" "$OUT/$STAMP/"
+  cat "$OUT/semaphores.table.md"
 }
 
 LOCKSTMT_SPEC='raw-distinct|raw lock, 1 statement|distinct|-|pair

@@ -37,6 +37,8 @@
 #define COORD_NS_MEMBER		17208	/* partitions.c: the session of a group's
 									 * member (17209, for segments, is unused:
 									 * segments are owned by rows) */
+#define COORD_NS_PERMIT		17210	/* semaphores.c: permit k of a path */
+#define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024

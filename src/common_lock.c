@@ -111,9 +111,9 @@ ReleaseInflight(void)
  * PostgreSQL's lock table is shared by the whole cluster and sized by
  * max_locks_per_transaction; a session that fills it makes every other
  * session, in every database, fail with 53200 (and new connections fail).
- * So pg_coord counts the path, registry, request, claim, election and term
- * locks it takes and refuses with 53400 before a session holds more than
- * the cap.
+ * So pg_coord counts the path, registry, request, claim, election, term,
+ * partition member and permit locks it takes and refuses with 53400 before a session holds
+ * more than the cap.
  *
  * The count is an upper bound kept cheaply: +1 for each lock the lock
  * manager newly grants, -1 when one is let go through pg_coord, the
@@ -138,7 +138,9 @@ CountedTag(const LOCKTAG *tag)
 		 tag->locktag_field4 == COORD_NS_REQUEST ||
 		 tag->locktag_field4 == COORD_NS_JOB ||
 		 tag->locktag_field4 == COORD_NS_ELECTION ||
-		 tag->locktag_field4 == COORD_NS_TERM);
+		 tag->locktag_field4 == COORD_NS_TERM ||
+		 tag->locktag_field4 == COORD_NS_MEMBER ||
+		 tag->locktag_field4 == COORD_NS_PERMIT);
 }
 
 /* Exact count: this backend's entries of the counted namespaces in the lock table. */

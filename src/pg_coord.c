@@ -18,6 +18,7 @@
 #include "jobs.h"
 #include "partitions.h"
 #include "schedules.h"
+#include "semaphores.h"
 
 PG_MODULE_MAGIC;
 
@@ -32,5 +33,6 @@ _PG_init(void)
 	CoordSchedulesInit();
 	CoordAppsInit();
 	CoordPartitionsInit();
+	CoordSemaphoresInit();
 	MarkGUCPrefixReserved("coord");
 }

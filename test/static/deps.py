@@ -38,6 +38,7 @@ FAMILIES = {
     "leases":    r"leases\w*",          # lease locks: rows with a TTL
     "init":      r"pg_coord",           # _PG_init: one init call per concern
     "partitions": r"partitions\w*",    # partition groups (partitions_assign.c also built alone)
+    "semaphores": r"semaphores",        # counting semaphores
 }
 
 EVERYTHING = set(FAMILIES)
@@ -55,6 +56,7 @@ ALLOWED = {
     "tick":      EVERYTHING,
     "init":      EVERYTHING,
     "partitions": {"common"},
+    "semaphores": {"common"},
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only
 # through the finish hooks they register, and tick.c calls every concern's
