@@ -133,6 +133,9 @@ static int	maxclaims = 0;
 
 static int32 SegmentOf(const char *key, int len, int segments);
 static int32 *OwnedList(PartState *st, int *n);
+static void LeaveGroup(PartState *st);
+static bool MemberLockHeld(PartState *st);
+static char *MemberLock(const char *group, const char *member, LOCKTAG *tag);
 
 static SPIPlanPtr plan_group = NULL;
 static SPIPlanPtr plan_new_group = NULL;
@@ -499,6 +502,12 @@ Sync(PartState *st)
 
 	if (!st->member)
 		return;
+	if (!MemberLockHeld(st))
+	{
+		/* no member since its lock went: nothing may stay owned as one */
+		LeaveGroup(st);
+		return;
+	}
 	/* a worker that claims much and never moves: forget finished claims */
 	if (nclaims >= 1024)
 		MarkUnfinished(st, NULL, 0, NULL);
@@ -649,6 +658,56 @@ ReleaseAll(PartState *st)
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
 	owned_version++;
+}
+
+/*
+ * Lets go of st's segments and membership (coord.leave, or a member lock
+ * lost behind pg_coord's back).  Owned segments go even when no member row
+ * is left.
+ */
+static void
+LeaveGroup(PartState *st)
+{
+	LOCKTAG		tag;
+
+	ReleaseAll(st);
+	if (st->member)
+	{
+		Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+		Datum		args[3];
+		char	   *hk = MemberLock(st->group, st->me, &tag);
+
+		args[0] = TextDatum(st->group);
+		args[1] = Int32GetDatum(MyProcPid);
+		args[2] = TimestampTzGetDatum(MyStartTimestamp);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_me,
+												 "DELETE FROM coord.partition_members "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND pid OPERATOR(pg_catalog.=) $2 "
+												 "AND backend_start OPERATOR(pg_catalog.=) $3",
+												 3, types), args, NULL, false, 0),
+					  SPI_OK_DELETE, "leaving a partition group");
+		if (CoordHoldState(hk) == HOLD_ACTIVE)
+			CoordHoldRelease(hk);
+		st->member = false;
+		st->nlive = -1;
+	}
+}
+
+/*
+ * Does this session still hold st's member lock?  DISCARD ALL (a pooler's
+ * reset query) and pg_advisory_unlock_all let go of it behind pg_coord's
+ * back; the holds notice that (common_lock.c).
+ */
+static bool
+MemberLockHeld(PartState *st)
+{
+	LOCKTAG		tag;
+	char	   *hk = MemberLock(st->group, st->me, &tag);
+	bool		held = CoordHoldState(hk) != HOLD_NONE;
+
+	pfree(hk);
+	return held;
 }
 
 /*
@@ -870,7 +929,6 @@ coord_leave(PG_FUNCTION_ARGS)
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	PartState  *st;
 	CoordUserSwitch sw;
-	LOCKTAG		tag;
 	bool		was;
 
 	CoordNotInParallel(fcinfo);
@@ -878,31 +936,7 @@ coord_leave(PG_FUNCTION_ARGS)
 	st = GetState(group);
 	was = st != NULL && st->member;
 	if (st != NULL)
-	{
-		/* owned segments go even when no member row is left */
-		ReleaseAll(st);
-		if (st->member)
-		{
-			Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
-			Datum		args[3];
-			char	   *hk = MemberLock(group, st->me, &tag);
-
-			args[0] = TextDatum(group);
-			args[1] = Int32GetDatum(MyProcPid);
-			args[2] = TimestampTzGetDatum(MyStartTimestamp);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_me,
-													 "DELETE FROM coord.partition_members "
-													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-													 "AND pid OPERATOR(pg_catalog.=) $2 "
-													 "AND backend_start OPERATOR(pg_catalog.=) $3",
-													 3, types), args, NULL, false, 0),
-						  SPI_OK_DELETE, "leaving a partition group");
-			if (CoordHoldState(hk) == HOLD_ACTIVE)
-				CoordHoldRelease(hk);
-			st->member = false;
-			st->nlive = -1;
-		}
-	}
+		LeaveGroup(st);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(was);
 }

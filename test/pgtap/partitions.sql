@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(75);
+SELECT plan(78);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -143,6 +143,14 @@ SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/c
                  'claim: no member after leave');
 SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 0, partition_group => 'tap/c')), 0::bigint,
           'n = 0 asks the group nothing');
+
+-- a member whose lock went behind pg_coord's back (pg_advisory_unlock_all;
+-- DISCARD ALL, a pooler's reset query, does the same) is no member any more
+SELECT is(cardinality(coord.join('tap/lost', 'x', segments => 8)), 8, 'lost lock: joined, owns all');
+SELECT pg_advisory_unlock_all();
+SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: owns nothing at its next call');
+SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/lost'), 0::bigint,
+          'lost lock: its member row is gone');
 
 SELECT * FROM finish();
 ROLLBACK;
