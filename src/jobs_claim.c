@@ -1205,7 +1205,7 @@ ClaimRecordSegments(const ClaimCall *c, ReturnSetInfo *rsinfo)
 		id = DatumGetInt64(heap_getattr(c->rows[i], 1, rsinfo->setDesc, &isnull));
 		token = DatumGetInt64(heap_getattr(c->rows[i], 5, rsinfo->setDesc, &isnull));
 		key = heap_getattr(c->rows[i], 7, rsinfo->setDesc, &key_null);
-		CoordPartitionClaimed(c->pgroup, id, token, key_null ? NULL : DatumGetTextPP(key));
+		CoordPartitionClaimed(c->pgroup, c->segments, id, token, key_null ? NULL : DatumGetTextPP(key));
 	}
 }
 

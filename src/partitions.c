@@ -986,16 +986,20 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 }
 
 void
-CoordPartitionClaimed(const char *group, int64 id, int64 token, text *key)
+CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, text *key)
 {
 	MemoryContext cxt = CoordCacheContext(&claims_cxt, "pg_coord partition claims");
-	PartState  *st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
 	int32		segment;
 
-	if (st == NULL)
-		return;					/* forgotten (an abort): nothing was claimed */
-	segment = key ? SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), st->segments)
-		: SegmentOf((const char *) &id, sizeof(id), st->segments);
+	/*
+	 * The group's segment count comes from the claim, not from the state this
+	 * backend keeps: a subtransaction that aborted during the claim (a finish
+	 * hook's, burying an exhausted job) forgets that state, and the claim
+	 * must be remembered all the same, or its segment could be let go while
+	 * the claim is unfinished.
+	 */
+	segment = key ? SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), segments)
+		: SegmentOf((const char *) &id, sizeof(id), segments);
 
 	if (nclaims == maxclaims)
 	{

@@ -26,6 +26,6 @@ extern int32 *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segm
  * claim from its segment, unfinished while the job keeps that token and
  * its claim lives.
  */
-extern void CoordPartitionClaimed(const char *group, int64 id, int64 token, text *key);
+extern void CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, text *key);
 
 #endif							/* PG_COORD_PARTITIONS_H */
