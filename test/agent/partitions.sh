@@ -7,7 +7,8 @@
 # once, each by its segment's owner, A's share near 3/4.  Phase 2: 40 gated
 # jobs; A is SIGKILLed while it runs some; B takes A's segments and runs the
 # rest: every job done exactly once, B owns all 1024 segments.  Also: the
-# options' errors, and a reconnect joins again.
+# options' errors, a reconnect joins again, a SIGHUP's new weight is joined
+# with.
 set -euo pipefail
 export COORD_PGPORT=54460
 . "$(dirname "$0")/../lib.sh"
@@ -68,7 +69,9 @@ rc=0; "$AGENT_BIN" -f "$W/bad.conf" check >/dev/null 2>"$W/err" || rc=$?
 check "weight = -1 in the file: exit 1, file:line" eq "$rc/$(grep -c 'bad.conf:2: weight must be' "$W/err")" "1/1"
 
 start_agent A "$W/A.conf" --weight 3
-start_agent B "$W/B.conf" --weight 1
+# B's weight from its file (the key), A's from the command line
+sed -i 's/^partition_group = pg$/partition_group = pg\nweight = 1/' "$W/B.conf"
+start_agent B "$W/B.conf"
 wait_sql "(SELECT count(*) FROM coord.members WHERE partition_group = 'pg' AND alive) = 2
           AND (SELECT sum(owned) = 1024 AND min(owned) > 150 FROM coord.members WHERE partition_group = 'pg' AND alive)" 30 || true
 check "both agents joined as HOST:PID with their weights" \
@@ -115,5 +118,13 @@ sql "SELECT count(coord.enqueue('work', '{\"task\": \"quick\"}', key => 'r' || g
 wait_sql "(SELECT count(*) FROM coord.jobs WHERE queue = 'work' AND state = 'done') = 125" 60 || true
 check "B claims from the group again after the reconnect" \
   eq "$(sql "SELECT count(*) FROM coord.jobs WHERE key LIKE 'r%' AND state = 'done' AND result->>'agent' = 'B'")" 5
+
+# SIGHUP with a new weight: the same session joins again with it
+bpid=$(sql "SELECT pid FROM pg_stat_activity WHERE application_name = 'B'")
+sed -i 's/^weight = 1$/weight = 2.5/' "$W/B.conf"
+kill -HUP "${AGENT_PID[B]}"
+wait_sql "EXISTS (SELECT FROM coord.members WHERE partition_group = 'pg' AND alive AND weight = 2.5)" 30 || true
+check "SIGHUP with weight = 2.5: B's member has the new weight, same session" \
+  eq "$(sql "SELECT weight || '/' || (pid = $bpid) FROM coord.members WHERE partition_group = 'pg' AND alive")" "2.5/true"
 
 finish "partitions: agents with weights 3:1 in one group ran ${a_jobs}/80 and $((80 - a_jobs))/80 jobs, each on its segment's owner; after A's SIGKILL B owned all segments and ran the rest; every job done once; $CHECKS checks passed"
