@@ -479,7 +479,7 @@ claim_from(const char *queue, int n)
 	msec_t		sent = now_ms();
 	const char *why;
 
-	switch (proto_claim(queue, n, cfg->lease, cfg->host, &res, &why))
+	switch (proto_claim(queue, n, cfg->lease, cfg->host, cfg->partition_group, &res, &why))
 	{
 		case CLAIM_NO_ANSWER:
 			{

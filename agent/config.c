@@ -20,7 +20,9 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,36 @@ valid_name(const char *s)
 			return false;
 	}
 	return true;
+}
+
+/*
+ * A member's weight: a whole decimal number, positive and finite also as
+ * the server's real (float4), which is what coord.join takes.
+ */
+bool
+parse_weight(const char *s, double *out)
+{
+	char	   *end;
+	double		v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v <= 0 ||
+		v > FLT_MAX || (float) v <= 0)
+		return false;
+	*out = v;
+	return true;
+}
+
+/*
+ * The agent's member name in its partition group: HOST:PID, unique among
+ * live sessions as long as host names are (coord.join refuses another live
+ * session's name).  The caller frees it.
+ */
+char *
+member_name(const AgentConfig *cfg)
+{
+	return xasprintf("%s:%d", cfg->host, (int) getpid());
 }
 
 /* Task names: anything printable without ']', so that app names fit. */
@@ -182,6 +214,7 @@ config_free(AgentConfig *cfg)
 	free(cfg->dbname);
 	free_strings(cfg->queues, cfg->nqueues);
 	free(cfg->host);
+	free(cfg->partition_group);
 	free_strings(cfg->pass_env, cfg->npass_env);
 	for (t = cfg->tasks; t; t = next)
 	{
@@ -278,6 +311,27 @@ set_global(AgentConfig *cfg, const char *key, const char *value, char **why)
 	}
 	if (strcmp(key, "pass_env") == 0)
 		return set_pass_env(&cfg->pass_env, &cfg->npass_env, value, why);
+	if (strcmp(key, "partition_group") == 0)
+	{
+		if (*value == '\0')
+		{
+			*why = xstrdup("partition_group must not be empty");
+			return false;
+		}
+		free(cfg->partition_group);
+		cfg->partition_group = xstrdup(value);
+		return true;
+	}
+	if (strcmp(key, "weight") == 0)
+	{
+		if (!parse_weight(value, &cfg->weight))
+		{
+			*why = xasprintf("weight must be a positive, finite number, not \"%s\"", value);
+			return false;
+		}
+		cfg->weight_set = true;
+		return true;
+	}
 	if (strcmp(key, "concurrency") == 0)
 	{
 		if (!parse_int(value, &cfg->concurrency))
@@ -468,6 +522,7 @@ config_load(const char *path, bool must_exist, char **errmsg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->concurrency = 0;
+	cfg->weight = 1;
 	cfg->lease = 0;
 	cfg->grace = 30 * 1000;
 	cfg->poll = 1000;
@@ -616,6 +671,16 @@ config_apply(AgentConfig *cfg, const CliOverrides *cli)
 		free(cfg->host);
 		cfg->host = xstrdup(cli->host);
 	}
+	if (cli->partition_group)
+	{
+		free(cfg->partition_group);
+		cfg->partition_group = xstrdup(cli->partition_group);
+	}
+	if (cli->weight > 0)
+	{
+		cfg->weight = cli->weight;
+		cfg->weight_set = true;
+	}
 	if (cli->concurrency > 0)
 		cfg->concurrency = cli->concurrency;
 	if (cli->lease >= 0)
@@ -661,6 +726,30 @@ config_validate(AgentConfig *cfg, char **errmsg)
 	{
 		*errmsg = xasprintf("invalid host name \"%s\": 1-%d bytes of letters, digits and _ - . : / (set host or --host)",
 							cfg->host, NAME_MAX_BYTES);
+		return false;
+	}
+	if (cfg->partition_group != NULL)
+	{
+		char	   *member = member_name(cfg);
+		bool		ok = strlen(member) <= NAME_MAX_BYTES;
+
+		free(member);
+		if (!valid_name(cfg->partition_group))
+		{
+			*errmsg = xasprintf("invalid partition group name \"%s\": 1-%d bytes of letters, digits and _ - . : /",
+								cfg->partition_group, NAME_MAX_BYTES);
+			return false;
+		}
+		if (!ok)
+		{
+			*errmsg = xasprintf("with a partition group the host name \"%s\" is too long: the member name HOST:PID must fit in %d bytes (set a shorter host or --host)",
+								cfg->host, NAME_MAX_BYTES);
+			return false;
+		}
+	}
+	else if (cfg->weight_set)
+	{
+		*errmsg = xstrdup("weight needs a partition group (partition_group or --partition-group)");
 		return false;
 	}
 	if (cfg->concurrency < 1 || cfg->concurrency > 1024)
@@ -736,6 +825,9 @@ config_print(const AgentConfig *cfg, FILE *out)
 	for (i = 0; i < cfg->nqueues; i++)
 		fprintf(out, " %s", cfg->queues[i]);
 	fprintf(out, "\nconcurrency: %d\n", cfg->concurrency);
+	if (cfg->partition_group)
+		fprintf(out, "partition group: %s, weight %g (member %s:PID)\n",
+				cfg->partition_group, cfg->weight, cfg->host);
 	if (cfg->lease > 0)
 		fprintf(out, "claims:      lease %s\n", format_duration(cfg->lease, b1, sizeof(b1)));
 	else

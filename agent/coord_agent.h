@@ -80,6 +80,10 @@ typedef struct AgentConfig
 	char	  **queues;
 	int			nqueues;
 	char	   *host;
+	char	   *partition_group;	/* claim only this group's segments, or
+									 * NULL */
+	double		weight;			/* this agent's weight in partition_group */
+	bool		weight_set;		/* weight was given (file or command line) */
 	int			concurrency;
 	msec_t		lease;			/* 0: session-bound claims */
 	msec_t		grace;			/* SIGTERM: how long to wait for children */
@@ -103,6 +107,8 @@ typedef struct CliOverrides
 	char	  **queues;
 	int			nqueues;
 	const char *host;
+	const char *partition_group;
+	double		weight;			/* 0: not given */
 	int			concurrency;	/* 0: not given */
 	msec_t		lease;			/* -1: not given */
 	msec_t		grace;
@@ -115,6 +121,8 @@ extern bool config_validate(AgentConfig *cfg, char **errmsg);
 extern void config_free(AgentConfig *cfg);
 extern TaskConfig *config_find_task(const AgentConfig *cfg, const char *name);
 extern bool valid_name(const char *s);
+extern bool parse_weight(const char *s, double *out);
+extern char *member_name(const AgentConfig *cfg);
 extern void config_print(const AgentConfig *cfg, FILE *out);
 extern char *config_password_warning(const AgentConfig *cfg);
 

@@ -10,7 +10,12 @@
  * when the connect fails or takes longer than CONNECT_TIMEOUT_MS.  Once
  * connected, session_ready opens the session with protocol.c's statements
  * (statement_timeout and lock_timeout, the extension check, LISTEN on every
- * channel) and only then counts as up: the backoff starts again from zero.
+ * channel, and coord.join of the partition group when there is one: a
+ * group's membership ends with its session, so every connect joins again)
+ * and only then counts as up: the backoff starts again from zero.  A join
+ * refused because our member name is still another live session's (23505:
+ * our old backend has not noticed yet that we went away) is a failed
+ * connect like any other, retried with backoff.
  * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
  * a database that is down or slow never stops the loop.
  *
@@ -51,6 +56,10 @@ static msec_t connect_started;
 static msec_t reconnect_at;
 static msec_t backoff;
 static char *last_connect_error;
+
+/* the group (and weight) this session joined, or NULL */
+static char *joined_group;
+static double joined_weight;
 
 /* The connection's last error, one line, for a log line. */
 const char *
@@ -114,6 +123,8 @@ db_lost(const char *why)
 		PQfinish(conn);
 	conn = NULL;
 	db_state = DB_DOWN;
+	free(joined_group);
+	joined_group = NULL;
 	agent_session_lost();
 	schedule_reconnect();
 }
@@ -252,9 +263,31 @@ db_run(const char *sql, int nparams, const char *const *values, ExecStatusType w
 	return NULL;
 }
 
+/* coord.join of cfg's partition group; false with *why on failure. */
+static bool
+join_group(char **why)
+{
+	char		sqlstate[6];
+
+	if (!proto_join(cfg, sqlstate))
+	{
+		if (strcmp(sqlstate, "23505") == 0)
+			*why = xasprintf("could not join partition group \"%s\": our member name is still another live session's",
+							 cfg->partition_group);
+		else
+			*why = xasprintf("could not join partition group \"%s\"%s%s", cfg->partition_group,
+							 sqlstate[0] ? ": SQLSTATE " : "", sqlstate);
+		return false;
+	}
+	free(joined_group);
+	joined_group = xstrdup(cfg->partition_group);
+	joined_weight = cfg->weight;
+	return true;
+}
+
 /*
- * Connected: the session's limits, the extension check, LISTEN, and look for
- * work at once.  Up to here the session does not count as up: a failure is
+ * Connected: the session's limits, the extension check, LISTEN, the join of
+ * the partition group, and look for work at once.  Up to here the session does not count as up: a failure is
  * a failed connect (logged once per distinct error, backoff kept).
  */
 static void
@@ -273,6 +306,10 @@ session_ready(void)
 		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
 	if (why == NULL && db_state == DB_READY && !proto_listen_all(cfg))
 		why = xstrdup("LISTEN failed");
+	free(joined_group);
+	joined_group = NULL;
+	if (why == NULL && db_state == DB_READY && cfg->partition_group != NULL)
+		(void) join_group(&why);
 	if (why != NULL)
 	{
 		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
@@ -290,9 +327,11 @@ session_ready(void)
 	last_connect_error = NULL;
 	backoff = 0;
 	agent_wake();
-	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims",
+	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims%s%s",
 			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
-			 cfg->lease > 0 ? "lease" : "session-bound");
+			 cfg->lease > 0 ? "lease" : "session-bound",
+			 cfg->partition_group ? ", partition group " : "",
+			 cfg->partition_group ? cfg->partition_group : "");
 }
 
 static void
@@ -374,6 +413,26 @@ db_reload(const AgentConfig *config, bool relisten)
 		(void) proto_unlisten_all();
 		if (db_state == DB_READY)
 			(void) proto_listen_all(cfg);
+	}
+	/* a changed group or weight: leave the old group, join (again) */
+	if (db_state == DB_READY && joined_group != NULL &&
+		(cfg->partition_group == NULL || strcmp(joined_group, cfg->partition_group) != 0))
+	{
+		(void) proto_leave(joined_group);
+		free(joined_group);
+		joined_group = NULL;
+	}
+	if (db_state == DB_READY && cfg->partition_group != NULL &&
+		(joined_group == NULL || joined_weight != cfg->weight))
+	{
+		char	   *why = NULL;
+
+		/* claims must not go on without the group: start the session again */
+		if (!join_group(&why))
+		{
+			db_lost(why);
+			free(why);
+		}
 	}
 }
 

@@ -35,6 +35,9 @@ usage(FILE *out)
 			"  -q, --queue=NAME          claim from this queue; repeat or use commas (default: apps)\n"
 			"  -H, --host=NAME           this host's name for host-targeted jobs (default: hostname)\n"
 			"  -c, --concurrency=N       at most N jobs at once (default: number of CPUs)\n"
+			"      --partition-group=NAME  join this partition group (member HOST:PID) and\n"
+			"                            claim only jobs of the segments this agent owns\n"
+			"      --weight=W            this agent's weight in the group (default: 1)\n"
 			"  -l, --lease=DURATION      lease claims with heartbeats instead of session-bound\n"
 			"                            claims (\"session\": session-bound, the default)\n"
 			"  -g, --grace=DURATION      on SIGTERM, wait this long for running jobs (default: 30s)\n"
@@ -72,6 +75,8 @@ main(int argc, char **argv)
 		{"queue", required_argument, NULL, 'q'},
 		{"host", required_argument, NULL, 'H'},
 		{"concurrency", required_argument, NULL, 'c'},
+		{"partition-group", required_argument, NULL, 'G'},
+		{"weight", required_argument, NULL, 'W'},
 		{"lease", required_argument, NULL, 'l'},
 		{"grace", required_argument, NULL, 'g'},
 		{"poll", required_argument, NULL, 'p'},
@@ -120,6 +125,21 @@ main(int argc, char **argv)
 				break;
 			case 'H':
 				cli.host = optarg;
+				break;
+			case 'G':
+				if (*optarg == '\0')
+				{
+					fprintf(stderr, "coord-agent: --partition-group must not be empty\n");
+					return 2;
+				}
+				cli.partition_group = optarg;
+				break;
+			case 'W':
+				if (!parse_weight(optarg, &cli.weight))
+				{
+					fprintf(stderr, "coord-agent: invalid --weight \"%s\" (a positive, finite number such as 3 or 0.5)\n", optarg);
+					return 2;
+				}
 				break;
 			case 'c':
 				cli.concurrency = atoi(optarg);

@@ -11,8 +11,13 @@
  *                          "coord:host:<host>" (the channels enqueue
  *                          NOTIFYs; README.md, "Waking idle workers")
  *   proto_unlisten_all     UNLISTEN *
+ *   proto_join             coord.join of the partition group as HOST:PID
+ *                          with the weight, at every connect (membership
+ *                          is the session's) and after a reload changed it
+ *   proto_leave            coord.leave of the old group after such a reload
  *   proto_claim            coord.claim: up to n jobs, session-bound or with
- *                          a lease; n = 0 only drops the idle marks
+ *                          a lease, of the group's owned segments when
+ *                          there is a group; n = 0 only drops the idle marks
  *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
@@ -128,6 +133,49 @@ proto_unlisten_all(void)
 	return true;
 }
 
+/*
+ * coord.join of the configured partition group as this agent's member with
+ * its weight (again: the weight is updated); *sqlstate gets the error's
+ * (23505: another live session has the name).  Logs the segments owned.
+ */
+bool
+proto_join(const AgentConfig *cfg, char *sqlstate)
+{
+	char	   *member = member_name(cfg);
+	char		weight[64];
+	const char *values[3];
+	PGresult   *res;
+
+	snprintf(weight, sizeof(weight), "%.9g", cfg->weight);
+	values[0] = cfg->partition_group;
+	values[1] = member;
+	values[2] = weight;
+	res = db_run("SELECT pg_catalog.cardinality(coord.join($1, $2, weight => $3::real))",
+				 3, values, PGRES_TUPLES_OK, sqlstate);
+	if (res != NULL)
+		log_info("joined partition group %s as %s, weight %s: %s segment(s) owned now",
+				 cfg->partition_group, member, weight, PQgetvalue(res, 0, 0));
+	free(member);
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	return true;
+}
+
+/* coord.leave of a group this session joined before a reload. */
+bool
+proto_leave(const char *group)
+{
+	const char *values[1] = {group};
+	PGresult   *res = db_run("SELECT coord.leave($1)", 1, values, PGRES_TUPLES_OK, NULL);
+
+	if (res == NULL)
+		return false;
+	PQclear(res);
+	log_info("left partition group %s", group);
+	return true;
+}
+
 /* Whether text is a whole decimal integer (what the claim's numbers must be). */
 static bool
 is_integer(const char *s)
@@ -171,7 +219,8 @@ unreadable_claim(const PGresult *res, int n)
 
 /*
  * coord.claim of up to n jobs from a queue for this host: session-bound
- * when lease is 0, else with that lease.  CLAIM_OK: *rows holds the jobs
+ * when lease is 0, else with that lease; with pgroup only jobs of the
+ * segments this session owns in that group.  CLAIM_OK: *rows holds the jobs
  * (read them with proto_claim_job; the caller clears it).  CLAIM_FAILED:
  * an error the server sent, or the connection is gone (db_state says).
  * CLAIM_NO_ANSWER (libpq's own error: it may have claimed) and
@@ -179,16 +228,17 @@ unreadable_claim(const PGresult *res, int n)
  * may hold claims we cannot know.
  */
 ClaimStatus
-proto_claim(const char *queue, int n, msec_t lease, const char *host, PGresult **rows,
-			const char **why)
+proto_claim(const char *queue, int n, msec_t lease, const char *host, const char *pgroup,
+			PGresult **rows, const char **why)
 {
 	static const char *sql =
 	"SELECT id, queue, payload::text, attempt, token, "
 	"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
-	"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean)";
+	"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean, "
+	"partition_group => $6)";
 	char		nbuf[16],
 				interval[48];
-	const char *values[5];
+	const char *values[6];
 	PGresult   *res;
 	char		sqlstate[6];
 	bool		session_bound = lease == 0;
@@ -202,7 +252,8 @@ proto_claim(const char *queue, int n, msec_t lease, const char *host, PGresult *
 	values[2] = interval;
 	values[3] = host;
 	values[4] = session_bound ? "true" : "false";
-	res = db_run(sql, 5, values, PGRES_TUPLES_OK, sqlstate);
+	values[5] = pgroup;
+	res = db_run(sql, 6, values, PGRES_TUPLES_OK, sqlstate);
 	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
 		return CLAIM_NO_ANSWER;
 	if (res != NULL && (*why = unreadable_claim(res, n)) != NULL)

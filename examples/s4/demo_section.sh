@@ -13,7 +13,12 @@
 # claims one with a 1 s lease and stalls for 4 s; another runner claims it
 # once the lease has expired and sends it, and the stalled runner's
 # coord.complete returns false (it rolls its send record back).  At the end
-# every mail must have been sent exactly once: 0 duplicates, 0 lost.
+# Part 3, a partition group over a mail table of the runners' own (s4.mail,
+# not pg_coord jobs): three group_runner.py runners with weights 3:2:1 send
+# the mails of the segments they own (coord.owned, coord.segment_of), fenced
+# by coord.segment_token; one is SIGKILLed mid-run and the others take its
+# segments.  At the end every mail must have been sent exactly once: 0
+# duplicates, 0 lost.
 #
 # `quick` (or no node on PATH) runs Python runners only, for the test suite
 # (CI has no Node).  Prints a report with its checks and a last line starting
@@ -244,6 +249,95 @@ s4_demo_run() {
   s4_check "the lease runners exited 0 within ${deadline}s" '[ $waited_ok = 1 ] && s4_all_rc0 py-stall "${lease_runners[@]}"'
   s4_check "part 2: $n_lease mails sent exactly once" '[ "$p2" = "$n_lease $n_lease 0" ]'
 
+  # ------------------------------------------------------------ part 3
+  # the original's own design, done by pg_coord: a mail table of the
+  # runners' own, split by weight among the live runners of a partition group
+  local n_group=300 grp=s4-mail g_victim=g2
+  [ $quick = 1 ] && n_group=150
+  local -A gweight=([g1]=3 [g2]=2 [g3]=1)
+  echo "  part 3: $n_group mails in a table of their own (s4.mail, not pg_coord jobs); runners g1, g2, g3 join partition"
+  echo "    group $grp with weights 3:2:1; each sends only the mails whose coord.segment_of($grp, rcpt) is in its"
+  echo "    coord.owned($grp), and marks them sent only while coord.segment_token still gives the token it took the segment with"
+  for r in g1 g2 g3; do
+    PGDATABASE=$S4_DB setsid "$PYTHON" "$S4_DIR/group_runner.py" -n "$r" -w "${gweight[$r]}" -N "$n_group" \
+      -g "$grp" -b 5 -s 20 >"$S4_LOGDIR/$r.log" 2>&1 &
+    S4_PID[$r]=$!
+  done
+  # all three joined and synced (a newcomer takes its segments once their
+  # first owner has let them go at its next coord.owned); then the mails come
+  s4_wait_for "(SELECT count(*) = 3 AND sum(owned) = 1024 AND bool_and(abs(owned_share - target_share) < 0.06)
+                  FROM coord.members WHERE partition_group = '$grp' AND alive)" 20
+  s4_q "CREATE TABLE s4.shares AS
+          SELECT m.member, m.weight, m.target_share, m.owned AS segments,
+                 (SELECT array_agg(s.segment) FROM coord.partition_segments AS s
+                   WHERE s.partition_group = '$grp' AND s.owner_pid = m.pid) AS segs
+            FROM coord.members AS m WHERE m.partition_group = '$grp' AND m.alive" >/dev/null
+  s4_q "INSERT INTO s4.mail (rcpt) SELECT 'rcpt' || i || '@example.org' FROM generate_series(1, $n_group) AS i" >/dev/null
+  local mine_sql="SELECT m.* FROM s4.mail AS m JOIN s4.shares AS h ON coord.segment_of('$grp', m.rcpt) = ANY (h.segs)
+                   WHERE h.member = '$g_victim'"
+  # g2 mid-run: a third of its mails sent
+  s4_wait_for "(SELECT count(*) FROM s4.mail WHERE sent_by = '$g_victim') >= (SELECT count(*) FROM ($mine_sql) AS v) / 3" 20
+  local gvbackend gvpid=${S4_PID[$g_victim]} t_gkill rc=0
+  gvbackend=$(s4_q "SELECT pid FROM pg_stat_activity WHERE application_name = 's4:group:$g_victim'")
+  t_gkill=$EPOCHREALTIME
+  { kill -KILL -- "-${S4_PID[$g_victim]}"; wait "${S4_PID[$g_victim]}"; } 2>/dev/null || rc=$?
+  S4_RC[$g_victim]=$rc
+  unset 'S4_PID[$g_victim]'
+  s4_wait_for "NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $gvbackend)" 5
+  local g_before g_left g_segs
+  g_before=$(s4_q "SELECT count(*) FROM s4.mail WHERE sent_by = '$g_victim'")
+  g_left=$(s4_q "SELECT count(*) FROM ($mine_sql) AS v WHERE sent_by IS NULL")
+  g_segs=$(s4_q "SELECT segments FROM s4.shares WHERE member = '$g_victim'")
+  echo "    SIGKILL $g_victim (pid $gvpid, backend $gvbackend) after it sent $g_before of its mails; $g_left not sent yet"
+  # the survivors take g2's segments at their next coord.owned
+  s4_wait_for "(SELECT count(*) = 2 AND sum(owned) = 1024 FROM coord.members WHERE partition_group = '$grp' AND alive)" 10 || true
+  s4_q "CREATE TABLE s4.owners_after AS
+          SELECT s.segment, m.member, s.token, s.taken_at FROM coord.partition_segments AS s
+            JOIN coord.members AS m ON m.partition_group = s.partition_group AND m.pid = s.owner_pid AND m.alive
+           WHERE s.partition_group = '$grp'" >/dev/null
+  local takeover takeover_n
+  takeover=$(s4_q "SELECT string_agg(format('%s took %s', member, n), ', ' ORDER BY member)
+                          || format(', the last %s ms after the kill', round(max(ms)::numeric, 1))
+                     FROM (SELECT a.member, count(*) AS n, max((extract(epoch FROM a.taken_at) - $t_gkill) * 1000) AS ms
+                             FROM s4.owners_after AS a JOIN s4.shares AS h ON a.segment = ANY (h.segs)
+                            WHERE h.member = '$g_victim' GROUP BY a.member) AS t")
+  takeover_n=$(s4_q "SELECT count(*) FROM s4.owners_after AS a JOIN s4.shares AS h ON a.segment = ANY (h.segs)
+                      WHERE h.member = '$g_victim' AND a.member IN ('g1', 'g3')")
+  echo "    its $g_segs segments: ${takeover:-not taken over}"
+  waited_ok=0
+  s4_wait "$deadline" g1 g3 && waited_ok=1
+  echo "    each runner's share, against its weight:"
+  s4_psql_table "SELECT h.member AS runner, h.weight, round((100 * h.target_share)::numeric)::text || '%' AS weight_share,
+                        h.segments || ' (' || round(100.0 * h.segments / 1024, 1) || '%)' AS segments,
+                        count(m.id) || ' (' || round(100.0 * count(m.id) / $n_group, 1) || '%)' AS mails_in_them,
+                        (SELECT count(*) FROM s4.mail_sends AS x WHERE x.runner = h.member) AS sent,
+                        (SELECT count(*) FROM s4.mail_sends AS x JOIN s4.shares AS v ON x.segment = ANY (v.segs)
+                          WHERE x.runner = h.member AND v.member = '$g_victim' AND h.member <> '$g_victim') AS of_${g_victim}s
+                   FROM s4.shares AS h LEFT JOIN s4.mail AS m ON coord.segment_of('$grp', m.rcpt) = ANY (h.segs)
+                  GROUP BY h.member, h.weight, h.target_share, h.segments ORDER BY h.member"
+  local seg_dev mail_dev wrong p3
+  seg_dev=$(s4_q "SELECT round(max(abs(100.0 * segments / 1024 - 100 * target_share))::numeric, 1) FROM s4.shares")
+  mail_dev=$(s4_q "SELECT round(max(abs(100.0 * n / $n_group - 100 * target_share))::numeric, 1)
+                     FROM (SELECT h.target_share, count(m.id) AS n FROM s4.shares AS h
+                             LEFT JOIN s4.mail AS m ON coord.segment_of('$grp', m.rcpt) = ANY (h.segs)
+                            GROUP BY h.member, h.target_share) AS t")
+  # each mark: by the segment's owner before the kill, or after the takeover
+  wrong=$(s4_q "SELECT count(*) FROM s4.mail_sends AS x
+                  WHERE x.runner <> (SELECT member FROM s4.shares WHERE x.segment = ANY (segs))
+                    AND x.runner IS DISTINCT FROM (SELECT member FROM s4.owners_after AS a WHERE a.segment = x.segment)")
+  p3=$(s4_q "SELECT count(*) || ' ' || count(DISTINCT mail_id) || ' ' ||
+                    (SELECT count(*) FROM s4.mail WHERE sent_by IS NULL) FROM s4.mail_sends")
+  s4_check "the runners' segments follow the weights 3:2:1 within 5 points (worst: $seg_dev)" \
+    'awk -v d="${seg_dev:-99}" "BEGIN { exit !(d <= 5) }"'
+  s4_check "so do their mails, within 8 points (worst: $mail_dev; $n_group mails hash less evenly than 1024 segments)" \
+    'awk -v d="${mail_dev:-99}" "BEGIN { exit !(d <= 8) }"'
+  s4_check "$g_victim was SIGKILLed mid-run ($g_before of its mails sent, $g_left not)" \
+    '[ "${S4_RC[$g_victim]}" = 137 ] && [ "$g_before" -ge 1 ] && [ "$g_left" -ge 1 ]'
+  s4_check "g1 and g3 took all $g_segs of its segments, sent the rest and exited 0" \
+    '[ "$takeover_n" = "$g_segs" ] && [ $waited_ok = 1 ] && s4_all_rc0 g1 g3'
+  s4_check "every mail was marked by the owner of its segment ($wrong otherwise)" '[ "$wrong" = 0 ]'
+  s4_check "part 3: $n_group mails sent exactly once ($n_group marks, 0 duplicates, 0 unsent)" '[ "$p3" = "$n_group $n_group 0" ]'
+
   # ------------------------------------------------------------ totals
   local total=$((n_mails + n_lease)) all stats
   all=$(s4_q "SELECT count(DISTINCT mail_no) || ' ' || count(*) || ' ' || (count(*) - count(DISTINCT job_id))
@@ -251,14 +345,15 @@ s4_demo_run() {
   stats=$(s4_q "SELECT ready + scheduled + running || ' ' || dead || ' ' || done_last_hour FROM coord.queue_stats WHERE queue = 'mail'")
   local dups lost
   read -r _ _ dups lost <<<"$all"
-  echo "  in all: $(cut -d' ' -f2 <<<"$all") sends of $total mails, $dups duplicates, $lost lost;" \
+  echo "  parts 1 and 2 in all: $(cut -d' ' -f2 <<<"$all") sends of $total mails, $dups duplicates, $lost lost;" \
        "coord.queue_stats: $(cut -d' ' -f1 <<<"$stats") live, $(cut -d' ' -f2 <<<"$stats") dead, $(cut -d' ' -f3 <<<"$stats") done"
   s4_check "every mail sent exactly once (0 duplicates, 0 lost); the queue is empty, $total jobs done, none dead" \
     '[ "$all" = "$total $total 0 0" ] && [ "$stats" = "0 0 $total" ]'
 
   if [ "$S4_FAILED" = 0 ]; then
     echo "S4: ok, $S4_CHECKS checks: $total mails, ${#runners[@]} runners ($(if [ $use_node = 1 ]; then echo 'Python and Node'; else echo 'Python'; fi)), each sent exactly once;" \
-         "SIGKILLed $victim's $n_held jobs claimed again within $reclaim_max ms; a stalled lease holder's complete returned false"
+         "SIGKILLed $victim's $n_held jobs claimed again within $reclaim_max ms; a stalled lease holder's complete returned false;" \
+         "$n_group table mails split 3:2:1 by a partition group, $g_victim SIGKILLed, its share taken over, each sent once"
   else
     echo "  worker logs kept in $S4_LOGDIR"
     S4_REPORTED=1

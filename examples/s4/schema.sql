@@ -50,5 +50,31 @@ CREATE INDEX ON s4.sent (job_id);
 COMMENT ON TABLE s4.sent IS
   'One row per mail sent and completed; no unique constraint, so duplicates stay visible';
 
+-- Part 3 (group_runner.py): the original's own mail table, no pg_coord jobs.
+-- Runners in partition group 's4-mail' each send the mails whose
+-- coord.segment_of(group, rcpt) they own, and mark them with the segment's
+-- fencing token.
+CREATE TABLE s4.mail (
+    id        bigserial PRIMARY KEY,
+    rcpt      text NOT NULL,
+    sent_by   text,
+    sent_at   timestamptz,
+    segment   integer,
+    seg_token bigint
+);
+COMMENT ON TABLE s4.mail IS 'Part 3: a mail table of the runners'' own; sent_by is set once, fenced by the segment token';
+
+-- One row per mark, in the marking transaction; no unique constraint.
+CREATE TABLE s4.mail_sends (
+    id        bigserial PRIMARY KEY,
+    mail_id   bigint NOT NULL,
+    runner    text NOT NULL,
+    segment   integer NOT NULL,
+    seg_token bigint NOT NULL,
+    pid       integer NOT NULL DEFAULT pg_catalog.pg_backend_pid(),
+    sent_at   timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE s4.mail_sends IS 'Part 3: one row per mail marked sent; duplicates would show';
+
 \set schema s4
 \ir ../lib/wait_until.sql

@@ -4,8 +4,9 @@
 # SIGKILLed while it holds claimed, unsent mails, which another runner must
 # claim within a second.  Then a lease-mode runner stalls past its 1 s lease:
 # another runner sends that mail, and the stalled runner's coord.complete
-# returns false.  Passes when every mail was sent exactly once (0
-# duplicates, 0 lost).  Needs the cluster in the PG* environment (test/run.sh
+# returns false.  Then three runners of a partition group (weights 3:2:1)
+# send 150 mails of a table of their own, one SIGKILLed mid-run.  Passes
+# when every mail was sent exactly once (0 duplicates, 0 lost).  Needs the cluster in the PG* environment (test/run.sh
 # sets it); creates and drops its own database.  The last line of output is
 # a one-line summary.
 set -euo pipefail
