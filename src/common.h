@@ -178,7 +178,13 @@ extern void CoordSpiEnd(const CoordUserSwitch *sw);
 extern void CoordSpiConnectAsCaller(void);
 extern void CoordSpiFinishAsCaller(void);
 extern void CoordSpiCheck(int rc, int expected, const char *what);
+
+/* 18 replaced pg_attribute_noreturn() (after) by pg_noreturn (before) */
+#ifdef pg_noreturn
+pg_noreturn extern void CoordSpiError(int rc, const char *what);
+#else
 extern void CoordSpiError(int rc, const char *what) pg_attribute_noreturn();
+#endif
 extern Oid	CoordOwnerId(void);
 extern Oid	CoordAdminRoleId(void);
 extern void CoordBecomeOwner(CoordUserSwitch *sw);
