@@ -195,3 +195,49 @@ coord_createdb() {
 }
 
 coord_pgbin
+
+# coord_pgbouncer_run DB PORT SCRIPT.py: a real PgBouncer (Debian's pgbouncer)
+# in pool_mode = transaction with one server connection, in front of the
+# running cluster (PG* environment), on a unix socket in a temporary
+# directory only, pooling a fresh database DB with pg_coord; runs SCRIPT.py
+# with PGB_HOST/PGB_PORT set, then stops PgBouncer and drops DB (on exit).
+coord_pgbouncer_run() {
+  local db=$1 port=$2 script=$3 pgb
+  pgb=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
+  [ -x "$pgb" ] || { echo "FAIL: pgbouncer not found (Debian: pgbouncer)"; return 1; }
+  COORD_PGB_DIR=$(mktemp -d /tmp/pg_coord_pgb.XXXXXX)
+  COORD_PGB_DB=$db
+  chmod 755 "$COORD_PGB_DIR"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$COORD_PGB_DIR"
+  trap coord_pgbouncer_stop EXIT
+  psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" \
+       -c "CREATE DATABASE $db" >/dev/null
+  psql -qX -d "$db" -c "CREATE EXTENSION pg_coord" >/dev/null
+  cat >"$COORD_PGB_DIR/pgbouncer.ini" <<INI
+[databases]
+$db = host=$PGHOST port=$PGPORT dbname=$db user=${PGUSER:-postgres}
+[pgbouncer]
+listen_addr =
+listen_port = $port
+unix_socket_dir = $COORD_PGB_DIR
+auth_type = any
+pool_mode = transaction
+default_pool_size = 1
+max_client_conn = 50
+logfile = $COORD_PGB_DIR/pgbouncer.log
+pidfile = $COORD_PGB_DIR/pgbouncer.pid
+INI
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$COORD_PGB_DIR/pgbouncer.ini"
+  as_pg "$pgb" -d -q "$COORD_PGB_DIR/pgbouncer.ini"
+  for _ in $(seq 1 50); do [ -S "$COORD_PGB_DIR/.s.PGSQL.$port" ] && break; sleep 0.1; done
+  [ -S "$COORD_PGB_DIR/.s.PGSQL.$port" ] || {
+    cat "$COORD_PGB_DIR/pgbouncer.log"; echo "FAIL: pgbouncer did not start"; return 1; }
+  PGB_HOST=$COORD_PGB_DIR PGB_PORT=$port "${PYTHON:-/usr/bin/python3}" "$script"
+}
+
+coord_pgbouncer_stop() {
+  [ -f "$COORD_PGB_DIR/pgbouncer.pid" ] && kill "$(cat "$COORD_PGB_DIR/pgbouncer.pid")" 2>/dev/null || true
+  sleep 0.2
+  psql -qX -d postgres -c "DROP DATABASE IF EXISTS $COORD_PGB_DB WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$COORD_PGB_DIR"
+}
