@@ -14,7 +14,8 @@
  *
  * What survives an abort.  Session locks do, so the ones a call takes
  * before it fails (timeout, cancel, deadlock) are recorded as in flight and
- * released by the (sub)transaction abort callback.  A hold taken by a
+ * released by the (sub)transaction abort callback, and so is the one it was
+ * waiting for when the error came just as the lock manager granted it.  A hold taken by a
  * (sub)transaction that aborts is released; a hold let go by one is kept;
  * a hold let go by a transaction that commits is released after the commit.
  * Transaction locks go with their transaction, and the cap's count forgets
@@ -73,6 +74,16 @@ static LOCKMODE *inflight_modes = NULL;
 static int	n_inflight = 0;
 static int	inflight_cap = 0;
 
+/*
+ * The session lock a call is waiting for, if it did not hold it before.
+ * An error that ends the wait (lock_timeout, statement_timeout, cancel) may
+ * come just as the lock is granted: LockErrorCleanup then keeps the grant,
+ * and a session lock outlives the (sub)transaction.  The abort callback lets
+ * go of it, so a call that fails holds none of its locks.
+ */
+static LOCKTAG awaited_tag;
+static LOCKMODE awaited_mode = NoLock;
+
 /* Room for n more in-flight locks, made before any of them is taken. */
 static void
 InflightReserve(int n)
@@ -98,6 +109,17 @@ InflightReserve(int n)
 static void
 ReleaseInflight(void)
 {
+	if (awaited_mode != NoLock)
+	{
+		LOCKMODE	mode = awaited_mode;
+
+		awaited_mode = NoLock;
+		if (CoordLockHeldByMe(&awaited_tag, mode))
+		{
+			LockRelease(&awaited_tag, mode, true);
+			CoordLockReleased(&awaited_tag, mode);
+		}
+	}
 	while (n_inflight > 0)
 	{
 		n_inflight--;
@@ -462,6 +484,26 @@ NoteInflight(const LOCKTAG *tag, LOCKMODE mode)
 }
 
 /*
+ * WaitingLockAcquire is LockAcquire for a call that may wait, noting a
+ * session lock it did not hold before as awaited while it waits (see
+ * awaited_tag).
+ */
+static LockAcquireResult
+WaitingLockAcquire(const LOCKTAG *tag, LOCKMODE mode, bool session, bool dontWait)
+{
+	LockAcquireResult r;
+
+	if (session && !dontWait && !CoordLockHeldByMe(tag, mode))
+	{
+		awaited_tag = *tag;
+		awaited_mode = mode;
+	}
+	r = LockAcquire(tag, mode, session, dontWait);
+	awaited_mode = NoLock;
+	return r;
+}
+
+/*
  * CoordReleaseTags releases tags[0 .. n) in reverse order.
  */
 void
@@ -517,11 +559,11 @@ AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 				snprintf(buf, sizeof(buf), "%d", (int) left_ms);
 				(void) set_config_option("lock_timeout", buf, PGC_USERSET, PGC_S_SESSION,
 										 GUC_ACTION_SAVE, true, 0, false);
-				r = LockAcquire(&tags[i], modes[i], session, false);
+				r = WaitingLockAcquire(&tags[i], modes[i], session, false);
 				AtEOXact_GUC(true, nest);
 			}
 			else
-				r = LockAcquire(&tags[i], modes[i], session, false);
+				r = WaitingLockAcquire(&tags[i], modes[i], session, false);
 			CoordLockCounted(&tags[i], r, session);
 			if (session)
 				NoteInflight(&tags[i], modes[i]);
@@ -591,7 +633,7 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 	{
 		for (i = 0; i < n; i++)
 		{
-			LockAcquireResult r = LockAcquire(&tags[i], modes[i], session, timeout_us == 0);
+			LockAcquireResult r = WaitingLockAcquire(&tags[i], modes[i], session, timeout_us == 0);
 
 			if (r == LOCKACQUIRE_NOT_AVAIL)
 			{

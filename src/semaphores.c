@@ -411,19 +411,13 @@ coord_acquire_permit(PG_FUNCTION_ARGS)
 		 * Wait for one permit in the lock manager for a moment (so that
 		 * pg_blocking_pids shows whom we wait for, and its release wakes us
 		 * at once), then look at all of them again; each turn waits on the
-		 * next.
+		 * next.  A permit granted just as the step's lock_timeout fired is
+		 * let go again by CoordAcquire (common_lock.c): a failed step holds
+		 * nothing, and the next TryPermits finds the permit free.
 		 */
 		PermitTag(&tag, skey, turn % permits);
-		if (CoordAcquire(&tag, &mode, 1, session, wait_us, false) ||
-			(session && CoordLockHeldByMe(&tag, ExclusiveLock)))
+		if (CoordAcquire(&tag, &mode, 1, session, wait_us, false))
 		{
-			/*
-			 * The second test: the permit was granted just as the step's
-			 * lock_timeout fired.  The lock manager then keeps the grant
-			 * (LockErrorCleanup), and a session lock outlives the step's
-			 * subtransaction: it is ours, as we held no permit of this
-			 * semaphore before.  (A transaction lock went with the step.)
-			 */
 			k = turn % permits;
 			break;
 		}
