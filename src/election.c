@@ -39,9 +39,14 @@
  * What wakes whom.  A candidate sleeps in the lock manager and is woken by
  * the release of the election lock: after the commit of the leader's
  * resign, or when the leader's session ends.  Observers get a NOTIFY on
- * "coord:leader:<election>" at the commit of every campaign won (payload:
- * the term) and every resign (payload empty).  A leader whose session ends
- * sends nothing; the next leader's campaign, when it commits, does.
+ * "coord:leader:<election>" at the commit of every transaction that changed
+ * this session's leadership of the election: one per election, describing
+ * the state at commit (payload: the term of a campaign won, empty after a
+ * resign).  The pre-commit callback decides from the holds as they stand
+ * then (savepoints settled), so a resign undone by a campaign in the same
+ * transaction, or a campaign rolled back to a savepoint, sends nothing.  A
+ * leader whose session ends sends nothing; the next leader's campaign, when
+ * it commits, does.
  *
  * Where it works.  campaign and resign refuse during recovery and in
  * read-only transactions (25006); leader refuses during recovery (a
@@ -57,6 +62,8 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
@@ -138,10 +145,79 @@ TermTag(LOCKTAG *tag, int64 term)
 	CoordSetTag(tag, (uint64) term, COORD_NS_TERM);
 }
 
-static void
-NotifyLeader(const char *name, const char *payload)
+/*
+ * The elections this transaction campaigned in or resigned from, for the
+ * pre-commit NOTIFY: whether this session led the election when the
+ * transaction first touched it, and the term of its latest campaign won.
+ * Lives in TopTransactionContext.
+ */
+typedef struct Touched
 {
-	Async_Notify(psprintf("%s%s", ELECTION_CHANNEL_PREFIX, name), payload);
+	char		name[ELECTION_NAME_MAX + 1];	/* hash key: must be first */
+	bool		led_before;
+	int64		term;
+} Touched;
+
+static HTAB *touched = NULL;
+static bool touched_callback = false;
+
+static void
+ElectionXactCallback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS status;
+	Touched    *t;
+
+	if (event == XACT_EVENT_PRE_COMMIT && touched != NULL)
+	{
+		hash_seq_init(&status, touched);
+		while ((t = hash_seq_search(&status)) != NULL)
+		{
+			CoordHoldStatus now = CoordHoldState(ElectionHoldKey(t->name));
+			const char *payload = NULL;
+
+			if (now == HOLD_ACTIVE && !t->led_before)
+				payload = psprintf(INT64_FORMAT, t->term);
+			else if (now == HOLD_RELEASING)
+				payload = "";
+			if (payload != NULL)
+				Async_Notify(psprintf("%s%s", ELECTION_CHANNEL_PREFIX, t->name), payload);
+		}
+	}
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PREPARE ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT)
+		touched = NULL;			/* went with TopTransactionContext */
+}
+
+/* Notes that this transaction touches the election; its entry. */
+static Touched *
+Touch(const char *name, bool leading)
+{
+	Touched    *t;
+	bool		found;
+
+	if (!touched_callback)
+	{
+		RegisterXactCallback(ElectionXactCallback, NULL);
+		touched_callback = true;
+	}
+	if (touched == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = ELECTION_NAME_MAX + 1;
+		ctl.entrysize = sizeof(Touched);
+		ctl.hcxt = TopTransactionContext;
+		touched = hash_create("pg_coord elections touched", 16, &ctl,
+							  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	t = hash_search(touched, name, HASH_ENTER, &found);
+	if (!found)
+	{
+		t->led_before = leading;
+		t->term = 0;
+	}
+	return t;
 }
 
 static void
@@ -225,6 +301,7 @@ coord_campaign(PG_FUNCTION_ARGS)
 	LOCKMODE	mode = ExclusiveLock;
 	CoordUserSwitch sw;
 	int64		term;
+	Touched    *touch;
 
 	CoordNotInParallel(fcinfo);
 	name = ElectionArg(fcinfo, 0);
@@ -240,6 +317,7 @@ coord_campaign(PG_FUNCTION_ARGS)
 	ekey = ElectionHoldKey(name);
 	tkey = TermHoldKey(name);
 	held = CoordHoldState(ekey);
+	touch = Touch(name, held == HOLD_ACTIVE && CoordHoldState(tkey) == HOLD_ACTIVE);
 	if (held != HOLD_NONE && CoordHoldState(tkey) == held)
 	{
 		/* leading already (or resigned earlier in this transaction) */
@@ -295,7 +373,7 @@ coord_campaign(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not take the lock of term " INT64_FORMAT, term);
 	CoordHoldTaken(tkey, &ttag);
 
-	NotifyLeader(name, psprintf(INT64_FORMAT, term));
+	touch->term = term;			/* notified at commit if still leading */
 	PG_RETURN_INT64(term);
 }
 
@@ -319,6 +397,7 @@ coord_resign(PG_FUNCTION_ARGS)
 	if (CoordHoldState(ekey) != HOLD_ACTIVE || CoordHoldState(tkey) != HOLD_ACTIVE)
 		PG_RETURN_BOOL(false);
 	RequireWritable("resign");
+	(void) Touch(name, true);
 
 	CoordSpiBegin(&sw);
 	RunElectionPlan(&plan_resign,
@@ -331,7 +410,6 @@ coord_resign(PG_FUNCTION_ARGS)
 
 	CoordHoldRelease(ekey);
 	CoordHoldRelease(tkey);
-	NotifyLeader(name, "");
 	PG_RETURN_BOOL(true);
 }
 
