@@ -39,7 +39,11 @@
  * written by the permit's latest holder in the acquiring transaction.  The
  * lock table says who holds what; a label counts only where it names a live
  * holder of that very lock, so a stale one is harmless and is overwritten
- * by the permit's next holder.  No label is written in read-only
+ * by the permit's next holder.  coord.tick deletes the labels of backends
+ * that are gone (CoordSemaphoresTick), so labels of paths used once do not
+ * accumulate; a live backend's label is kept, as a session that writes its
+ * label once (coord.permit_since off) does not write it again.  No label is
+ * written in read-only
  * transactions or under REPEATABLE READ or SERIALIZABLE (whose snapshot may
  * not see the previous holder's row): the view shows such a holder
  * without its since.  A label that names another path with the same key is
@@ -55,9 +59,13 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "pgstat.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/array.h"
+#include "utils/backend_status.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
@@ -94,6 +102,8 @@ static HTAB *labels_written = NULL;
 static SPIPlanPtr plan_label = NULL;
 static SPIPlanPtr plan_label_update = NULL;
 static SPIPlanPtr plan_label_path = NULL;
+static SPIPlanPtr plan_labels = NULL;
+static SPIPlanPtr plan_labels_purge = NULL;
 
 PG_FUNCTION_INFO_V1(coord_acquire_permit);
 PG_FUNCTION_INFO_V1(coord_release_permit);
@@ -478,6 +488,106 @@ coord_release_permit(PG_FUNCTION_ARGS)
 			 errmsg("this session holds no session permit of semaphore \"%s\"", p.path),
 			 errdetail("A permit taken with xact => true is freed at the end of its transaction.")));
 	PG_RETURN_BOOL(false);
+}
+
+/* A live backend, for the tick's purge: pid and start. */
+typedef struct LiveBackend
+{
+	int			pid;			/* hash key: must be first */
+	TimestampTz started;
+} LiveBackend;
+
+/*
+ * CoordSemaphoresTick (coord.tick's share, inside its owner switch): deletes
+ * the labels whose backend (pid and start) is gone.  One read of backend
+ * status and one of the labels, one DELETE.  The DELETE names each label's
+ * dead backend again, so a label that a new holder rewrites meanwhile is
+ * kept (READ COMMITTED rechecks the row it waited for).  Returns how many
+ * labels it deleted.
+ */
+int64
+CoordSemaphoresTick(void)
+{
+	HTAB	   *live;
+	HASHCTL		ctl;
+	int			nbe;
+	int			b;
+	uint64		i,
+				n;
+	int			ndead = 0;
+	Datum	   *keys,
+			   *permits,
+			   *pids,
+			   *starts;
+	Datum		args[4];
+	Oid			argtypes[4] = {INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID};
+
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_labels,
+											 "SELECT key, permit, pid, backend_start FROM coord.permit_holders",
+											 0, NULL), NULL, NULL, false, 0),
+				  SPI_OK_SELECT, "reading permit labels");
+	n = SPI_processed;
+	if (n == 0)
+		return 0;
+
+	ctl.keysize = sizeof(int);
+	ctl.entrysize = sizeof(LiveBackend);
+	ctl.hcxt = CurrentMemoryContext;
+	live = hash_create("pg_coord live backends", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	pgstat_clear_snapshot();
+	nbe = pgstat_fetch_stat_numbackends();
+	for (b = 1; b <= nbe; b++)
+	{
+		LocalPgBackendStatus *local = CoordLocalBackendStatus(b);
+		LiveBackend *lb;
+
+		if (local == NULL)
+			continue;
+		lb = hash_search(live, &local->backendStatus.st_procpid, HASH_ENTER, NULL);
+		lb->started = local->backendStatus.st_proc_start_timestamp;
+	}
+
+	keys = palloc(sizeof(Datum) * n);
+	permits = palloc(sizeof(Datum) * n);
+	pids = palloc(sizeof(Datum) * n);
+	starts = palloc(sizeof(Datum) * n);
+	for (i = 0; i < n; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int			pid = DatumGetInt32(SPI_getbinval(row, desc, 3, &isnull));
+		TimestampTz started = DatumGetTimestampTz(SPI_getbinval(row, desc, 4, &isnull));
+		LiveBackend *lb;
+
+		CHECK_FOR_INTERRUPTS();
+		lb = hash_search(live, &pid, HASH_FIND, NULL);
+		if (lb != NULL && lb->started == started)
+			continue;
+		keys[ndead] = SPI_getbinval(row, desc, 1, &isnull);
+		permits[ndead] = SPI_getbinval(row, desc, 2, &isnull);
+		pids[ndead] = Int32GetDatum(pid);
+		starts[ndead] = TimestampTzGetDatum(started);
+		ndead++;
+	}
+	hash_destroy(live);
+	if (ndead == 0)
+		return 0;
+	args[0] = PointerGetDatum(construct_array(keys, ndead, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[1] = PointerGetDatum(construct_array(permits, ndead, INT4OID, 4, true, TYPALIGN_INT));
+	args[2] = PointerGetDatum(construct_array(pids, ndead, INT4OID, 4, true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_array(starts, ndead, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_labels_purge,
+											 "DELETE FROM coord.permit_holders AS h "
+											 "USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+											 "pg_catalog.unnest($3), pg_catalog.unnest($4)) AS d(key, permit, pid, backend_start) "
+											 "WHERE h.key OPERATOR(pg_catalog.=) d.key "
+											 "AND h.permit OPERATOR(pg_catalog.=) d.permit "
+											 "AND h.pid OPERATOR(pg_catalog.=) d.pid "
+											 "AND h.backend_start OPERATOR(pg_catalog.=) d.backend_start",
+											 4, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging permit labels");
+	return (int64) SPI_processed;
 }
 
 /* coord.permit_status(gate boolean): permit locks (or gate locks) held and awaited */

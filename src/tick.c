@@ -8,7 +8,9 @@
  * piece is idempotent on its own as well.  This is the one file that knows
  * every concern with work to do in time, on purpose: the schedules'
  * repairs, then the queue's (lost leases, history retention), then the
- * apps' runs, timeouts and repairs, in that order and in one transaction.
+ * apps' runs, timeouts and repairs, in that order and in one transaction;
+ * then housekeeping that nobody waits for and that is not counted in the
+ * result: the labels of semaphore holders that are gone.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -24,6 +26,7 @@
 #include "apps.h"
 #include "jobs.h"
 #include "schedules.h"
+#include "semaphores.h"
 
 static SPIPlanPtr plan_tick_state = NULL;
 
@@ -65,6 +68,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordSchedulesTick(now);
 	done += CoordJobsTick(now);
 	done += CoordAppsTick(now);
+	(void) CoordSemaphoresTick();
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
 											 "UPDATE coord.tick_state SET last_tick_at = $1, "

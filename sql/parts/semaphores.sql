@@ -5,8 +5,8 @@
 
 -- Labels of permits: who took each one last, with what size, since when.
 -- The lock table says who holds a permit; a label counts only while it
--- names a live holder of that permit (coord.semaphores), so it needs no
--- cleaning and is not logged.
+-- names a live holder of that permit (coord.semaphores), so it is not
+-- logged; coord.tick deletes the labels of backends that are gone.
 CREATE UNLOGGED TABLE coord.permit_holders (
     key           bigint NOT NULL,
     permit        integer NOT NULL,

@@ -5,7 +5,7 @@
 \pset tuples_only true
 SET client_min_messages = error;
 BEGIN;
-SELECT plan(52);
+SELECT plan(56);
 
 -- The contract's functions, view and privileges.
 SELECT function_returns('coord', 'acquire_permit', ARRAY['text', 'integer', 'interval', 'boolean'], 'integer');
@@ -95,6 +95,20 @@ INSERT INTO coord.permit_holders (key, permit, path, permits, pid, backend_start
 VALUES (coord.path_key('/tap/col') & -65536, 0, '/tap/elsewhere', 1, 0, now(), now());
 SELECT throws_ok($$SELECT coord.acquire_permit('/tap/col', 1)$$, '23505',
                  'semaphore path "/tap/col" collides with semaphore path "/tap/elsewhere"', 'collision refused');
+
+-- coord.tick purges the labels of backends that are gone (a dead pid, or a
+-- live pid with another start: reused), and keeps a live backend's, held or not.
+DELETE FROM coord.permit_holders WHERE path = '/tap/elsewhere';
+SELECT is(coord.acquire_permit('/tap/purge-live', 1), 0, 'a permit of a live session');
+SELECT ok(coord.release_permit('/tap/purge-live'), 'let go at commit: its label stays a live backend''s');
+INSERT INTO coord.permit_holders (key, permit, path, permits, pid, backend_start, since)
+VALUES (coord.path_key('/tap/purge-dead') & -65536, 0, '/tap/purge-dead', 1, 0, now(), now()),
+       (coord.path_key('/tap/purge-reused') & -65536, 0, '/tap/purge-reused', 1,
+        pg_backend_pid(), '2001-01-01Z', now());
+SELECT lives_ok($$SELECT coord.tick(now())$$, 'tick');
+SELECT is((SELECT array_agg(path ORDER BY path) FROM coord.permit_holders
+            WHERE path LIKE '/tap/purge-%'),
+          ARRAY['/tap/purge-live'], 'the tick deleted the labels of gone backends only');
 
 SELECT * FROM finish();
 ROLLBACK;
