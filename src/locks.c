@@ -42,7 +42,10 @@
  * Names.  coord.lock_names maps each key to its path, written the first time
  * any session locks the path, so coord.locks shows readable paths and a
  * second path with the same key is refused instead of silently sharing a
- * lock.  Each backend caches the names it has checked; registration never
+ * lock.  Each backend caches the names it has checked, and forgets them on
+ * a relcache invalidation of coord.lock_names, which coord.purge_lock_names
+ * sends when it deletes rows (so no backend goes on trusting a purged name:
+ * it registers the name again at its next use).  Registration never
  * waits on another registrar that is still running (it takes a per-key
  * try-lock first; only a waiter whose registrar's transaction has ended
  * waits for it to let go of the key) and is skipped in read-only
@@ -57,6 +60,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -64,6 +68,8 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "common.h"
@@ -119,6 +125,15 @@ static MemoryContext names_cxt = NULL;
 static HTAB *known_names = NULL;
 static bool names_inserted_in_xact = false;
 
+/*
+ * coord.lock_names, resolved when a name is first remembered; a relcache
+ * invalidation of it (or of every relation) marks the cache stale, and the
+ * next registration forgets it.  The callback only sets the flag: it may
+ * run inside a registration's SPI call.
+ */
+static Oid	lock_names_relid = InvalidOid;
+static bool names_stale = false;
+
 static SPIPlanPtr plan_names_select = NULL;
 static SPIPlanPtr plan_names_insert = NULL;
 static SPIPlanPtr plan_fence = NULL;
@@ -156,6 +171,29 @@ ForgetNames(void)
 		MemoryContextReset(names_cxt);
 		known_names = NULL;
 	}
+}
+
+static void
+NamesRelcacheInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || (OidIsValid(lock_names_relid) && relid == lock_names_relid))
+	{
+		names_stale = true;
+		lock_names_relid = InvalidOid;
+	}
+}
+
+static Oid
+LockNamesRelid(void)
+{
+	if (!OidIsValid(lock_names_relid))
+	{
+		lock_names_relid = get_relname_relid("lock_names",
+											 get_namespace_oid(COORD_SCHEMA, false));
+		if (!OidIsValid(lock_names_relid))
+			elog(ERROR, "coord.lock_names does not exist");
+	}
+	return lock_names_relid;
 }
 
 static void
@@ -201,6 +239,7 @@ CoordLocksInit(void)
 							 NULL, NULL, NULL);
 	RegisterXactCallback(LocksXactCallback, NULL);
 	RegisterSubXactCallback(LocksSubXactCallback, NULL);
+	CacheRegisterRelcacheCallback(NamesRelcacheInval, (Datum) 0);
 }
 
 /* ---------- the name registry ---------- */
@@ -223,6 +262,7 @@ RememberName(uint64 key, const char *path, int len)
 	NameEntry  *e;
 	bool		found;
 
+	(void) LockNamesRelid();	/* for NamesRelcacheInval */
 	CoordLocalHashIn(&known_names, CoordCacheContext(&names_cxt, "pg_coord lock names"),
 					 "pg_coord lock names", sizeof(uint64), sizeof(NameEntry), HASH_BLOBS);
 	e = hash_search(known_names, &key, HASH_ENTER, &found);
@@ -353,6 +393,12 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 				j;
 	CoordUserSwitch sw;
 
+	if (names_stale)
+	{
+		/* purged elsewhere (or every relation invalidated): check them again */
+		ForgetNames();
+		names_stale = false;
+	}
 	for (i = 0; i < npaths; i++)
 	{
 		CoordPath  *p = paths[i];
@@ -1025,6 +1071,8 @@ coord_lock_status(PG_FUNCTION_ARGS)
  * coord.purge_lock_names(): deletes the registry rows of paths no session
  * holds or awaits now.  A C function so that it runs through the owner
  * switch: coord_admin, to whom it is granted, has no rights on the table.
+ * When it deletes rows, every backend's cache of checked names is forgotten
+ * once this transaction commits (a relcache invalidation of the table).
  */
 Datum
 coord_purge_lock_names(PG_FUNCTION_ARGS)
@@ -1042,6 +1090,8 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 											 0, NULL), NULL, NULL, false, 0),
 				  SPI_OK_DELETE, "purging lock names");
 	n = (int64) SPI_processed;
+	if (n > 0)
+		CacheInvalidateRelcacheByRelid(LockNamesRelid());
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(n);
 }
