@@ -13,15 +13,11 @@ import time
 
 import psycopg2
 
+from crash_common import connect, scratch_db
+
 DB = "coord_crash_lock_timeout"
 PATH = "/race/sub/leaf"
 ROUNDS = 150
-
-
-def connect(db=DB, app="race"):
-    conn = psycopg2.connect(dbname=db, application_name=app)
-    conn.autocommit = True
-    return conn
 
 
 def leftovers(cur, pid):
@@ -106,23 +102,18 @@ def round_(kind, holder, waiter, mon, wpid):
 
 
 def main():
-    admin = connect("postgres")
-    admin.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
-    admin.cursor().execute(f"CREATE DATABASE {DB}")
-    mon = connect(app="race-mon")
-    mon.cursor().execute("CREATE EXTENSION pg_coord")
-    holder = connect(app="race-holder")
-    waiter = connect(app="race-waiter")
-    wc = waiter.cursor()
-    wc.execute("SELECT pg_backend_pid()")
-    wpid = wc.fetchone()[0]
-    summary = []
-    for kind in ("timeout", "cancel", "lock_all", "campaign"):
-        got = sum(1 for _ in range(ROUNDS) if round_(kind, holder, waiter, mon, wpid))
-        summary.append(f"{kind}: {got}/{ROUNDS} granted")
-    for c in (holder, waiter, mon):
-        c.close()
-    admin.cursor().execute(f"DROP DATABASE {DB}")
+    with scratch_db(DB) as mon:
+        holder = connect(DB, app="race-holder")
+        waiter = connect(DB, app="race-waiter")
+        wc = waiter.cursor()
+        wc.execute("SELECT pg_backend_pid()")
+        wpid = wc.fetchone()[0]
+        summary = []
+        for kind in ("timeout", "cancel", "lock_all", "campaign"):
+            got = sum(1 for _ in range(ROUNDS) if round_(kind, holder, waiter, mon, wpid))
+            summary.append(f"{kind}: {got}/{ROUNDS} granted")
+        holder.close()
+        waiter.close()
     print("no lock left after a failed wait; " + ", ".join(summary))
 
 
