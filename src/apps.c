@@ -711,8 +711,10 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 {
 	int			i;
 	UpstreamState r = UPSTREAM_DONE;
+	int64		budget;
+
 	/* conf is as read from the table: short, compressed or out of line */
-	int64		budget = COORD_PAYLOAD_MAX_BYTES - (int64) toast_raw_datum_size(d->conf);
+	budget = COORD_PAYLOAD_MAX_BYTES - (int64) toast_raw_datum_size(d->conf);
 
 	for (i = 0; i < d->ndeps; i++)
 	{
