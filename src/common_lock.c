@@ -114,11 +114,9 @@ ReleaseInflight(void)
 		LOCKMODE	mode = awaited_mode;
 
 		awaited_mode = NoLock;
+		/* never counted (CoordLockCounted): the grant came with the error */
 		if (CoordLockHeldByMe(&awaited_tag, mode))
-		{
 			LockRelease(&awaited_tag, mode, true);
-			CoordLockReleased(&awaited_tag, mode);
-		}
 	}
 	while (n_inflight > 0)
 	{
