@@ -34,6 +34,12 @@
  * range: the segments split into contiguous slices in member-name order,
  * each of its member's quota.
  *
+ * rendezvous (PART_RENDEZVOUS, no SQL name yet): the same preference with
+ * no quotas, each segment to its lowest score: a join moves only what the
+ * newcomer takes and a leave only the leaver's segments, but the shares
+ * are binomial (at 1024 segments a 10% share is 102 +- 10 segments, one
+ * sigma).  The other side of the trade, for a caller that wants it.
+ *
  * Same answer everywhere.  The hash is our own (FNV-1a over the name, a
  * splitmix64 finaliser with the segment), not the server's; -log2 is
  * integer arithmetic (a table built with integer squarings), not libm;
@@ -427,6 +433,30 @@ assign_sticky(const PartMember *members, int nmembers, int segments, int32_t * o
 }
 
 static void
+assign_rendezvous(const PartMember *members, int nmembers, int segments, int32_t * owner)
+{
+	uint64_t	nh[PART_MAX_MEMBERS];
+	uint64_t	invq[PART_MAX_MEMBERS];
+	int			all[PART_MAX_MEMBERS];
+	uint64_t	score;
+
+	if (!log2_ready)
+		log2_init();
+	fixed_inverses(members, nmembers, invq);
+	for (int i = 0; i < nmembers; i++)
+	{
+		nh[i] = name_hash(members[i].name, members[i].len);
+		all[i] = 1;
+	}
+	for (int s = 0; s < segments; s++)
+	{
+		if ((s & 255) == 255)
+			ASSIGN_INTERRUPTS();
+		owner[s] = best_member(nh, invq, all, nmembers, mix64((uint64_t) (uint32_t) s), &score);
+	}
+}
+
+static void
 assign_range(const PartMember *members, int nmembers, int segments, int32_t * owner)
 {
 	int			quota[PART_MAX_MEMBERS];
@@ -457,6 +487,8 @@ part_assign(const PartMember *members, int nmembers, int segments,
 	}
 	if (assignor == PART_RANGE)
 		assign_range(members, nmembers, segments, owner);
+	else if (assignor == PART_RENDEZVOUS)
+		assign_rendezvous(members, nmembers, segments, owner);
 	else
 	{
 		size_t		size = (sizeof(uint64_t) + sizeof(int32_t)) * (size_t) segments;

@@ -284,6 +284,88 @@ sticky_properties(int seed, int n, int segments)
 	}
 }
 
+/* plain rendezvous: exact movement, shares only measured */
+static double rv_worst_share = 0;
+static int	rv_joins = 0,
+			rv_joins_within_11 = 0,
+			rv_sets = 0,
+			rv_sets_within = 0;
+
+static void
+rendezvous_properties(int seed, int n, int segments)
+{
+	TestGroup	g;
+	int			cnt[MAXM];
+	double		tw;
+	PartMember	more[MAXM];
+	PartMember	fewer[MAXM];
+	int			nfewer = 0;
+	char		newname[16];
+	double		newweight;
+	int			moved = 0,
+				newcnt = 0,
+				wrong = 0;
+	bool		within = true;
+
+	rng_state = UINT64_C(0x5851f42d4c957f2d) + (uint64_t) seed * 7919 + (uint64_t) n * 104729;
+	make_group(&g, n);
+	tw = total_weight(g.m, n);
+	check(part_assign(g.m, n, segments, PART_RENDEZVOUS, own_a), "rendezvous accepts valid input", seed, n);
+	check(owners_ok(own_a, segments, n, cnt), "rendezvous: every segment exactly one owner", seed, n);
+	for (int i = 0; i < n; i++)
+	{
+		double		fair = segments * g.m[i].weight / tw;
+		double		r = fabs(cnt[i] - fair) / fmax(0.05 * fair, 1.0);
+
+		if (r > rv_worst_share)
+			rv_worst_share = r;
+		within &= r <= 1;
+	}
+	rv_sets++;
+	rv_sets_within += within;
+
+	memcpy(more, g.m, sizeof(PartMember) * n);
+	do
+		snprintf(newname, sizeof(newname), "n%llx", (unsigned long long) (rng() % 100000));
+	while (find(g.m, n, newname) >= 0);
+	newweight = rnd_weight();
+	more[n].name = newname;
+	more[n].len = strlen(newname);
+	more[n].weight = newweight;
+	qsort(more, n + 1, sizeof(PartMember), cmp_member);
+	check(part_assign(more, n + 1, segments, PART_RENDEZVOUS, own_b), "rendezvous join accepted", seed, n);
+	for (int s = 0; s < segments; s++)
+	{
+		bool		to_new = strcmp(more[own_b[s]].name, newname) == 0;
+
+		if (strcmp(g.m[own_a[s]].name, more[own_b[s]].name) != 0)
+		{
+			moved++;
+			wrong += !to_new;
+		}
+		newcnt += to_new;
+	}
+	check(wrong == 0 && moved == newcnt, "rendezvous join: only the newcomer's segments moved", seed, n);
+	rv_joins++;
+	rv_joins_within_11 += moved <= 1.1 * (segments * newweight / (tw + newweight)) + 1;
+
+	if (n >= 2)
+	{
+		int			leaver = (int) (rng() % (uint64_t) n);
+
+		for (int i = 0; i < n; i++)
+			if (i != leaver)
+				fewer[nfewer++] = g.m[i];
+		check(part_assign(fewer, nfewer, segments, PART_RENDEZVOUS, own_b), "rendezvous leave accepted", seed, n);
+		wrong = 0;
+		for (int s = 0; s < segments; s++)
+			if (own_a[s] != leaver && strcmp(g.m[own_a[s]].name, fewer[own_b[s]].name) != 0)
+				wrong++;
+		check(wrong == 0, "rendezvous leave: only the leaver's segments moved", seed, n);
+	}
+}
+
+
 static void
 range_properties(int seed, int n, int segments)
 {
@@ -471,6 +553,8 @@ main(void)
 			range_properties(seed, n, 1024);
 			if (seed <= 4)
 				range_properties(seed, n, 7);
+			if (seed <= 10)
+				rendezvous_properties(seed, n, 1024);
 		}
 	for (int n = 1; n <= 50; n += 7)
 	{
@@ -488,6 +572,9 @@ main(void)
 	printf("sticky, all sizes: worst join moved %.2fx the newcomer's fair share; "
 		   "worst beyond the minimum: join %d, leave %d segments\n",
 		   worst_join_ratio, worst_join_extra, worst_leave_extra);
+	printf("rendezvous, 1024 segments: worst share error %.2f of max(5%% of fair, 1); "
+		   "%d of %d member sets all within it; %d of %d joins within 1.1x the newcomer's fair share + 1\n",
+		   rv_worst_share, rv_sets_within, rv_sets, rv_joins_within_11, rv_joins);
 	check((double) join_moved <= 1.3 * (double) join_min, "joins at 1024 moved at most 1.3x the minimum in all", 0, 0);
 	check((double) leave_moved <= 1.3 * (double) leave_min, "leaves at 1024 moved at most 1.3x the minimum in all", 0, 0);
 	printf("%d checks, %d failed\n", checks, failures);
