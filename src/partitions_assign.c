@@ -4,29 +4,73 @@
  *
  * Every session computes the assignment alone, from the live members it
  * reads (no leader), so it must be a deterministic function of the
- * members' names and weights:
- *	- sticky: weighted rendezvous hashing.  Segment s goes to the member
- *	  with the smallest -ln(u(m, s)) / weight(m), u a uniform draw in (0, 1)
- *	  from a fixed 64-bit hash of (name, s).  That minimum is an exponential
- *	  race, so a member wins a segment with probability weight / total
- *	  weight; a member's score does not depend on the others, so a join
- *	  moves only the segments the newcomer wins and a leave only the
- *	  leaver's.  Shares are binomial around the weight share (at 1024
- *	  segments a share p deviates by about sqrt(p (1 - p) / 1024)).
- *	- range: the segments split into contiguous slices in member-name
- *	  order, each sized by weight (largest remainder, so they sum up).
+ * members' names and weights.
  *
- * The hash is our own (FNV-1a over the name, a splitmix64 finaliser with
- * the segment), not the server's: a group's assignment must not change
- * with the platform's byte order or the PostgreSQL major.  The scores use
- * log(); every session of one server runs the same libm, which is all
- * "computes alike" needs.  Cost: segments x members hashes and logs, once
- * per membership change (the caller caches it); both are bounded
- * (PART_MAX_*).
+ * Quotas (both assignors).  Member i's fair share is f_i = S w_i / W (S
+ * segments, W the total weight); it gets a quota of floor(f_i) or
+ * ceil(f_i) segments by largest remainder (ties to the first name), so
+ * |count_i - f_i| < 1 for every member: within max(5% of f_i, 1 segment),
+ * the bound README.md states and test/parts checks.
  *
- * Pure: no catalog, no allocation, no error.
+ * sticky: weighted rendezvous preference, bounded by the quotas.  Member i
+ * scores segment s with E(i, s) / w_i, E = -log2(u), u a uniform draw from
+ * a fixed 64-bit hash of (name, s): the lowest score is an exponential race
+ * that i wins with probability w_i / W, and i's score does not depend on
+ * the others.  The pairs are taken in increasing score order (a heap of
+ * each segment's best member that still has quota left); a pair whose
+ * member is full is skipped and its segment goes to its next member with
+ * quota left.  That is the one stable assignment of segments to quotas (no
+ * segment and member both prefer each other to what they got), so most
+ * segments stay with their rendezvous winner, and a join or leave moves the
+ * newcomer's or leaver's segments plus the short chains that the changed
+ * quotas set off.  No rule of this kind can do with no chain at all: a
+ * function of the membership alone that never moves a segment the leaver
+ * did not own is a fixed preference order per segment (Sen's property
+ * alpha), and no such orders keep every member set within bounds (a
+ * Ramsey argument; hashed orders give binomial shares) (test/parts
+ * measures the chains: at 1024 segments joins and leaves move 1.25x the
+ * minimum in all, with 40-50 members up to twice; at 65536 segments 1.03x).
+ *
+ * range: the segments split into contiguous slices in member-name order,
+ * each of its member's quota.
+ *
+ * rendezvous (PART_RENDEZVOUS, no SQL name yet): the same preference with
+ * no quotas, each segment to its lowest score: a join moves only what the
+ * newcomer takes and a leave only the leaver's segments, but the shares
+ * are binomial (at 1024 segments a 10% share is 102 +- 10 segments, one
+ * sigma).  The other side of the trade, for a caller that wants it.
+ *
+ * Same answer everywhere.  The hash is our own (FNV-1a over the name, a
+ * splitmix64 finaliser with the segment), not the server's; -log2 is
+ * integer arithmetic (a table built with integer squarings), not libm;
+ * scores and quotas are 64-bit integers.  The one floating-point step is
+ * each weight divided by the largest (or the reverse) and scaled by a power
+ * of two, which IEEE rounds alike on every platform; ties break by segment
+ * and member index.
+ *
+ * Cost.  segments x members hashes, once per membership change (the
+ * caller caches the result); a score whose cheap lower bound cannot beat
+ * the best so far skips the log.  A segment whose best member is full is
+ * scored again against the members with quota left.  1000 members x 65536
+ * segments take about 0.2 s; members x segments above
+ * COORD_ASSIGN_MAX_WORK is an ERROR (54000) in the backend.
+ * CHECK_FOR_INTERRUPTS every 256 segments and at every re-score.
+ *
+ * Pure: no catalog; work memory of 12 bytes a segment (palloc in the
+ * backend, freed before returning, also on error; malloc in the standalone
+ * harness, built with -DCOORD_ASSIGN_STANDALONE).
  *-------------------------------------------------------------------------
  */
+#ifndef COORD_ASSIGN_STANDALONE
+#include "postgres.h"
+
+#include "miscadmin.h"
+#define ASSIGN_INTERRUPTS()	CHECK_FOR_INTERRUPTS()
+#else
+#include <stdlib.h>
+#define ASSIGN_INTERRUPTS()	((void) 0)
+#endif
+
 #include "partitions_assign.h"
 
 #include <math.h>
@@ -66,6 +110,79 @@ part_hash(const char *name, size_t len, int segment)
 	return combine(name_hash(name, len), mix64((uint64_t) (uint32_t) segment));
 }
 
+/*
+ * -log2 in integers.  log2_tab[k] = log2(1 + k / 2^LOG_BITS) in units of
+ * 2^-32, computed once by the bit-at-a-time squaring method (no libm), so
+ * every platform builds the same table.
+ */
+#define LOG_BITS	12
+#define LOG_FRAC	32
+static uint32_t log2_tab[1 << LOG_BITS];
+static bool log2_ready = false;
+
+/* log2(m / 2^31) in units of 2^-32, for 2^31 <= m < 2^32 */
+static uint32_t
+log2_frac_slow(uint64_t m)
+{
+	uint32_t	r = 0;
+
+	for (int bit = LOG_FRAC - 1; bit >= 0; bit--)
+	{
+		m = (m * m) >> 31;		/* m < 2^32 here, so m * m fits */
+		if (m >= (UINT64_C(1) << 32))
+		{
+			r |= UINT32_C(1) << bit;
+			m >>= 1;
+		}
+	}
+	return r;
+}
+
+static void
+log2_init(void)
+{
+	for (int k = 0; k < (1 << LOG_BITS); k++)
+	{
+		/* 1 + k / 2^LOG_BITS as m / 2^31 */
+		uint64_t	m = (UINT64_C(1) << 31) + ((uint64_t) k << (31 - LOG_BITS));
+
+		log2_tab[k] = log2_frac_slow(m);
+	}
+	log2_ready = true;
+}
+
+/*
+ * E = -log2(u) for u = (x + 1/2) / 2^64, in units of 2^-32 (< 2^39): the
+ * exponential draw of a rendezvous score, up to the constant ln 2.
+ */
+static uint64_t
+neg_log2(uint64_t x)
+{
+	int			lz = 0;
+	uint64_t	m;
+	uint64_t	idx,
+				rest,
+				lo,
+				hi,
+				frac;
+
+	x |= 1;						/* never 0: log of u > 0 */
+	m = x;
+	while (!(m & (UINT64_C(1) << 63)))
+	{
+		m <<= 1;
+		lz++;
+	}
+	/* x = 2^(63 - lz) * (1 + t), t = the 63 bits below the top one */
+	idx = (m >> (63 - LOG_BITS)) & ((UINT64_C(1) << LOG_BITS) - 1);
+	rest = (m >> (63 - LOG_BITS - 20)) & ((UINT64_C(1) << 20) - 1);
+	lo = log2_tab[idx];
+	hi = idx + 1 == (UINT64_C(1) << LOG_BITS) ? (UINT64_C(1) << LOG_FRAC) : log2_tab[idx + 1];
+	frac = lo + (((hi - lo) * rest) >> 20);
+	/* -log2(u) = 64 - (63 - lz) - frac = 1 + lz - frac */
+	return ((uint64_t) (1 + lz) << LOG_FRAC) - frac;
+}
+
 static bool
 valid(const PartMember *members, int nmembers, int segments)
 {
@@ -82,88 +199,272 @@ valid(const PartMember *members, int nmembers, int segments)
 	return true;
 }
 
-static void
-assign_sticky(const PartMember *members, int nmembers, int segments, int32_t * owner)
+/* remainder order: larger first, then the first name */
+static const uint64_t *cmp_rem;
+
+static int
+cmp_remainder(const void *a, const void *b)
 {
-	uint64_t	nh[PART_MAX_MEMBERS];
-	double		inv[PART_MAX_MEMBERS];
+	int			i = *(const int *) a;
+	int			j = *(const int *) b;
+
+	if (cmp_rem[i] != cmp_rem[j])
+		return cmp_rem[i] > cmp_rem[j] ? -1 : 1;
+	return i < j ? -1 : (i > j ? 1 : 0);
+}
+
+/*
+ * Weights as integers: w_i / w_max in units of 2^-32 (at least 1), the one
+ * floating-point step (a correctly rounded division, exact scaling).
+ */
+static void
+fixed_weights(const PartMember *members, int nmembers, uint64_t *wq)
+{
+	double		wmax = 0;
+
+	for (int i = 0; i < nmembers; i++)
+		if (members[i].weight > wmax)
+			wmax = members[i].weight;
+	for (int i = 0; i < nmembers; i++)
+	{
+		double		r = members[i].weight / wmax * 4294967296.0;
+
+		wq[i] = r < 1 ? 1 : (uint64_t) r;
+	}
+}
+
+/*
+ * quota[i]: floor or ceil of segments * w_i / W, summing to segments
+ * (largest remainder), in integers: segments * wq < 2^48 and W < 2^42.
+ */
+void
+part_quotas(const PartMember *members, int nmembers, int segments, int *quota)
+{
+	uint64_t	wq[PART_MAX_MEMBERS];
+	uint64_t	rem[PART_MAX_MEMBERS];
+	int			order[PART_MAX_MEMBERS];
+	uint64_t	total = 0;
+	int			given = 0;
+
+	fixed_weights(members, nmembers, wq);
+	for (int i = 0; i < nmembers; i++)
+		total += wq[i];
+	for (int i = 0; i < nmembers; i++)
+	{
+		uint64_t	num = (uint64_t) segments * wq[i];
+
+		quota[i] = (int) (num / total);
+		rem[i] = num % total;
+		given += quota[i];
+		order[i] = i;
+	}
+	/* the floors leave fewer than nmembers segments over */
+	cmp_rem = rem;
+	qsort(order, nmembers, sizeof(int), cmp_remainder);
+	for (int k = 0; given < segments; k++)
+	{
+		quota[order[k]]++;
+		given++;
+	}
+}
+
+/*
+ * Scores in integers: E in units of 2^-24 (< 2^31) times the member's
+ * inverse weight w_max / w_i in units of 2^-16, capped at 2^16 (< 2^33), so
+ * a product stays below 2^64.  The cap only flattens the preferences of
+ * members lighter than 1/65536 of the heaviest; quotas stay exact.
+ */
+#define INV_CAP		(UINT64_C(1) << 32)
+
+static void
+fixed_inverses(const PartMember *members, int nmembers, uint64_t *invq)
+{
+	double		wmax = 0;
+
+	for (int i = 0; i < nmembers; i++)
+		if (members[i].weight > wmax)
+			wmax = members[i].weight;
+	for (int i = 0; i < nmembers; i++)
+	{
+		double		r = wmax / members[i].weight * 65536.0;
+
+		invq[i] = r >= (double) INV_CAP ? INV_CAP : (uint64_t) r;
+	}
+}
+
+/*
+ * The member with quota left that scores segment s lowest (ties: the first
+ * name).  A lower bound skips the log: -log2(u) >= (1 - u) / ln 2, and
+ * 369/256 < 1 / ln 2; 1 - u is the hash's distance from 2^64.  The bound is
+ * below the computed E (whose table interpolation only errs upwards), so a
+ * skipped member could not have won.
+ */
+static int32_t
+best_member(const uint64_t *nh, const uint64_t *invq, const int *left, int nmembers,
+			uint64_t sh, uint64_t *best_score)
+{
+	int32_t		best = -1;
+	uint64_t	bs = 0;
 
 	for (int i = 0; i < nmembers; i++)
 	{
+		uint64_t	h;
+		uint64_t	sc;
+
+		if (left[i] <= 0)
+			continue;
+		h = combine(nh[i], sh);
+		if (best >= 0 && ((((~h) >> 40) * 369) >> 8) * invq[i] >= bs)
+			continue;
+		sc = (neg_log2(h) >> 8) * invq[i];
+		if (best < 0 || sc < bs)
+		{
+			best = i;
+			bs = sc;
+		}
+	}
+	*best_score = bs;
+	return best;
+}
+
+/* a min-heap of (score, segment) */
+typedef struct AssignHeap
+{
+	uint64_t   *key;
+	int32_t    *seg;
+	int			n;
+} AssignHeap;
+
+static inline bool
+heap_less(const AssignHeap *h, int a, int b)
+{
+	return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && h->seg[a] < h->seg[b]);
+}
+
+static void
+heap_swap(AssignHeap *h, int a, int b)
+{
+	uint64_t	k = h->key[a];
+	int32_t		s = h->seg[a];
+
+	h->key[a] = h->key[b];
+	h->seg[a] = h->seg[b];
+	h->key[b] = k;
+	h->seg[b] = s;
+}
+
+static void
+heap_down(AssignHeap *h, int i)
+{
+	for (;;)
+	{
+		int			l = 2 * i + 1;
+		int			m = i;
+
+		if (l < h->n && heap_less(h, l, m))
+			m = l;
+		if (l + 1 < h->n && heap_less(h, l + 1, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		heap_swap(h, i, m);
+		i = m;
+	}
+}
+
+static void
+assign_sticky(const PartMember *members, int nmembers, int segments, int32_t * owner,
+			  char *mem)
+{
+	uint64_t	nh[PART_MAX_MEMBERS];
+	uint64_t	invq[PART_MAX_MEMBERS];
+	int			left[PART_MAX_MEMBERS];
+	AssignHeap	heap;
+
+	if (!log2_ready)
+		log2_init();
+	part_quotas(members, nmembers, segments, left);
+	fixed_inverses(members, nmembers, invq);
+	for (int i = 0; i < nmembers; i++)
 		nh[i] = name_hash(members[i].name, members[i].len);
-		inv[i] = 1.0 / members[i].weight;
+
+	heap.key = (uint64_t *) mem;
+	heap.seg = (int32_t *) (mem + sizeof(uint64_t) * (size_t) segments);
+	heap.n = segments;
+
+	/* each segment's best member; owner[] holds it until it is final */
+	for (int s = 0; s < segments; s++)
+	{
+		if ((s & 255) == 255)
+			ASSIGN_INTERRUPTS();
+		owner[s] = best_member(nh, invq, left, nmembers,
+							   mix64((uint64_t) (uint32_t) s), &heap.key[s]);
+		heap.seg[s] = s;
+	}
+	for (int i = segments / 2 - 1; i >= 0; i--)
+		heap_down(&heap, i);
+
+	/*
+	 * Lowest score first: the segment goes to its member if that one has
+	 * quota left, else it is scored again against those that do.  The quotas
+	 * sum to segments, so someone always has quota left.
+	 */
+	while (heap.n > 0)
+	{
+		int32_t		s = heap.seg[0];
+		int32_t		m = owner[s];
+
+		if (left[m] > 0)
+		{
+			left[m]--;
+			heap.n--;
+			if (heap.n > 0)
+			{
+				heap_swap(&heap, 0, heap.n);
+				heap_down(&heap, 0);
+			}
+			continue;
+		}
+		ASSIGN_INTERRUPTS();
+		owner[s] = best_member(nh, invq, left, nmembers,
+							   mix64((uint64_t) (uint32_t) s), &heap.key[0]);
+		heap_down(&heap, 0);
+	}
+}
+
+static void
+assign_rendezvous(const PartMember *members, int nmembers, int segments, int32_t * owner)
+{
+	uint64_t	nh[PART_MAX_MEMBERS];
+	uint64_t	invq[PART_MAX_MEMBERS];
+	int			all[PART_MAX_MEMBERS];
+	uint64_t	score;
+
+	if (!log2_ready)
+		log2_init();
+	fixed_inverses(members, nmembers, invq);
+	for (int i = 0; i < nmembers; i++)
+	{
+		nh[i] = name_hash(members[i].name, members[i].len);
+		all[i] = 1;
 	}
 	for (int s = 0; s < segments; s++)
 	{
-		uint64_t	sh = mix64((uint64_t) (uint32_t) s);
-		int32_t		best = 0;
-		double		best_score = 0;
-
-		for (int i = 0; i < nmembers; i++)
-		{
-			/* 53 bits, centred: u is never 0 nor 1 */
-			double		u = ((double) (combine(nh[i], sh) >> 11) + 0.5) / 9007199254740992.0;
-			double		score = -log(u) * inv[i];
-
-			/* ties (never in practice) go to the first name */
-			if (i == 0 || score < best_score)
-			{
-				best = i;
-				best_score = score;
-			}
-		}
-		owner[s] = best;
+		if ((s & 255) == 255)
+			ASSIGN_INTERRUPTS();
+		owner[s] = best_member(nh, invq, all, nmembers, mix64((uint64_t) (uint32_t) s), &score);
 	}
 }
 
 static void
 assign_range(const PartMember *members, int nmembers, int segments, int32_t * owner)
 {
-	int			count[PART_MAX_MEMBERS];
-	double		frac[PART_MAX_MEMBERS];
-	double		total = 0;
-	int			given = 0;
+	int			quota[PART_MAX_MEMBERS];
 	int			s = 0;
 
+	part_quotas(members, nmembers, segments, quota);
 	for (int i = 0; i < nmembers; i++)
-		total += members[i].weight;
-	for (int i = 0; i < nmembers; i++)
-	{
-		double		exact = (double) segments * (members[i].weight / total);
-		double		whole = floor(exact);
-
-		if (whole > segments)
-			whole = segments;
-		count[i] = (int) whole;
-		frac[i] = exact - whole;
-		given += count[i];
-	}
-	if (given > segments)
-	{
-		/* rounding could only overshoot by a hair: take it back from the end */
-		for (int i = nmembers - 1; i >= 0 && given > segments; i--)
-			while (count[i] > 0 && given > segments)
-			{
-				count[i]--;
-				given--;
-			}
-	}
-	/* largest remainder; among equal remainders the first name */
-	while (given < segments)
-	{
-		int			best = -1;
-
-		for (int i = 0; i < nmembers; i++)
-			if (frac[i] >= 0 && (best < 0 || frac[i] > frac[best]))
-				best = i;
-		if (best < 0)
-			best = 0;			/* every remainder used: can't happen */
-		count[best]++;
-		frac[best] = -1;
-		given++;
-	}
-	for (int i = 0; i < nmembers; i++)
-		for (int k = 0; k < count[i]; k++)
+		for (int k = 0; k < quota[i]; k++)
 			owner[s++] = i;
 }
 
@@ -173,9 +474,46 @@ part_assign(const PartMember *members, int nmembers, int segments,
 {
 	if (!valid(members, nmembers, segments))
 		return false;
+	if ((int64_t) nmembers * segments > COORD_ASSIGN_MAX_WORK)
+	{
+#ifndef COORD_ASSIGN_STANDALONE
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("partition group too large to assign: %d members of %d segments",
+						nmembers, segments),
+				 errdetail("Members times segments may be at most %d.", COORD_ASSIGN_MAX_WORK)));
+#endif
+		return false;
+	}
 	if (assignor == PART_RANGE)
 		assign_range(members, nmembers, segments, owner);
+	else if (assignor == PART_RENDEZVOUS)
+		assign_rendezvous(members, nmembers, segments, owner);
 	else
-		assign_sticky(members, nmembers, segments, owner);
+	{
+		size_t		size = (sizeof(uint64_t) + sizeof(int32_t)) * (size_t) segments;
+
+#ifndef COORD_ASSIGN_STANDALONE
+		/* the caller's context may be long-lived: free even on cancel */
+		char	   *mem = palloc(size);
+
+		PG_TRY();
+		{
+			assign_sticky(members, nmembers, segments, owner, mem);
+		}
+		PG_FINALLY();
+		{
+			pfree(mem);
+		}
+		PG_END_TRY();
+#else
+		char	   *mem = malloc(size);
+
+		if (mem == NULL)
+			abort();
+		assign_sticky(members, nmembers, segments, owner, mem);
+		free(mem);
+#endif
+	}
 	return true;
 }

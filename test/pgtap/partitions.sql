@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(78);
+SELECT plan(99);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -151,6 +151,138 @@ SELECT pg_advisory_unlock_all();
 SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: owns nothing at its next call');
 SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/lost'), 0::bigint,
           'lost lock: its member row is gone');
+
+-- ==== property tests of the assignment (test/parts has thousands more) ====
+-- Members in sessions of their own (dblink), synced with coord.owned until
+-- nothing moves; then: every segment exactly one owner, every count within
+-- max(5% of its fair share segments * weight / total, 1 segment), a join
+-- gives the newcomer its share and moves at most 2 sqrt(segments) segments
+-- beyond it, a leave moves all the leaver's segments and at most as many
+-- beyond them, and range slices are contiguous, in name order, of floor or
+-- ceiling of the fair share.
+CREATE EXTENSION IF NOT EXISTS dblink;
+CREATE TEMP TABLE prop_members (grp text, conn text, weight real, PRIMARY KEY (grp, conn));
+CREATE TEMP TABLE prop_owned (grp text, conn text, segs integer[], PRIMARY KEY (grp, conn));
+CREATE TEMP TABLE prop_before (grp text, conn text, segs integer[]);
+
+-- the group's name for this run: stale groups of earlier runs stay apart
+CREATE FUNCTION pg_temp.g(base text) RETURNS text LANGUAGE sql AS $f$
+  SELECT 'tap/' || base || '-' || pg_backend_pid()
+$f$;
+
+CREATE FUNCTION pg_temp.add(base text, conn text, weight real, segments integer, assignor text)
+RETURNS integer LANGUAGE plpgsql AS $f$
+DECLARE
+  n integer;
+BEGIN
+  PERFORM dblink_connect(conn, format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+                                      split_part(current_setting('unix_socket_directories'), ',', 1)));
+  SELECT t.n INTO n FROM dblink(conn, format('SELECT cardinality(coord.join(%L, %L, %s::real, ''{}'', %s, %L))',
+                                           pg_temp.g(base), conn, weight, segments, assignor)) AS t(n integer);
+  INSERT INTO prop_members VALUES (base, conn, weight);
+  RETURN n;
+END
+$f$;
+
+-- rounds of coord.owned in every member's session until a round changes nothing
+CREATE FUNCTION pg_temp.sync(base text) RETURNS integer LANGUAGE plpgsql AS $f$
+DECLARE
+  r integer;
+  m record;
+  got integer[];
+  changed boolean;
+BEGIN
+  FOR r IN 1 .. 20 LOOP
+    changed := false;
+    FOR m IN SELECT conn FROM prop_members WHERE grp = base ORDER BY conn LOOP
+      SELECT t.a INTO got FROM dblink(m.conn, format('SELECT coord.owned(%L)', pg_temp.g(base))) AS t(a integer[]);
+      IF NOT EXISTS (SELECT 1 FROM prop_owned o WHERE o.grp = base AND o.conn = m.conn AND o.segs = got) THEN
+        changed := true;
+        INSERT INTO prop_owned VALUES (base, m.conn, got)
+          ON CONFLICT (grp, conn) DO UPDATE SET segs = excluded.segs;
+      END IF;
+    END LOOP;
+    IF NOT changed THEN
+      RETURN r;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$f$;
+
+-- every segment 0 .. segments-1 exactly once among the members
+CREATE FUNCTION pg_temp.one_owner(base text, segments integer) RETURNS boolean LANGUAGE sql AS $f$
+  SELECT count(*) = segments AND count(DISTINCT s) = segments AND min(s) = 0 AND max(s) = segments - 1
+    FROM prop_owned o, unnest(o.segs) AS s
+   WHERE o.grp = base AND o.conn IN (SELECT conn FROM prop_members WHERE grp = base)
+$f$;
+
+-- the members whose count is off: beyond max(5% of fair, 1), or not within 1
+CREATE FUNCTION pg_temp.off_share(base text, segments integer) RETURNS bigint LANGUAGE sql AS $f$
+  WITH f AS (SELECT m.conn, cardinality(o.segs) AS n,
+                    segments * m.weight::float8 / sum(m.weight::float8) OVER () AS fair
+               FROM prop_members m JOIN prop_owned o USING (grp, conn) WHERE m.grp = base)
+  SELECT count(*) FROM f WHERE abs(n - fair) > greatest(0.05 * fair, 1) OR abs(n - fair) >= 1.0001
+$f$;
+
+-- segments whose owner differs from prop_before's, except those of one member
+CREATE FUNCTION pg_temp.moved(base text, except_conn text) RETURNS bigint LANGUAGE sql AS $f$
+  WITH b AS (SELECT conn, s FROM prop_before, unnest(segs) AS s WHERE grp = base),
+       a AS (SELECT conn, s FROM prop_owned, unnest(segs) AS s
+              WHERE grp = base AND conn IN (SELECT conn FROM prop_members WHERE grp = base))
+  SELECT count(*) FROM b JOIN a USING (s)
+   WHERE a.conn <> b.conn AND a.conn <> except_conn AND b.conn <> except_conn
+$f$;
+
+-- sticky: 8 members, weights 0.3 .. 9.9
+SELECT is((SELECT sum(pg_temp.add('prop', 'p' || i, w, 1024, 'sticky'))
+             FROM unnest(ARRAY[0.3, 1, 2.5, 4, 5.5, 7, 8.5, 9.9]::real[]) WITH ORDINALITY AS t(w, i)) > 0,
+          true, 'sticky: 8 members in their own sessions');
+SELECT ok(pg_temp.sync('prop') IS NOT NULL, 'sticky: the members settle');
+SELECT ok(pg_temp.one_owner('prop', 1024), 'sticky: every segment exactly one owner');
+SELECT is(pg_temp.off_share('prop', 1024), 0::bigint, 'sticky: every share within max(5% of fair, 1)');
+SELECT is((SELECT count(*) FROM coord.members c JOIN prop_members m ON c.member = m.conn
+             JOIN prop_owned o ON o.grp = m.grp AND o.conn = m.conn
+            WHERE c.partition_group = pg_temp.g('prop') AND m.grp = 'prop' AND c.alive
+              AND c.owned = cardinality(o.segs)
+              AND abs(c.target_share - m.weight::float8 / (SELECT sum(weight::float8) FROM prop_members WHERE grp = 'prop')) < 1e-9),
+          8::bigint, 'sticky: coord.members shows each member''s owned count and weight share');
+
+-- a join
+INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'prop';
+SELECT ok(pg_temp.add('prop', 'p9', 3, 1024, NULL) >= 0, 'sticky: a ninth member joins');
+SELECT ok(pg_temp.sync('prop') IS NOT NULL, 'sticky: the members settle after the join');
+SELECT ok(pg_temp.one_owner('prop', 1024), 'sticky join: every segment exactly one owner');
+SELECT is(pg_temp.off_share('prop', 1024), 0::bigint, 'sticky join: every share within max(5% of fair, 1), the newcomer''s too');
+SELECT cmp_ok(pg_temp.moved('prop', 'p9'), '<=', 64::bigint,
+              'sticky join: at most 2 sqrt(1024) segments move beyond the newcomer''s');
+
+-- a leave
+DELETE FROM prop_before;
+INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'prop';
+SELECT is((SELECT t.b FROM dblink('p3', format('SELECT coord.leave(%L)', pg_temp.g('prop'))) AS t(b boolean)),
+          true, 'sticky: a member leaves');
+SELECT dblink_disconnect('p3');
+DELETE FROM prop_members WHERE grp = 'prop' AND conn = 'p3';
+SELECT ok(pg_temp.sync('prop') IS NOT NULL, 'sticky: the members settle after the leave');
+SELECT ok(pg_temp.one_owner('prop', 1024), 'sticky leave: every segment exactly one owner, the leaver''s all taken');
+SELECT is(pg_temp.off_share('prop', 1024), 0::bigint, 'sticky leave: every share within max(5% of fair, 1)');
+SELECT cmp_ok(pg_temp.moved('prop', 'p3'), '<=', 64::bigint,
+              'sticky leave: at most 2 sqrt(1024) segments move beyond the leaver''s');
+
+-- range: 5 members, weights 1 .. 5 over 1000 segments
+SELECT is((SELECT sum(pg_temp.add('propr', 'r' || i, i, 1000, 'range')) FROM generate_series(1, 5) AS i) > 0,
+          true, 'range: 5 members in their own sessions');
+SELECT ok(pg_temp.sync('propr') IS NOT NULL, 'range: the members settle');
+SELECT ok(pg_temp.one_owner('propr', 1000), 'range: every segment exactly one owner');
+SELECT is(pg_temp.off_share('propr', 1000), 0::bigint, 'range: every slice floor or ceiling of its fair share');
+SELECT is((SELECT count(*) FROM prop_owned WHERE grp = 'propr'
+            AND segs[cardinality(segs)] - segs[1] + 1 = cardinality(segs)), 5::bigint, 'range: every slice contiguous');
+SELECT is((SELECT array_agg(conn ORDER BY segs[1]) FROM prop_owned WHERE grp = 'propr'),
+          ARRAY['r1', 'r2', 'r3', 'r4', 'r5'], 'range: slices in member-name order');
+
+SELECT dblink_disconnect(c) FROM unnest(dblink_get_connections()) AS c;
+-- ==== end of the property tests ====
 
 SELECT * FROM finish();
 ROLLBACK;
