@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(78);
+SELECT plan(94);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -145,12 +145,46 @@ SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 0, partition_group => 'tap
           'n = 0 asks the group nothing');
 
 -- a member whose lock went behind pg_coord's back (pg_advisory_unlock_all;
--- DISCARD ALL, a pooler's reset query, does the same) is no member any more
+-- DISCARD ALL, a pooler's reset query, does the same) is no member any more:
+-- its next call says so once (55000), then it is a non-member that owns
+-- nothing; coord.members shows its row as not alive
 SELECT is(cardinality(coord.join('tap/lost', 'x', segments => 8)), 8, 'lost lock: joined, owns all');
 SELECT pg_advisory_unlock_all();
-SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: owns nothing at its next call');
-SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/lost'), 0::bigint,
-          'lost lock: its member row is gone');
+SELECT throws_ok($$SELECT coord.owned('tap/lost')$$, '55000', 'this session lost its membership "x" of partition group "tap/lost"',
+                 'lost lock: the next call says the membership is lost');
+SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: then owns nothing');
+SELECT is(coord.segment_token('tap/lost', 0), NULL, 'lost lock: no token');
+SELECT is((SELECT alive FROM coord.members WHERE partition_group = 'tap/lost'), false,
+          'lost lock: coord.members shows it not alive');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/lost')$$, '55000', NULL,
+                 'lost lock: a group claim is refused');
+SELECT is(cardinality(coord.join('tap/lost', 'x')), 8, 'lost lock: joining again takes every segment back');
+SELECT ok(coord.segment_token('tap/lost', 0) > 0, 'lost lock: with a new token');
+SELECT ok(coord.leave('tap/lost'), 'lost lock: leave');
 
+-- the cap of members times segments (PART_MAX_MEMBER_SEGMENTS, 2^20)
+SELECT is(cardinality(coord.join('tap/big', 'a', segments => 65536)), 65536, 'a group of 65536 segments');
+SELECT is((SELECT count(*) FROM coord.partition_segments WHERE partition_group = 'tap/big'), 65536::bigint,
+          'a new group has a row per segment');
+SELECT ok(coord.leave('tap/big'), 'leave the big group');
+
+-- rows restored into another database name no live member here: a row
+-- naming a live backend that is not of this database (the checkpointer,
+-- whose pid and start coord.backend_alive accepts) is not alive, and its
+-- segment is taken
+SELECT is(cardinality(coord.join('tap/gh', 'me', segments => 2, assignor => 'range')), 2, 'ghost: a group of 2');
+SELECT ok(coord.leave('tap/gh'), 'ghost: leave');
+INSERT INTO coord.partition_members
+  SELECT 'tap/gh', 'ghost', 1, '{}', pid, backend_start, now() FROM pg_stat_activity WHERE backend_type = 'checkpointer';
+UPDATE coord.partition_segments AS s SET owner_pid = a.pid, owner_start = a.backend_start
+  FROM pg_stat_activity AS a WHERE a.backend_type = 'checkpointer' AND s.partition_group = 'tap/gh';
+SELECT ok((SELECT coord.backend_alive(pid, backend_start) FROM coord.partition_members WHERE member = 'ghost'),
+          'ghost: its backend is alive (in no database)');
+SELECT is((SELECT alive FROM coord.members WHERE partition_group = 'tap/gh' AND member = 'ghost'), false,
+          'ghost: coord.members shows it not alive');
+SELECT is(coord.join('tap/gh', 'me'), '{0,1}'::integer[], 'ghost: a new member takes its segments');
+SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/gh'), 1::bigint,
+          'ghost: its row is gone');
+SELECT ok(coord.leave('tap/gh'), 'ghost: leave');
 SELECT * FROM finish();
 ROLLBACK;
