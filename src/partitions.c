@@ -39,11 +39,14 @@
  *	- a taker sets itself as owner when the owner is NULL or no live member
  *	  (no member row of this group names it, or that member is not alive).
  *	  It first reads the rows, then row-locks FOR UPDATE SKIP LOCKED only
- *	  those it found free, each with the owner it saw, and updates those
- *	  whose owner is still that one (READ COMMITTED rechecks the latest
- *	  version under the row lock; REPEATABLE READ fails with 40001).  A row
- *	  another taker holds is skipped, not waited for: it is taken at a later
- *	  sync if it is still free then.
+ *	  those that looked free, and judges the owner of each locked (latest)
+ *	  version again: with member rows read after the lock (a committed
+ *	  take implies its taker's committed member row) and a probe of that
+ *	  member's lock now.  A member that has lost its lock cannot retake a
+ *	  row this transaction holds, so the judgment stays true until commit.
+ *	  A row another taker holds is skipped, not waited for: it is taken at
+ *	  a later sync if it is still free then.  REPEATABLE READ fails with
+ *	  40001 when a row changed after its snapshot.
  * A row names one owner at a time, and no one but its owner changes it
  * while that owner is a live member: two sessions never own a segment at
  * once.  An owner whose member row another session took over (its lock was
@@ -216,6 +219,7 @@ static SPIPlanPtr plan_live = NULL;
 static SPIPlanPtr plan_dead = NULL;
 static SPIPlanPtr plan_busy = NULL;
 static SPIPlanPtr plan_take = NULL;
+static SPIPlanPtr plan_lock_segments = NULL;
 static SPIPlanPtr plan_release = NULL;
 static SPIPlanPtr plan_release_all = NULL;
 static SPIPlanPtr plan_upsert = NULL;
@@ -743,6 +747,37 @@ SyncFast(PartState *st)
 }
 
 /*
+ * The group's member rows (name, pid, start), read now (in the caller's
+ * memory): a fresh snapshot in READ COMMITTED.
+ */
+static PartLive *
+ReadOwners(PartState *st, int *n)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+	PartLive   *rows;
+
+	args[0] = TextDatum(st->group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
+											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.partition_members");
+	rows = palloc(sizeof(PartLive) * (SPI_processed > 0 ? SPI_processed : 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		rows[i].name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		rows[i].weight = 0;
+		rows[i].pid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		rows[i].start = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull));
+	}
+	*n = (int) SPI_processed;
+	return rows;
+}
+
+/*
  * Is the owner (pid, start) of a segment row a live member of st, as the
  * rows read by this sync's ReadLive say?  A member row that is not live
  * (gone, or its lock let go) is not; an owner with no member row is no
@@ -845,18 +880,15 @@ Sync(PartState *st)
 	{
 		SPITupleTable *tt;
 		uint64		n;
-		Datum	   *pids;
-		Datum	   *starts;
-		bool	   *pnulls;
 		int			w = 0;
-		Oid			ttypes[6] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID};
-		Datum		targs[6];
-		int			dims[1];
-		int			lbs[1] = {1};
+		int32	   *got;
+		int			ngot = 0;
+		PartLive   *owners = NULL;	/* fresh member rows, read at most once */
+		int			nowners = -1;
 
 		/*
-		 * First a read: a taker row-locks only the segments it found free (no
-		 * owner, or one that is no live member), each with the owner it saw.
+		 * First a read: a taker row-locks only the segments it may take: no
+		 * owner, or one that was no live member at this sync's ReadLive.
 		 */
 		args[1] = PointerGetDatum(IntArray(take, ntake));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_busy,
@@ -868,9 +900,6 @@ Sync(PartState *st)
 					  SPI_OK_SELECT, "reading coord.partition_segments");
 		tt = SPI_tuptable;
 		n = SPI_processed;
-		pids = palloc(sizeof(Datum) * (n > 0 ? n : 1));
-		starts = palloc(sizeof(Datum) * (n > 0 ? n : 1));
-		pnulls = palloc(sizeof(bool) * (n > 0 ? n : 1));
 		for (uint64 i = 0; i < n; i++)
 		{
 			bool		isnull;
@@ -881,64 +910,87 @@ Sync(PartState *st)
 
 			if (s < 0 || s >= st->segments)
 				continue;
-			if (isnull || snull)
-			{
-				pids[w] = (Datum) 0;
-				starts[w] = (Datum) 0;
-				pnulls[w] = true;
-			}
-			else if ((pid == MyProcPid && start == MyStartTimestamp) || !OwnerAlive(st, pid, start))
-			{
-				pids[w] = Int32GetDatum(pid);
-				starts[w] = TimestampTzGetDatum(start);
-				pnulls[w] = false;
-			}
-			else
+			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp) &&
+				OwnerAlive(st, pid, start))
 				continue;		/* a live owner's: it lets go first */
 			take[w++] = s;
 		}
 		if (w < ntake)
 			settled = false;	/* some are still another's: take them later */
 		ntake = w;
-		if (ntake > 0)
+		if (ntake == 0)
 		{
-			/*
-			 * SKIP LOCKED: a row another taker has locked is not taken now
-			 * (no wait for that taker's transaction).  The owner must still
-			 * be the one this session saw free (READ COMMITTED rechecks the
-			 * latest version): two sessions never own a segment at once.
-			 */
-			dims[0] = ntake;
-			targs[0] = args[0];
-			targs[1] = PointerGetDatum(IntArray(take, ntake));
-			targs[2] = args[2];
-			targs[3] = args[3];
-			targs[4] = PointerGetDatum(construct_md_array(pids, pnulls, 1, dims, lbs, INT4OID,
-														  sizeof(int32), true, TYPALIGN_INT));
-			targs[5] = PointerGetDatum(construct_md_array(starts, pnulls, 1, dims, lbs, TIMESTAMPTZOID,
-														  sizeof(TimestampTz), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			st->settled = settled;
+			return;
+		}
+
+		/*
+		 * Then the row locks, SKIP LOCKED: a row another taker holds is not
+		 * taken now (no wait for that taker's transaction).  Under the row
+		 * lock the latest version's owner is judged again, with member rows
+		 * read after the lock (READ COMMITTED: a fresh snapshot, which sees
+		 * the member row of any owner whose take has committed) and a probe
+		 * of the owner's member lock now: no owner can come back and retake
+		 * a row this transaction holds, so two sessions never own a segment
+		 * at once.
+		 */
+		args[1] = PointerGetDatum(IntArray(take, ntake));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_segments,
+												 "SELECT segment, owner_pid, owner_start FROM coord.partition_segments "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+												 "ORDER BY segment FOR UPDATE SKIP LOCKED",
+												 2, types), args, NULL, false, 0),
+					  SPI_OK_SELECT, "locking coord.partition_segments");
+		tt = SPI_tuptable;
+		n = SPI_processed;
+		if (n < (uint64) ntake)
+			settled = false;
+		got = palloc(sizeof(int32) * (n > 0 ? n : 1));
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+			bool		snull;
+			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+			int32		pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+			TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
+			bool		alive = false;
+
+			if (s < 0 || s >= st->segments)
+				continue;
+			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp))
+			{
+				if (nowners < 0)
+				{
+					SPITupleTable *save = tt;
+
+					owners = ReadOwners(st, &nowners);
+					tt = save;
+				}
+				for (int k = 0; k < nowners && !alive; k++)
+					if (owners[k].pid == pid && owners[k].start == start)
+						alive = MemberAlive(st, owners[k].name, pid, start);
+			}
+			if (alive)
+				settled = false;	/* locked in vain: its owner lives */
+			else
+				got[ngot++] = s;
+		}
+		if (ngot > 0)
+		{
+			args[1] = PointerGetDatum(IntArray(got, ngot));
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
-													 "WITH c AS (SELECT s.segment FROM coord.partition_segments AS s "
-													 "JOIN ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($5), pg_catalog.unnest($6)) "
-													 "AS x(segment, pid, start) ON s.segment OPERATOR(pg_catalog.=) x.segment "
-													 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
-													 "AND ((s.owner_pid IS NULL AND x.pid IS NULL) "
-													 "OR (s.owner_pid OPERATOR(pg_catalog.=) x.pid "
-													 "AND s.owner_start OPERATOR(pg_catalog.=) x.start)) "
-													 "ORDER BY s.segment FOR UPDATE OF s SKIP LOCKED) "
-													 "UPDATE coord.partition_segments AS s "
+													 "UPDATE coord.partition_segments "
 													 "SET owner_pid = $3, owner_start = $4, "
 													 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
 													 "taken_at = pg_catalog.now() "
-													 "FROM c WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
-													 "AND s.segment OPERATOR(pg_catalog.=) c.segment "
-													 "RETURNING s.segment, s.token",
-													 6, ttypes), targs, NULL, false, 0),
+													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+													 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+													 "RETURNING segment, token",
+													 4, types), args, NULL, false, 0),
 						  SPI_OK_UPDATE_RETURNING, "taking segments");
 			tt = SPI_tuptable;
 			n = SPI_processed;
-			if (n < (uint64) ntake)
-				settled = false;
 			for (uint64 i = 0; i < n; i++)
 			{
 				bool		isnull;
