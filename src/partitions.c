@@ -222,6 +222,7 @@ static SPIPlanPtr plan_take = NULL;
 static SPIPlanPtr plan_lock_segments = NULL;
 static SPIPlanPtr plan_release = NULL;
 static SPIPlanPtr plan_release_all = NULL;
+static SPIPlanPtr plan_release_stale = NULL;
 static SPIPlanPtr plan_upsert = NULL;
 static SPIPlanPtr plan_delete_me = NULL;
 static SPIPlanPtr plan_unfinished = NULL;
@@ -340,47 +341,61 @@ static void
 ReadMine(PartState *st)
 {
 	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Oid			mtypes[4] = {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
+	Datum		margs[4];
 	bool		isnull;
+	TimestampTz joined_at = 0;
 
 	args[0] = TextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_me,
-											 "SELECT member FROM coord.partition_members "
+											 "SELECT member, joined_at FROM coord.partition_members "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND pid OPERATOR(pg_catalog.=) $2 "
 											 "AND backend_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 1),
+											 3, types), args, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.partition_members");
-	st->member = SPI_processed == 1;
-	if (st->member)
-	{
-		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), sizeof(st->me));
-		st->hk[0] = '\0';
 
-		/*
-		 * A row without the member lock (let go by DISCARD ALL or
-		 * pg_advisory_unlock_all): no member, and nothing its rows name is
-		 * ours any more; other sessions take it.
-		 */
-		if (!MemberLockHeld(st))
+	/*
+	 * Our member row is the one whose lock we hold: a row without it (let go
+	 * by DISCARD ALL or pg_advisory_unlock_all, perhaps under another name
+	 * since) is no membership, and what its rows name is not ours any more.
+	 */
+	st->member = false;
+	for (uint64 i = 0; i < SPI_processed && !st->member; i++)
+	{
+		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), sizeof(st->me));
+		st->hk[0] = '\0';
+		if (MemberLockHeld(st))
 		{
-			st->member = false;
-			st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
-			st->nowned = 0;
-			return;
+			st->member = true;
+			joined_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
 		}
+	}
+	if (!st->member)
+	{
+		st->me[0] = '\0';
+		st->hk[0] = '\0';
+		st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		return;
 	}
 
 	st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
 	st->nowned = 0;
+	margs[0] = args[0];
+	margs[1] = args[1];
+	margs[2] = args[2];
+	margs[3] = TimestampTzGetDatum(joined_at);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mine,
 											 "SELECT segment, token FROM coord.partition_segments "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 0),
+											 "AND owner_start OPERATOR(pg_catalog.=) $3 "
+											 "AND taken_at OPERATOR(pg_catalog.>=) $4",
+											 4, mtypes), margs, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.partition_segments");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -930,9 +945,9 @@ Sync(PartState *st)
 		 * lock the latest version's owner is judged again, with member rows
 		 * read after the lock (READ COMMITTED: a fresh snapshot, which sees
 		 * the member row of any owner whose take has committed) and a probe
-		 * of the owner's member lock now: no owner can come back and retake
-		 * a row this transaction holds, so two sessions never own a segment
-		 * at once.
+		 * of the owner's member lock now: no owner can come back and retake a
+		 * row this transaction holds, so two sessions never own a segment at
+		 * once.
 		 */
 		args[1] = PointerGetDatum(IntArray(take, ntake));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_segments,
@@ -983,7 +998,7 @@ Sync(PartState *st)
 													 "UPDATE coord.partition_segments "
 													 "SET owner_pid = $3, owner_start = $4, "
 													 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
-													 "taken_at = pg_catalog.now() "
+													 "taken_at = pg_catalog.clock_timestamp() "
 													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 													 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
 													 "RETURNING segment, token",
@@ -1173,6 +1188,7 @@ coord_join(PG_FUNCTION_ARGS)
 	LOCKMODE	mode = ExclusiveLock;
 	char	   *hk;
 	CoordHoldStatus held;
+	bool		fresh;
 	CoordUserSwitch sw;
 	ArrayType  *result;
 
@@ -1253,7 +1269,7 @@ coord_join(PG_FUNCTION_ARGS)
 						st->assignor == PART_RANGE ? "range" : "sticky", assignor),
 				 errdetail("A group's assignor is fixed at its first join."),
 				 errhint("Omit assignor, or pass NULL.")));
-	if (st->member && strcmp(st->me, member) != 0)
+	if (st->member && strcmp(st->me, member) != 0 && MemberLockHeld(st))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("this session is already member \"%s\" of partition group \"%s\"", st->me, group),
@@ -1266,6 +1282,20 @@ coord_join(PG_FUNCTION_ARGS)
 	 */
 	hk = MemberLock(group, member, &tag);
 	held = CoordHoldState(hk);
+	fresh = (held == HOLD_NONE);
+	if (held == HOLD_NONE && st->member)
+	{
+		/*
+		 * Our member lock went behind our back and no sync has noticed yet:
+		 * the others may have taken our segments.  Join afresh.
+		 */
+		memset(st->token, 0, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		st->member = false;
+		st->nlive = -1;
+		st->settled = false;
+		owned_version++;
+	}
 	if (held == HOLD_RELEASING)
 		CoordHoldKeep(hk);
 	else if (held == HOLD_NONE)
@@ -1312,8 +1342,8 @@ coord_join(PG_FUNCTION_ARGS)
 	}
 
 	{
-		Oid			types[6] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID};
-		Datum		args[6];
+		Oid			types[7] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
+		Datum		args[7];
 
 		args[0] = TextDatum(group);
 		args[1] = TextDatum(member);
@@ -1321,26 +1351,63 @@ coord_join(PG_FUNCTION_ARGS)
 		args[3] = JsonbPGetDatum(meta);
 		args[4] = Int32GetDatum(MyProcPid);
 		args[5] = TimestampTzGetDatum(MyStartTimestamp);
+		args[6] = BoolGetDatum(fresh);
+
+		/*
+		 * This session holds the name's lock now, so whoever the row names is
+		 * no live member: the row is ours.  A fresh membership starts a new
+		 * joined_at, on the clock: after an abort, ReadMine adopts only
+		 * segments taken since (never one an earlier, lost membership of this
+		 * session left, which a taker may be taking).
+		 */
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
 												 "INSERT INTO coord.partition_members AS m "
 												 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.now()) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
 												 "ON CONFLICT (partition_group, member) DO UPDATE "
 												 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
 												 "backend_start = excluded.backend_start, "
-												 "joined_at = CASE WHEN m.pid OPERATOR(pg_catalog.=) excluded.pid "
+												 "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
 												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
-												 "THEN m.joined_at ELSE excluded.joined_at END "
-												 "WHERE (m.pid OPERATOR(pg_catalog.=) excluded.pid "
-												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start) "
-												 "OR NOT coord.backend_alive(m.pid, m.backend_start)",
-												 6, types), args, NULL, false, 0),
+												 "THEN m.joined_at ELSE excluded.joined_at END",
+												 7, types), args, NULL, false, 0),
 					  SPI_OK_INSERT, "joining a partition group");
 		if (SPI_processed != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
 					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+	}
+	if (fresh)
+	{
+		Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+		Datum		args[3];
+
+		/*
+		 * A new membership owns nothing yet: rows an earlier, lost one of
+		 * this session left naming it are let go (the others count this
+		 * session alive again now, and would never take them).  Rows a taker
+		 * has locked are its own to take.
+		 */
+		args[0] = TextDatum(group);
+		args[1] = Int32GetDatum(MyProcPid);
+		args[2] = TimestampTzGetDatum(MyStartTimestamp);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,
+												 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
+												 "SELECT s.segment FROM coord.partition_segments AS s "
+												 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
+												 "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
+												 "FOR UPDATE SKIP LOCKED)) "
+												 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+												 "AND owner_start OPERATOR(pg_catalog.=) $3",
+												 3, types), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
+		memset(st->token, 0, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		owned_version++;
 	}
 	st->member = true;
 	strlcpy(st->me, member, sizeof(st->me));
@@ -1530,7 +1597,8 @@ coord_segment_token(PG_FUNCTION_ARGS)
 				 errmsg("segment must be between 0 and %d", st->segments - 1),
 				 errdetail("Partition group \"%s\" has %d segments; segment is %d.",
 						   group, st->segments, segment)));
-	if (st->token[segment] <= 0)
+	/* none is ours once our member lock went (DISCARD ALL, unlock_all) */
+	if (st->token[segment] <= 0 || !st->member || !MemberLockHeld(st))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(st->token[segment]);
 }

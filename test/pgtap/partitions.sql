@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(94);
+SELECT plan(100);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -161,6 +161,16 @@ SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/l
 SELECT is(cardinality(coord.join('tap/lost', 'x')), 8, 'lost lock: joining again takes every segment back');
 SELECT ok(coord.segment_token('tap/lost', 0) > 0, 'lost lock: with a new token');
 SELECT ok(coord.leave('tap/lost'), 'lost lock: leave');
+-- the same, joining again before any sync noticed: a fresh membership
+SELECT is(cardinality(coord.join('tap/lost2', 'y', segments => 8)), 8, 'lost lock, rejoin: joined');
+CREATE TEMP TABLE tok2 AS SELECT coord.segment_token('tap/lost2', 0) AS t;
+SELECT pg_advisory_unlock_all();
+SELECT is(coord.segment_token('tap/lost2', 0), NULL, 'lost lock, rejoin: no token once the lock is gone');
+SELECT is(cardinality(coord.join('tap/lost2', 'z')), 8, 'lost lock, rejoin: under another name, owns all again');
+SELECT ok(coord.segment_token('tap/lost2', 0) > (SELECT t FROM tok2), 'lost lock, rejoin: with a larger token');
+SELECT is((SELECT string_agg(member || ':' || alive, ',' ORDER BY member) FROM coord.members WHERE partition_group = 'tap/lost2'),
+          'z:true', 'lost lock, rejoin: the new name is alive, the old name''s row is gone (a dead member''s)');
+SELECT ok(coord.leave('tap/lost2'), 'lost lock, rejoin: leave');
 
 -- a new group has its segments' rows (takers only update them)
 SELECT is(cardinality(coord.join('tap/big', 'a', segments => 4096)), 4096, 'a group of 4096 segments');
