@@ -13,6 +13,8 @@
 #   coord: SELECT coord.complete(id, token) FROM coord.claim('q')
 #   worker: the same as a member of coord_worker (not the owner: a lease
 #          claim's completion then tests the claiming role)
+#   group: the coord side with partition_group, as the one member of a group
+#          (issue 16: at most 1.1x coord)
 #   raw:   WITH c AS (UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING id)
 #          DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id
 # Each side also runs 0 jobs (start-up and PREPARE only), which is
@@ -55,6 +57,7 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -w stop >/dev/null
 declare -A PREP=(
   [coord]="PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
   [worker]="SET ROLE cg_worker; PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
+  [group]="SELECT coord.join('g', 'm'); PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q', partition_group => 'g');"
   [raw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
 )
 # instructions of one single-user run of n jobs, on a fresh copy of the data
@@ -69,7 +72,7 @@ count() {
   sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$TMP/single.log"
 }
 printf '%-6s %14s %16s\n' side "jobs" "instructions/job"
-for side in coord worker raw; do
+for side in ${CALLGRIND_SIDES:-coord worker group raw}; do
   base=$(count "$side" 0)
   full=$(count "$side" "$JOBS")
   printf '%-6s %14s %16s\n' "$side" "$JOBS" "$(( (full - base) / JOBS ))"

@@ -21,6 +21,9 @@
 #             statement per pair, to isolate server-side cost
 #   semaphores  coord.acquire_permit/release_permit pairs against
 #             coord.lock/unlock pairs (issue 16: at most 1.5x)
+#   partitions  coord.owned against a lock-table read, and claim + complete
+#             with partition_group against a plain one (issue 16), by
+#             pgbench and per call in one session (bench/partitions.sql)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -69,6 +72,8 @@ mkdir -p "$OUT"
 declare -A COUNT_SQL=()
 # CONFIG_CLIENTS[config]: pgbench -c for that configuration (default BENCH_CLIENTS).
 declare -A CONFIG_CLIENTS=()
+# CONFIG_OPTS[config]: more pgbench options for that configuration (e.g. -D).
+declare -A CONFIG_OPTS=()
 
 # psql against the maintenance database, so our own reads never count in
 # coord_bench's statistics.
@@ -159,8 +164,9 @@ run_config() {
   case $script in *try*) before=$(xact_count) ;; esac
   [ -n "${COUNT_SQL[$config]:-}" ] && before=$(psql -qXAt -d "$BENCH_DB" -c "${COUNT_SQL[$config]}")
   t0=$(server_ticks)
+  # shellcheck disable=SC2086
   { time "$PGBENCH" -n -M prepared -c "$clients" -j "$BENCH_THREADS" -T "$BENCH_DURATION" \
-      -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1; } 2>"$log.time"
+      ${CONFIG_OPTS[$config]:-} -f "$BENCH_DIR/$script" "$BENCH_DB" >"$log" 2>&1; } 2>"$log.time"
   rc=$?
   wait_backends_gone
   t1=$(server_ticks)
@@ -846,6 +852,90 @@ idle (its last claim returned nothing), which is the case for every job here."
   write_block latency "$OUT/latency.md"
   cp "$OUT/latency.md" "$OUT/$STAMP/"
   cat "$OUT/latency.table.md"
+}
+
+PARTITIONS_SPEC='lockread|lock-table read: pg_try_advisory_lock + pg_advisory_unlock, 1 statement|distinct|-|call
+owned1|coord.owned, 1 member per group|own group|lockread|call|1.0
+owned1c|cardinality(coord.owned), 1 member per group|own group|lockread|call|1.0
+owned4|coord.owned, 4 members in one group|one group|lockread|call|1.0
+claim|coord.claim + coord.complete|one queue|-|call
+gclaim|coord.claim(partition_group) + coord.complete|one queue, own group|claim|call|0.909'
+
+# Issue 16: coord.owned with no membership change costs no more than a
+# lock-table read; a group claim at most 1.1x a plain claim.
+prerun_partitions() {
+  case $1 in
+    claim | gclaim) parts_fill ;;
+  esac
+}
+parts_fill() {
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<'SQL' || return 1
+DO $$
+DECLARE have bigint; i int;
+BEGIN
+  SELECT count(*) INTO have FROM coord.job WHERE queue = 'bq';
+  FOR i IN 1 .. ceil(greatest(60000 - have, 0) / 1000.0)::int LOOP
+    PERFORM count(*) FROM coord.enqueue_many('bq', array_fill(jsonb_build_object('i', i), ARRAY[1000]));
+  END LOOP;
+END
+$$;
+SQL
+  psql -qX -d "$BENCH_DB" -c "DELETE FROM coord.job_history" -c "VACUUM ANALYZE coord.job" \
+    -c "VACUUM ANALYZE coord.job_history" -c "CHECKPOINT" >/dev/null
+}
+
+bench_partitions() {
+  local load_start c pids=()
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== partitions: $((6 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  for c in owned1 owned1c owned4 gclaim; do CONFIG_OPTS[$c]="-D joined=0"; done
+  run_section partitions \
+    lockread:parts-lockread.sql \
+    owned1:parts-owned1.sql \
+    owned1c:parts-owned1c.sql \
+    owned4:parts-owned4.sql \
+    claim:parts-claim.sql \
+    gclaim:parts-gclaim.sql
+  summarize partitions "$PARTITIONS_SPEC" call "issue 16: coord.owned at most a lock-table read, a group claim at most 1.1× a plain claim" >/dev/null
+  # per call in one session, the server's work only: two more members of
+  # group bp3 live in background sessions for the 3-member figure
+  for c in 1 2; do
+    psql -qXAt -d "$BENCH_DB" -c "SELECT coord.join('bp3', 'other$c')" \
+      -c "DO \$\$ BEGIN FOR i IN 1 .. 60000 LOOP PERFORM coord.owned('bp3'); COMMIT; PERFORM pg_sleep(0.01); END LOOP; END \$\$" >/dev/null 2>&1 &
+    pids+=($!)
+  done
+  sleep 1
+  psql -qXA -F ' | ' -v ON_ERROR_STOP=1 -d "$BENCH_DB" -f "$BENCH_DIR/partitions.sql" >"$OUT/partitions.session.txt" 2>&1 || {
+    log "bench/partitions.sql failed"; cat "$OUT/partitions.session.txt" >&2; }
+  psql -qXAt -d "$BENCH_DB" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO \$\$ BEGIN FOR i IN 1 .. 60000 LOOP%' AND datname = '$BENCH_DB'" >/dev/null
+  for c in "${pids[@]}"; do wait "$c" 2>/dev/null; done
+  {
+    echo
+    echo 'Per call in one session (`psql -f bench/partitions.sql` in the same run: PL/pgSQL loops, median of 5 rounds of 2000 calls; the server'"'"'s work only, no round trip or output):'
+    echo
+    echo '```'
+    sed -n '/^what/,/rows)/p' "$OUT/partitions.session.txt"
+    echo '```'
+  } >>"$OUT/partitions.table.md"
+  section_block partitions "Partition groups: coord.owned and group claims, $BENCH_CLIENTS clients" \
+"Configurations: *lock-table read* = \`SELECT pg_try_advisory_lock(k) AND
+pg_advisory_unlock(k)\` (one statement, one round trip, one lock-manager lookup
+of a key: the baseline the issue names for \`coord.owned\`); *coord.owned, 1
+member* = \`SELECT coord.owned(g)\`, each client the only member of its own
+group of 1024 segments (so each answer is an array of 1024 integers, about
+5 kB of text); *cardinality(coord.owned)* = the same call with only the
+count sent back (the server's work of coord.owned without shipping its
+answer); *4 members* = every client a member of one group (each
+call also probes the 3 other members' locks); *claim* = \`coord.claim('bq')\`
+then \`coord.complete\` (two statements); *group claim* = the same with
+\`partition_group\`, each client the only member of its own group (it owns
+every segment: the same jobs, plus the group's sync).  Jobs: 60,000 queued
+before each claim run.  Measures as in the lock section: calls/s (script runs;
+a claim + complete is one) and CPU µs per call (server backends plus pgbench)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=partitions make bench" "$load_start"
+  write_block partitions "$OUT/partitions.md"
+  cp "$OUT/partitions.md" "$OUT/$STAMP/"
+  cat "$OUT/partitions.table.md"
 }
 
 # ---------------------------------------------------------------- main

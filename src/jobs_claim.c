@@ -895,7 +895,7 @@ typedef struct ClaimCall
 	int32		partitions;
 	bool		partitioned;
 	char	   *pgroup;			/* partition_group, or NULL */
-	int32	   *owned;			/* its segments this session owns */
+	bytea	   *owned;			/* its segments this session owns, a bit each */
 	int			nowned;
 	int32		segments;
 	uint64		owned_version;
@@ -980,16 +980,8 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	c->nulls[2] = c->nulls[3] = c->nulls[4] = ' ';
 	if (c->pgroup != NULL)
 	{
-		int			len = (c->segments + 7) / 8;
-		bytea	   *bits = palloc0(VARHDRSZ + len);
-		unsigned char *b = (unsigned char *) VARDATA(bits);
-
-		/* get_bit's order: bit n is bit n % 8 (from the right) of byte n / 8 */
-		SET_VARSIZE(bits, VARHDRSZ + len);
-		for (int i = 0; i < c->nowned; i++)
-			b[c->owned[i] / 8] |= (unsigned char) (1 << (c->owned[i] % 8));
 		c->args[3] = Int32GetDatum(c->segments);
-		c->args[10] = PointerGetDatum(bits);
+		c->args[10] = PointerGetDatum(c->owned);
 		c->nulls[10] = ' ';
 	}
 	c->args[9] = c->lease;

@@ -6,32 +6,60 @@
  *
  * Membership.  A member is a row of coord.partition_members naming its
  * backend (pid, backend start) plus a session lock on (group, member)
- * (namespace COORD_NS_MEMBER), taken without waiting at join: a second
- * session joining under a live member's name fails at once (23505).  A
- * member is alive while that backend is (CoordBackendAlive): a session that
- * ends for any reason (SIGKILL, terminate, network drop, restart) is gone at
- * once, with no cleanup of its own.  Rows of dead members are ignored and
- * deleted by the next session that reads the group.
+ * (namespace COORD_NS_MEMBER), taken at join (waiting at most
+ * PART_JOIN_PROBE_WAIT_US, to outlast other members' probes): a second
+ * session joining under a live member's name fails (23505).  A member is
+ * alive while its member lock is held in this database (MemberAlive: a
+ * conditional share probe of it, as coord.leader probes a term lock).  So a
+ * session that ends for any reason (SIGKILL, terminate, network drop,
+ * restart) is gone at once, with no cleanup of its own; so is one whose
+ * lock went while it lives (DISCARD ALL, pg_advisory_unlock_all), and rows
+ * restored into another database name no live member there.  Rows of dead
+ * members are ignored and deleted by the next session that reads the group.
+ * New members join one at a time (an update of the group's row, which the
+ * next joiner waits for, or fails to serialize with under REPEATABLE READ:
+ * 40001), so the caps PART_MAX_MEMBERS and PART_MAX_MEMBER_SEGMENTS are
+ * exact.  A group's first join also writes every segment's row, ownerless.
+ *
+ * A lost member lock.  Others count such a member gone and take its
+ * segments.  Its own next sync finds its hold gone (common_lock.c's holds
+ * notice a lock released behind their back), forgets every segment and its
+ * membership, and raises 55000 once; after that it is a non-member (owns
+ * nothing, group claims are 55000) until it joins again.  It never writes
+ * its rows then: the takers do, and its error would roll that back anyway.
  *
  * Ownership: rows, not locks.  A lock per owned segment would spend the
  * shared lock table (max_locks_per_transaction x max_connections slots for
  * the whole server, 6,400 by default) and the session cap
  * coord.max_locks_per_session (1000) on a group of 1024 segments alone.  So
  * a segment is owned by the session that coord.partition_segments names, for
- * as long as that backend is alive.  A row changes owner in two ways only:
+ * as long as that session is a live member.  A row changes owner in two
+ * ways only:
  *	- its owner lets it go (owner NULL), in its own transaction;
- *	- a taker sets itself as owner WHERE the owner is NULL or dead
- *	  (INSERT ... ON CONFLICT DO UPDATE ... WHERE: the row lock serialises
- *	  takers, and the WHERE is evaluated on the latest committed version).
+ *	- a taker sets itself as owner when the owner is NULL or no live member
+ *	  (no member row of this group names it, or that member is not alive).
+ *	  It first reads the rows, then row-locks FOR UPDATE SKIP LOCKED only
+ *	  those that looked free, and judges the owner of each locked (latest)
+ *	  version again: with member rows read after the lock (a committed
+ *	  take implies its taker's committed member row) and a probe of that
+ *	  member's lock now.  A member that has lost its lock cannot retake a
+ *	  row this transaction holds, so the judgment stays true until commit.
+ *	  A row another taker holds is skipped, not waited for: it is taken at
+ *	  a later sync if it is still free then.  REPEATABLE READ fails with
+ *	  40001 when a row changed after its snapshot.
  * A row names one owner at a time, and no one but its owner changes it
- * while that owner lives: two sessions never own a segment at once.  A
- * session's own view of what it owns is therefore exact, and is kept in
- * backend memory (forgotten at any (sub)transaction abort, when it is read
- * back from the rows).  Each acquisition takes the row's token from
- * coord.segment_token_seq: a fencing token that only grows per (group,
- * segment), durable and dumped, and never handed out twice, not even when
- * the acquisition that drew it rolls back (a row counter would be turned
- * back, and a zombie that used the number could no longer be told apart).
+ * while that owner is a live member: two sessions never own a segment at
+ * once.  An owner whose member row another session took over (its lock was
+ * lost, and a new session joined under its name) is no member, so its
+ * segments are free although its backend lives; it learns of that at its
+ * next sync, as above.  A session's own view of what it owns is therefore
+ * exact, and is kept in backend memory (forgotten at any (sub)transaction
+ * abort, when it is read back from the rows).  Each acquisition takes the
+ * row's token from coord.segment_token_seq: a fencing token that only grows
+ * per (group, segment), durable and dumped, and never handed out twice, not
+ * even when the acquisition that drew it rolls back (a row counter would be
+ * turned back, and a zombie that used the number could no longer be told
+ * apart).
  *
  * Handoff.  The target owner of each segment is partitions_assign.c's pure
  * function of the live members, which every session computes alike from the
@@ -40,16 +68,26 @@
  * coord.claim with partition_group, coord.join) and has no unfinished claim
  * from it; the new owner takes it at its next sync after that commits.
  *
- * Cost.  A sync with no membership change reads the group's member rows
- * (one index scan of a few rows), checks each member's backend, and writes
- * nothing unless a segment is to be taken or let go.
+ * Cost.  A sync that finds this session owning exactly its target segments,
+ * having read in READ COMMITTED, marks the group settled.  While it stays
+ * settled, a sync reads no row and starts no SPI (SyncFast): every change of
+ * the members' rows fires coord.partition_members' statement trigger, which
+ * invalidates the table's relcache entry at commit, and each backend counts
+ * those invalidations (members_gen); with none since the settled sync, the
+ * sync only probes each other live member's lock (one lock-manager lookup
+ * each) and checks its own hold.  The first death, lost lock, join or leave
+ * makes the next sync read the rows again.  A sync that is not settled (a
+ * segment still another's, or kept for an unfinished claim) reads the
+ * member rows and the target segments' rows.
  *
- * Lock order: the member lock (session, no wait), then rows of
- * coord.partition_members, then coord.partition_segments in segment order.
- * Nothing waits on anything but row locks held by transactions in flight.
- * What survives an abort: the member lock taken in the aborted transaction
- * is released (common_lock.c's holds); rows roll back, and this backend's
- * memory of the group is forgotten and read again.
+ * Lock order: the member lock (session), then the group's row (new
+ * members), then rows of coord.partition_members, then
+ * coord.partition_segments in segment order.  Nothing waits on anything but
+ * row locks held by transactions in flight (an owner letting go can wait
+ * for a taker that locked its row on a stale view, until that taker's
+ * transaction ends).  What survives an abort: the member lock taken in the
+ * aborted transaction is released (common_lock.c's holds); rows roll back,
+ * and this backend's memory of the group is forgotten and read again.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -57,14 +95,18 @@
 #include <math.h>
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -77,6 +119,8 @@ PG_FUNCTION_INFO_V1(coord_leave);
 PG_FUNCTION_INFO_V1(coord_owned);
 PG_FUNCTION_INFO_V1(coord_segment_of);
 PG_FUNCTION_INFO_V1(coord_segment_token);
+PG_FUNCTION_INFO_V1(coord_member_alive);
+PG_FUNCTION_INFO_V1(coord_partition_members_changed);
 
 /* a member's meta: a few labels, not a payload */
 #define PART_META_MAX	8192
@@ -96,6 +140,8 @@ typedef struct PartState
 {
 	char		group[COORD_NAME_MAX + 1];	/* hash key: must be first */
 	bool		exists;			/* the group's row was there */
+	TimestampTz created_at;		/* tells a group dropped and made again */
+	uint64		group_gen;		/* members_gen when the row was read */
 	int			segments;
 	PartAssignor assignor;
 	bool		member;			/* this session is a member */
@@ -108,6 +154,23 @@ typedef struct PartState
 	int			nowned;
 	ArrayType  *owned;			/* coord.owned's answer, or NULL: to build */
 	uint64		owned_at;		/* owned_version it was built at */
+	bytea	   *owned_bits;		/* the same, a bit per segment (claims) */
+	uint64		owned_bits_at;
+	char		hk[2 * COORD_NAME_MAX + 8]; /* the member lock's hold key, or
+											 * "" */
+	/* member rows read at the last sync that are not live (pid, start) */
+	int			ndead;
+	PartLive   *dead;
+
+	/*
+	 * Settled: at the last sync this session owned exactly its target
+	 * segments, read in a transaction of its own snapshots (READ COMMITTED),
+	 * at invalidation generation gen.  While that holds, no join or leave has
+	 * committed since (members_gen) and every other live member still holds
+	 * its member lock, a sync has nothing to do (the fast path).
+	 */
+	bool		settled;
+	uint64		gen;
 } PartState;
 
 /* A claim from a segment, unfinished while its job keeps its token. */
@@ -121,6 +184,13 @@ typedef struct PartClaim
 
 static MemoryContext parts_cxt = NULL;
 static HTAB *parts = NULL;
+
+/*
+ * Grows at every relcache invalidation of coord.partition_members, which
+ * coord.join and coord.leave send at their commit (and at any cache reset).
+ */
+static uint64 members_gen = 1;
+static Oid	members_relid = InvalidOid;
 
 /* grows whenever what this session owns may have changed (claim frontiers) */
 static uint64 owned_version = 1;
@@ -136,16 +206,23 @@ static int32 *OwnedList(PartState *st, int *n);
 static void LeaveGroup(PartState *st);
 static bool MemberLockHeld(PartState *st);
 static char *MemberLock(const char *group, const char *member, LOCKTAG *tag);
+static void MemberTag(const char *group, const char *member, LOCKTAG *tag);
+static void Sync(PartState *st);
 
 static SPIPlanPtr plan_group = NULL;
 static SPIPlanPtr plan_new_group = NULL;
+static SPIPlanPtr plan_new_segments = NULL;
+static SPIPlanPtr plan_lock_group = NULL;
 static SPIPlanPtr plan_me = NULL;
 static SPIPlanPtr plan_mine = NULL;
 static SPIPlanPtr plan_live = NULL;
 static SPIPlanPtr plan_dead = NULL;
 static SPIPlanPtr plan_busy = NULL;
 static SPIPlanPtr plan_take = NULL;
+static SPIPlanPtr plan_lock_segments = NULL;
 static SPIPlanPtr plan_release = NULL;
+static SPIPlanPtr plan_release_all = NULL;
+static SPIPlanPtr plan_release_stale = NULL;
 static SPIPlanPtr plan_upsert = NULL;
 static SPIPlanPtr plan_delete_me = NULL;
 static SPIPlanPtr plan_unfinished = NULL;
@@ -160,6 +237,40 @@ Forget(void)
 		MemoryContextReset(parts_cxt);
 	parts = NULL;
 	owned_version++;
+}
+
+static void
+MembersInval(Datum arg, Oid relid)
+{
+	if (relid == InvalidOid || relid == members_relid || members_relid == InvalidOid)
+		members_gen++;
+}
+
+/* coord.partition_members's oid (inside SPI, as the owner) */
+static Oid
+MembersRelid(void)
+{
+	if (!OidIsValid(members_relid))
+		members_relid = get_relname_relid("partition_members",
+										  get_namespace_oid(COORD_SCHEMA, false));
+	return members_relid;
+}
+
+/*
+ * The statement trigger of coord.partition_members (every join, leave,
+ * removal of a dead member's row, and any change by hand, cascades of a
+ * group's deletion too): at its commit, every backend reads the members
+ * again before it trusts its settled state.
+ */
+Datum
+coord_partition_members_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		elog(ERROR, "coord.partition_members_changed: not called as a trigger");
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	PG_RETURN_POINTER(NULL);
 }
 
 static void
@@ -181,6 +292,7 @@ CoordPartitionsInit(void)
 {
 	RegisterXactCallback(PartsXact, NULL);
 	RegisterSubXactCallback(PartsSubXact, NULL);
+	CacheRegisterRelcacheCallback(MembersInval, (Datum) 0);
 }
 
 static Datum
@@ -211,13 +323,14 @@ ReadGroup(PartState *st)
 
 	args[0] = TextDatum(st->group);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group,
-											 "SELECT segments, assignor FROM coord.partition_groups "
+											 "SELECT segments, assignor, created_at FROM coord.partition_groups "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
 											 1, types), args, NULL, false, 1),
 				  SPI_OK_SELECT, "reading coord.partition_groups");
 	st->exists = SPI_processed == 1;
 	if (!st->exists)
 		return;
+	st->created_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	st->segments = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	assignor = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	st->assignor = strcmp(assignor, "range") == 0 ? PART_RANGE : PART_STICKY;
@@ -228,31 +341,61 @@ static void
 ReadMine(PartState *st)
 {
 	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Oid			mtypes[4] = {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
+	Datum		margs[4];
 	bool		isnull;
+	TimestampTz joined_at = 0;
 
 	args[0] = TextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_me,
-											 "SELECT member FROM coord.partition_members "
+											 "SELECT member, joined_at FROM coord.partition_members "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND pid OPERATOR(pg_catalog.=) $2 "
 											 "AND backend_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 1),
+											 3, types), args, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.partition_members");
-	st->member = SPI_processed == 1;
-	if (st->member)
-		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), sizeof(st->me));
+
+	/*
+	 * Our member row is the one whose lock we hold: a row without it (let go
+	 * by DISCARD ALL or pg_advisory_unlock_all, perhaps under another name
+	 * since) is no membership, and what its rows name is not ours any more.
+	 */
+	st->member = false;
+	for (uint64 i = 0; i < SPI_processed && !st->member; i++)
+	{
+		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), sizeof(st->me));
+		st->hk[0] = '\0';
+		if (MemberLockHeld(st))
+		{
+			st->member = true;
+			joined_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		}
+	}
+	if (!st->member)
+	{
+		st->me[0] = '\0';
+		st->hk[0] = '\0';
+		st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		return;
+	}
 
 	st->token = MemoryContextAllocZero(parts_cxt, sizeof(int64) * st->segments);
 	st->nowned = 0;
+	margs[0] = args[0];
+	margs[1] = args[1];
+	margs[2] = args[2];
+	margs[3] = TimestampTzGetDatum(joined_at);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mine,
 											 "SELECT segment, token FROM coord.partition_segments "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 0),
+											 "AND owner_start OPERATOR(pg_catalog.=) $3 "
+											 "AND taken_at OPERATOR(pg_catalog.>=) $4",
+											 4, mtypes), margs, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.partition_segments");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -282,10 +425,36 @@ GetState(const char *group)
 					 sizeof(PartState), HASH_STRINGS);
 	st = hash_search(parts, group, HASH_FIND, NULL);
 	if (st != NULL)
-		return st;
+	{
+		PartState	now;
+
+		/*
+		 * A group deleted by hand cascades to its members, whose trigger
+		 * invalidates: then see whether it is still the group we know.
+		 */
+		AcceptInvalidationMessages();
+		if (st->group_gen == members_gen)
+			return st;
+		memset(&now, 0, sizeof(now));
+		strlcpy(now.group, group, sizeof(now.group));
+		now.group_gen = members_gen;
+		ReadGroup(&now);
+		if (now.exists && now.created_at == st->created_at && now.segments == st->segments &&
+			now.assignor == st->assignor)
+		{
+			st->group_gen = now.group_gen;
+			return st;
+		}
+		/* another group now, or none: everything is read again */
+		Forget();
+		CoordLocalHashIn(&parts, parts_cxt, "pg_coord partition groups", COORD_NAME_MAX + 1,
+						 sizeof(PartState), HASH_STRINGS);
+	}
 
 	st = palloc0(sizeof(PartState));
 	strlcpy(st->group, group, sizeof(st->group));
+	AcceptInvalidationMessages();
+	st->group_gen = members_gen;
 	ReadGroup(st);
 	if (!st->exists)
 	{
@@ -301,6 +470,42 @@ GetState(const char *group)
 		pfree(st);
 		return entry;
 	}
+}
+
+/*
+ * Is member (name, pid, start) of st alive?  While it holds its member
+ * lock: a lock of this database, so rows restored into another database
+ * name no live member there, and a member whose lock went (DISCARD ALL,
+ * pg_advisory_unlock_all) is gone for everyone although its backend lives.
+ * Another session's lock is probed without waiting, as coord.leader probes
+ * a term lock: a share request cannot be had while the member holds its
+ * exclusive lock.  A session that takes a dead member's name holds the
+ * lock before its row commits, so the old row counts as alive until then:
+ * never a false "gone".
+ */
+static bool
+MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
+{
+	LOCKTAG		tag;
+	char	   *hk;
+	bool		alive;
+
+	if (pid == MyProcPid && start == MyStartTimestamp)
+	{
+		hk = MemberLock(st->group, name, &tag);
+		alive = CoordHoldState(hk) != HOLD_NONE;
+		pfree(hk);
+		return alive;
+	}
+	MemberTag(st->group, name, &tag);
+	{
+		LockAcquireResult r = LockAcquire(&tag, ShareLock, false, true);
+
+		alive = (r == LOCKACQUIRE_NOT_AVAIL);
+		if (!alive)
+			LockRelease(&tag, ShareLock, false);
+	}
+	return alive;
 }
 
 static int
@@ -325,6 +530,10 @@ ReadLive(PartState *st)
 	int			nlive = 0;
 	bool		same;
 
+	/* invalidations up to now are answered by the read below */
+	AcceptInvalidationMessages();
+	st->gen = members_gen;
+	(void) MembersRelid();
 	args[0] = TextDatum(st->group);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
 											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
@@ -334,6 +543,14 @@ ReadLive(PartState *st)
 	tt = SPI_tuptable;
 	n = SPI_processed;
 	live = palloc(sizeof(PartLive) * (n > 0 ? n : 1));
+	if (st->dead != NULL)
+	{
+		for (int i = 0; i < st->ndead; i++)
+			pfree(st->dead[i].name);
+		pfree(st->dead);
+	}
+	st->dead = MemoryContextAlloc(parts_cxt, sizeof(PartLive) * (n > 0 ? n : 1));
+	st->ndead = 0;
 	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;
@@ -343,11 +560,16 @@ ReadLive(PartState *st)
 		m.weight = DatumGetFloat4(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
 		m.pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
 		m.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
-		if (CoordBackendAlive(m.pid, m.start))
+		CHECK_FOR_INTERRUPTS();
+		if (MemberAlive(st, m.name, m.pid, m.start))
 			live[nlive++] = m;
 		else
 		{
 			Datum		dargs[4];
+
+			st->dead[st->ndead] = m;
+			st->dead[st->ndead].name = MemoryContextStrdup(parts_cxt, m.name);
+			st->ndead++;
 
 			/*
 			 * gone: its row goes, unless a new session took the name
@@ -487,6 +709,106 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 }
 
 /*
+ * The member lock went behind pg_coord's back (DISCARD ALL, a pooler's reset
+ * query, or pg_advisory_unlock_all): other sessions count this member gone
+ * from that moment and take its segments, so none is ours any more.  Forget
+ * them (the rows are left to the takers: an error would roll our writes
+ * back anyway) and say so once; this session is then no member, and a new
+ * coord.join makes it one again.
+ */
+static void
+LostMembership(PartState *st)
+{
+	char		me[COORD_NAME_MAX + 1];
+
+	strlcpy(me, st->me, sizeof(me));
+	memset(st->token, 0, sizeof(int64) * st->segments);
+	st->nowned = 0;
+	st->member = false;
+	st->nlive = -1;
+	st->settled = false;
+	owned_version++;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("this session lost its membership \"%s\" of partition group \"%s\"", me, st->group),
+			 errdetail("Its member lock was released (DISCARD ALL or pg_advisory_unlock_all); its segments are no longer its own and go to the other members."),
+			 errhint("Call coord.join again to become a member.")));
+}
+
+/*
+ * The fast path of a sync: true when nothing can have changed since a
+ * settled sync (see PartState.settled).  No SPI and no row: the local
+ * invalidation queue, this session's hold, and one conditional probe of
+ * each other live member's lock.
+ */
+static bool
+SyncFast(PartState *st)
+{
+	if (!st->settled || !st->member || nclaims >= 1024)
+		return false;
+	AcceptInvalidationMessages();
+	if (st->gen != members_gen)
+		return false;
+	if (!MemberLockHeld(st))
+		return false;
+	for (int i = 0; i < st->nlive; i++)
+	{
+		if (i == st->my_index)
+			continue;
+		if (!MemberAlive(st, st->live[i].name, st->live[i].pid, st->live[i].start))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The group's member rows (name, pid, start), read now (in the caller's
+ * memory): a fresh snapshot in READ COMMITTED.
+ */
+static PartLive *
+ReadOwners(PartState *st, int *n)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+	PartLive   *rows;
+
+	args[0] = TextDatum(st->group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
+											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.partition_members");
+	rows = palloc(sizeof(PartLive) * (SPI_processed > 0 ? SPI_processed : 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		rows[i].name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		rows[i].weight = 0;
+		rows[i].pid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
+		rows[i].start = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull));
+	}
+	*n = (int) SPI_processed;
+	return rows;
+}
+
+/*
+ * Is the owner (pid, start) of a segment row a live member of st, as the
+ * rows read by this sync's ReadLive say?  A member row that is not live
+ * (gone, or its lock let go) is not; an owner with no member row is no
+ * member (its membership ended: its name was taken over by a new session,
+ * or its row deleted), so its ownership counts for nothing either.
+ */
+static bool
+OwnerAlive(PartState *st, int32 pid, TimestampTz start)
+{
+	for (int i = 0; i < st->nlive; i++)
+		if (st->live[i].pid == pid && st->live[i].start == start)
+			return true;
+	return false;
+}
+
+/*
  * Sync: take the target segments that are free, let go of the ones that
  * moved away (but those with an unfinished claim).  Inside SPI, as the owner.
  */
@@ -499,15 +821,13 @@ Sync(PartState *st)
 				ngive = 0;
 	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
 	Datum		args[4];
+	bool		settled;
 
+	st->settled = false;
 	if (!st->member)
 		return;
 	if (!MemberLockHeld(st))
-	{
-		/* no member since its lock went: nothing may stay owned as one */
-		LeaveGroup(st);
-		return;
-	}
+		LostMembership(st);
 	/* a worker that claims much and never moves: forget finished claims */
 	if (nclaims >= 1024)
 		MarkUnfinished(st, NULL, 0, NULL);
@@ -529,8 +849,13 @@ Sync(PartState *st)
 		else if (!mine && st->token[s] > 0)
 			give[ngive++] = s;
 	}
+	/* only a sync whose reads were fresh may let later ones skip theirs */
+	settled = st->member && !IsolationUsesXactSnapshot();
 	if (ntake == 0 && ngive == 0)
+	{
+		st->settled = settled;
 		return;
+	}
 
 	args[0] = TextDatum(st->group);
 	args[2] = Int32GetDatum(MyProcPid);
@@ -545,6 +870,8 @@ Sync(PartState *st)
 		for (int i = 0; i < ngive; i++)
 			if (!keep[i])
 				give[w++] = give[i];
+		if (w < ngive)
+			settled = false;	/* kept for a claim: let go at a later sync */
 		ngive = w;
 	}
 	if (ngive > 0)
@@ -568,92 +895,154 @@ Sync(PartState *st)
 	{
 		SPITupleTable *tt;
 		uint64		n;
-		bool	   *busy = palloc0(sizeof(bool) * st->segments);
 		int			w = 0;
+		int32	   *got;
+		int			ngot = 0;
+		PartLive   *owners = NULL;	/* fresh member rows, read at most once */
+		int			nowners = -1;
 
-		/* first a read: a taker must not row-lock segments that are not free */
+		/*
+		 * First a read: a taker row-locks only the segments it may take: no
+		 * owner, or one that was no live member at this sync's ReadLive.
+		 */
 		args[1] = PointerGetDatum(IntArray(take, ntake));
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_busy,
-												 "SELECT segment FROM coord.partition_segments "
+												 "SELECT segment, owner_pid, owner_start FROM coord.partition_segments "
 												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-												 "AND owner_pid IS NOT NULL "
-												 "AND coord.backend_alive(owner_pid, owner_start)",
+												 "ORDER BY segment",
 												 2, types), args, NULL, false, 0),
 					  SPI_OK_SELECT, "reading coord.partition_segments");
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			int32		s = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-
-			if (s >= 0 && s < st->segments)
-				busy[s] = true;
-		}
-		for (int i = 0; i < ntake; i++)
-			if (!busy[take[i]])
-				take[w++] = take[i];
-		ntake = w;
-		if (ntake == 0)
-			return;
-
-		/* in segment order, like every taker: no deadlock between takers */
-		args[1] = PointerGetDatum(IntArray(take, ntake));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
-												 "INSERT INTO coord.partition_segments AS s "
-												 "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
-												 "SELECT $1, x.x, $3, $4, pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), pg_catalog.now() "
-												 "FROM pg_catalog.unnest($2) AS x(x) "
-												 "ON CONFLICT (partition_group, segment) DO UPDATE "
-												 "SET owner_pid = excluded.owner_pid, owner_start = excluded.owner_start, "
-												 "token = excluded.token, taken_at = excluded.taken_at "
-												 "WHERE s.owner_pid IS NULL "
-												 "OR NOT coord.backend_alive(s.owner_pid, s.owner_start) "
-												 "RETURNING s.segment, s.token",
-												 4, types), args, NULL, false, 0),
-					  SPI_OK_INSERT_RETURNING, "taking segments");
 		tt = SPI_tuptable;
 		n = SPI_processed;
 		for (uint64 i = 0; i < n; i++)
 		{
 			bool		isnull;
+			bool		snull;
 			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-			int64		t = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+			int32		pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+			TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
 
-			if (s >= 0 && s < st->segments && st->token[s] == 0)
-			{
-				st->token[s] = t;
-				st->nowned++;
-			}
+			if (s < 0 || s >= st->segments)
+				continue;
+			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp) &&
+				OwnerAlive(st, pid, start))
+				continue;		/* a live owner's: it lets go first */
+			take[w++] = s;
 		}
-		owned_version++;
+		if (w < ntake)
+			settled = false;	/* some are still another's: take them later */
+		ntake = w;
+		if (ntake == 0)
+		{
+			st->settled = settled;
+			return;
+		}
+
+		/*
+		 * Then the row locks, SKIP LOCKED: a row another taker holds is not
+		 * taken now (no wait for that taker's transaction).  Under the row
+		 * lock the latest version's owner is judged again, with member rows
+		 * read after the lock (READ COMMITTED: a fresh snapshot, which sees
+		 * the member row of any owner whose take has committed) and a probe
+		 * of the owner's member lock now: no owner can come back and retake a
+		 * row this transaction holds, so two sessions never own a segment at
+		 * once.
+		 */
+		args[1] = PointerGetDatum(IntArray(take, ntake));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_segments,
+												 "SELECT segment, owner_pid, owner_start FROM coord.partition_segments "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+												 "ORDER BY segment FOR UPDATE SKIP LOCKED",
+												 2, types), args, NULL, false, 0),
+					  SPI_OK_SELECT, "locking coord.partition_segments");
+		tt = SPI_tuptable;
+		n = SPI_processed;
+		if (n < (uint64) ntake)
+			settled = false;
+		got = palloc(sizeof(int32) * (n > 0 ? n : 1));
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+			bool		snull;
+			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+			int32		pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+			TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
+			bool		alive = false;
+
+			if (s < 0 || s >= st->segments)
+				continue;
+			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp))
+			{
+				if (nowners < 0)
+				{
+					SPITupleTable *save = tt;
+
+					owners = ReadOwners(st, &nowners);
+					tt = save;
+				}
+				for (int k = 0; k < nowners && !alive; k++)
+					if (owners[k].pid == pid && owners[k].start == start)
+						alive = MemberAlive(st, owners[k].name, pid, start);
+			}
+			if (alive)
+				settled = false;	/* locked in vain: its owner lives */
+			else
+				got[ngot++] = s;
+		}
+		if (ngot > 0)
+		{
+			args[1] = PointerGetDatum(IntArray(got, ngot));
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
+													 "UPDATE coord.partition_segments "
+													 "SET owner_pid = $3, owner_start = $4, "
+													 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
+													 "taken_at = pg_catalog.clock_timestamp() "
+													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+													 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+													 "RETURNING segment, token",
+													 4, types), args, NULL, false, 0),
+						  SPI_OK_UPDATE_RETURNING, "taking segments");
+			tt = SPI_tuptable;
+			n = SPI_processed;
+			for (uint64 i = 0; i < n; i++)
+			{
+				bool		isnull;
+				int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+				int64		t = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+
+				if (s >= 0 && s < st->segments && st->token[s] == 0)
+				{
+					st->token[s] = t;
+					st->nowned++;
+				}
+			}
+			owned_version++;
+		}
 	}
+	st->settled = settled;
 }
 
 /* Lets go of every segment (leave). */
 static void
 ReleaseAll(PartState *st)
 {
-	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[4];
-	int32	   *give = palloc(sizeof(int32) * st->segments);
-	int			n = 0;
+	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[3];
 
-	for (int s = 0; s < st->segments; s++)
-		if (st->token[s] > 0)
-			give[n++] = s;
-	if (n == 0)
+	if (st->nowned == 0)
 		return;
+	/* every row naming this session: no list of segments to match */
 	args[0] = TextDatum(st->group);
-	args[1] = PointerGetDatum(IntArray(give, n));
-	args[2] = Int32GetDatum(MyProcPid);
-	args[3] = TimestampTzGetDatum(MyStartTimestamp);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
+	args[1] = Int32GetDatum(MyProcPid);
+	args[2] = TimestampTzGetDatum(MyStartTimestamp);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_all,
 											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $4",
-											 4, types), args, NULL, false, 0),
+											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+											 "AND owner_start OPERATOR(pg_catalog.=) $3",
+											 3, types), args, NULL, false, 0),
 				  SPI_OK_UPDATE, "letting go of segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
@@ -691,6 +1080,7 @@ LeaveGroup(PartState *st)
 			CoordHoldRelease(hk);
 		st->member = false;
 		st->nlive = -1;
+		st->settled = false;
 	}
 }
 
@@ -702,12 +1092,9 @@ LeaveGroup(PartState *st)
 static bool
 MemberLockHeld(PartState *st)
 {
-	LOCKTAG		tag;
-	char	   *hk = MemberLock(st->group, st->me, &tag);
-	bool		held = CoordHoldState(hk) != HOLD_NONE;
-
-	pfree(hk);
-	return held;
+	if (st->hk[0] == '\0')
+		snprintf(st->hk, sizeof(st->hk), "p:%s %s", st->group, st->me);
+	return CoordHoldState(st->hk) != HOLD_NONE;
 }
 
 /*
@@ -757,9 +1144,9 @@ UnknownGroup(const char *group)
 			 errhint("A group exists from the first coord.join of it.")));
 }
 
-/* The hold key and lock tag of (group, member). */
-static char *
-MemberLock(const char *group, const char *member, LOCKTAG *tag)
+/* The lock tag of (group, member). */
+static void
+MemberTag(const char *group, const char *member, LOCKTAG *tag)
 {
 	char		buf[2 * (COORD_NAME_MAX + 1)];
 	int			gl = strlen(group);
@@ -769,6 +1156,13 @@ MemberLock(const char *group, const char *member, LOCKTAG *tag)
 	buf[gl] = '\0';				/* names never hold a NUL: no ambiguity */
 	memcpy(buf + gl + 1, member, ml);
 	CoordSetTag(tag, CoordNameKey(buf, gl + 1 + ml), COORD_NS_MEMBER);
+}
+
+/* The hold key and lock tag of (group, member). */
+static char *
+MemberLock(const char *group, const char *member, LOCKTAG *tag)
+{
+	MemberTag(group, member, tag);
 	return psprintf("p:%s %s", group, member);
 }
 
@@ -794,6 +1188,7 @@ coord_join(PG_FUNCTION_ARGS)
 	LOCKMODE	mode = ExclusiveLock;
 	char	   *hk;
 	CoordHoldStatus held;
+	bool		fresh;
 	CoordUserSwitch sw;
 	ArrayType  *result;
 
@@ -834,9 +1229,32 @@ coord_join(PG_FUNCTION_ARGS)
 												 "VALUES ($1, $2, $3) ON CONFLICT (partition_group) DO NOTHING",
 												 3, types), args, NULL, false, 0),
 					  SPI_OK_INSERT, "creating a partition group");
+		if (SPI_processed == 1)
+		{
+			/* every segment's row, ownerless: takers then only update rows */
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_new_segments,
+													 "INSERT INTO coord.partition_segments "
+													 "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
+													 "SELECT $1, g.g, NULL, NULL, 0, pg_catalog.now() "
+													 "FROM pg_catalog.generate_series(0, $2 OPERATOR(pg_catalog.-) 1) AS g(g) "
+													 "ON CONFLICT (partition_group, segment) DO NOTHING",
+													 2, types), args, NULL, false, 0),
+						  SPI_OK_INSERT, "creating a partition group's segments");
+		}
 		st = GetState(group);
 		if (st == NULL)
-			elog(ERROR, "partition group \"%s\" vanished while it was created", group);
+		{
+			/*
+			 * Another session's first join created the group after this
+			 * transaction's snapshot was taken (REPEATABLE READ or
+			 * SERIALIZABLE): its row is not visible here.
+			 */
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("partition group \"%s\" was created by a concurrent transaction", group),
+					 errdetail("This transaction's snapshot predates the group's creation."),
+					 errhint("Retry the transaction, or join in a READ COMMITTED transaction.")));
+		}
 	}
 	if (has_segments && segments != st->segments)
 		ereport(ERROR,
@@ -851,20 +1269,39 @@ coord_join(PG_FUNCTION_ARGS)
 						st->assignor == PART_RANGE ? "range" : "sticky", assignor),
 				 errdetail("A group's assignor is fixed at its first join."),
 				 errhint("Omit assignor, or pass NULL.")));
-	if (st->member && strcmp(st->me, member) != 0)
+	if (st->member && strcmp(st->me, member) != 0 && MemberLockHeld(st))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("this session is already member \"%s\" of partition group \"%s\"", st->me, group),
 				 errhint("Call coord.leave first to join under another name.")));
 
-	/* one session per member name: its lock, without waiting */
+	/*
+	 * One session per member name: its lock.  Other members probe it for a
+	 * moment now and then (MemberAlive), so a short wait tells such a probe
+	 * from a live holder.
+	 */
 	hk = MemberLock(group, member, &tag);
 	held = CoordHoldState(hk);
+	fresh = (held == HOLD_NONE);
+	if (held == HOLD_NONE && st->member)
+	{
+		/*
+		 * Our member lock went behind our back and no sync has noticed yet:
+		 * the others may have taken our segments.  Join afresh.
+		 */
+		memset(st->token, 0, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		st->member = false;
+		st->nlive = -1;
+		st->settled = false;
+		owned_version++;
+	}
 	if (held == HOLD_RELEASING)
 		CoordHoldKeep(hk);
 	else if (held == HOLD_NONE)
 	{
-		if (!CoordAcquire(&tag, &mode, 1, true, 0, false))
+		if (!CoordAcquire(&tag, &mode, 1, true, 0, false) &&
+			!CoordAcquire(&tag, &mode, 1, true, PART_JOIN_PROBE_WAIT_US, false))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNIQUE_VIOLATION),
 					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
@@ -874,17 +1311,39 @@ coord_join(PG_FUNCTION_ARGS)
 
 	if (!st->member)
 	{
+		Oid			types[1] = {TEXTOID};
+		Datum		args[1];
+
+		/*
+		 * New members of a group join one at a time: an update of the group's
+		 * row, which the next joiner waits for (READ COMMITTED: it then reads
+		 * the members afresh) or fails to serialize with (40001), so the
+		 * member caps below are exact.
+		 */
+		args[0] = TextDatum(group);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
+												 "UPDATE coord.partition_groups SET segments = segments "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+												 1, types), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "serialising joins of a partition group");
 		ReadLive(st);
 		if (st->nlive >= PART_MAX_MEMBERS)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("partition group \"%s\" has %d live members already", group, st->nlive),
 					 errdetail("A group has at most %d members.", PART_MAX_MEMBERS)));
+		if ((int64) (st->nlive + 1) * st->segments > PART_MAX_MEMBER_SEGMENTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("partition group \"%s\" cannot have more than %d members", group,
+							(int) (PART_MAX_MEMBER_SEGMENTS / st->segments)),
+					 errdetail("A group's members times its segments (%d) stay at most %d.",
+							   st->segments, PART_MAX_MEMBER_SEGMENTS)));
 	}
 
 	{
-		Oid			types[6] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID};
-		Datum		args[6];
+		Oid			types[7] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
+		Datum		args[7];
 
 		args[0] = TextDatum(group);
 		args[1] = TextDatum(member);
@@ -892,20 +1351,26 @@ coord_join(PG_FUNCTION_ARGS)
 		args[3] = JsonbPGetDatum(meta);
 		args[4] = Int32GetDatum(MyProcPid);
 		args[5] = TimestampTzGetDatum(MyStartTimestamp);
+		args[6] = BoolGetDatum(fresh);
+
+		/*
+		 * This session holds the name's lock now, so whoever the row names is
+		 * no live member: the row is ours.  A fresh membership starts a new
+		 * joined_at, on the clock: after an abort, ReadMine adopts only
+		 * segments taken since (never one an earlier, lost membership of this
+		 * session left, which a taker may be taking).
+		 */
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
 												 "INSERT INTO coord.partition_members AS m "
 												 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.now()) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
 												 "ON CONFLICT (partition_group, member) DO UPDATE "
 												 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
 												 "backend_start = excluded.backend_start, "
-												 "joined_at = CASE WHEN m.pid OPERATOR(pg_catalog.=) excluded.pid "
+												 "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
 												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
-												 "THEN m.joined_at ELSE excluded.joined_at END "
-												 "WHERE (m.pid OPERATOR(pg_catalog.=) excluded.pid "
-												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start) "
-												 "OR NOT coord.backend_alive(m.pid, m.backend_start)",
-												 6, types), args, NULL, false, 0),
+												 "THEN m.joined_at ELSE excluded.joined_at END",
+												 7, types), args, NULL, false, 0),
 					  SPI_OK_INSERT, "joining a partition group");
 		if (SPI_processed != 1)
 			ereport(ERROR,
@@ -913,8 +1378,40 @@ coord_join(PG_FUNCTION_ARGS)
 					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
 					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
 	}
+	if (fresh)
+	{
+		Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+		Datum		args[3];
+
+		/*
+		 * A new membership owns nothing yet: rows an earlier, lost one of
+		 * this session left naming it are let go (the others count this
+		 * session alive again now, and would never take them).  Rows a taker
+		 * has locked are its own to take.
+		 */
+		args[0] = TextDatum(group);
+		args[1] = Int32GetDatum(MyProcPid);
+		args[2] = TimestampTzGetDatum(MyStartTimestamp);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,
+												 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
+												 "SELECT s.segment FROM coord.partition_segments AS s "
+												 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
+												 "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
+												 "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
+												 "FOR UPDATE SKIP LOCKED)) "
+												 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+												 "AND owner_start OPERATOR(pg_catalog.=) $3",
+												 3, types), args, NULL, false, 0),
+					  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
+		memset(st->token, 0, sizeof(int64) * st->segments);
+		st->nowned = 0;
+		owned_version++;
+	}
 	st->member = true;
 	strlcpy(st->me, member, sizeof(st->me));
+	st->hk[0] = '\0';
 	st->nlive = -1;				/* our own row changed */
 	Sync(st);
 	CoordSpiEnd(&sw);
@@ -951,38 +1448,63 @@ coord_owned(PG_FUNCTION_ARGS)
 	ArrayType  *result;
 
 	CoordNotInParallel(fcinfo);
-	CoordSpiBegin(&sw);
-	st = GetState(group);
-	if (st == NULL)
-		UnknownGroup(group);
-	Sync(st);
-	CoordSpiEnd(&sw);
+	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	if (st == NULL || !SyncFast(st))
+	{
+		CoordSpiBegin(&sw);
+		st = GetState(group);
+		if (st == NULL)
+			UnknownGroup(group);
+		Sync(st);
+		CoordSpiEnd(&sw);
+	}
 	result = OwnedArray(st);
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
-int32 *
+bytea *
 CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *version)
 {
 	PartState  *st;
 	CoordUserSwitch sw;
-	int32	   *owned;
 
-	CoordSpiBegin(&sw);
-	st = GetState(group);
-	if (st == NULL)
-		UnknownGroup(group);
-	if (!st->member)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this session is no member of partition group \"%s\"", group),
-				 errhint("Call coord.join first.")));
-	Sync(st);
+	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	if (st == NULL || !SyncFast(st))
+	{
+		CoordSpiBegin(&sw);
+		st = GetState(group);
+		if (st == NULL)
+			UnknownGroup(group);
+		if (!st->member)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("this session is no member of partition group \"%s\"", group),
+					 errhint("Call coord.join first.")));
+		Sync(st);
+		CoordSpiEnd(&sw);
+	}
 	*segments = st->segments;
-	CoordSpiEnd(&sw);
-	owned = OwnedList(st, n);
 	*version = owned_version;
-	return owned;
+	*n = st->nowned;
+	/* built once per change of what this session owns */
+	if (st->owned_bits == NULL || st->owned_bits_at != owned_version)
+	{
+		int			len = (st->segments + 7) / 8;
+		unsigned char *b;
+
+		if (st->owned_bits != NULL)
+			pfree(st->owned_bits);
+		st->owned_bits = MemoryContextAllocZero(parts_cxt, VARHDRSZ + len);
+		SET_VARSIZE(st->owned_bits, VARHDRSZ + len);
+		b = (unsigned char *) VARDATA(st->owned_bits);
+		/* get_bit's order: bit n is bit n % 8 (from the right) of byte n / 8 */
+		for (int s = 0; s < st->segments; s++)
+			if (st->token[s] > 0)
+				b[s / 8] |= (unsigned char) (1 << (s % 8));
+		st->owned_bits_at = owned_version;
+	}
+	/* a copy: a subtransaction aborting within the claim resets ours */
+	return (bytea *) pg_detoast_datum_copy((struct varlena *) st->owned_bits);
 }
 
 void
@@ -1075,7 +1597,28 @@ coord_segment_token(PG_FUNCTION_ARGS)
 				 errmsg("segment must be between 0 and %d", st->segments - 1),
 				 errdetail("Partition group \"%s\" has %d segments; segment is %d.",
 						   group, st->segments, segment)));
-	if (st->token[segment] <= 0)
+	/* none is ours once our member lock went (DISCARD ALL, unlock_all) */
+	if (st->token[segment] <= 0 || !st->member || !MemberLockHeld(st))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(st->token[segment]);
+}
+
+/*
+ * coord.member_alive(partition_group text, member text, pid integer,
+ * backend_start timestamptz) returns boolean: does that member row count
+ * (coord.members' alive)?  While its member lock is held in this database.
+ */
+Datum
+coord_member_alive(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
+	PartState	probe;
+
+	CoordRequireArg(fcinfo, 2, "pid");
+	CoordRequireArg(fcinfo, 3, "backend_start");
+	CoordNotInParallel(fcinfo); /* it probes the lock manager */
+	memset(&probe, 0, sizeof(probe));
+	strlcpy(probe.group, group, sizeof(probe.group));
+	PG_RETURN_BOOL(MemberAlive(&probe, member, PG_GETARG_INT32(2), PG_GETARG_TIMESTAMPTZ(3)));
 }

@@ -11,14 +11,28 @@
 extern void CoordPartitionsInit(void);
 
 /*
+ * A group's members times its segments stay at most this (54000 at a join
+ * past it): a sync's assignment costs one hash per member and segment.
+ */
+#define PART_MAX_MEMBER_SEGMENTS	(1024 * 1024)
+
+/*
+ * How long coord.join waits for a member lock another session holds before
+ * it says the name is taken (23505): long enough to outlast another
+ * member's probe of that lock, which holds it for microseconds.
+ */
+#define PART_JOIN_PROBE_WAIT_US		(20 * 1000)
+
+/*
  * coord.owned's work for coord.claim(..., partition_group): takes what became
  * free, lets go of what moved away (unless a claim from it is unfinished),
- * and returns the segments this session owns (palloc'd in the caller's
- * context; *n of them, possibly none) and the group's segment count.  42704
+ * and returns the segments this session owns as a bit string of the group's
+ * *segments bits (get_bit's order: bit n is bit n % 8 of byte n / 8;
+ * palloc'd in the caller's context), *n of them set, possibly none.  42704
  * when the group does not exist, 55000 when this session is no member.
  * *version changes whenever what this session owns may have changed.
  */
-extern int32 *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments,
+extern bytea *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments,
 										  uint64 *version);
 
 /*

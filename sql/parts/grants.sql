@@ -147,6 +147,8 @@ GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;
 -- every view: meta holds a member's labels, at most 8 kB, not a payload)
 GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
   coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+-- coord.members calls it as its reader: workers and monitors
+GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) TO coord_monitor, coord_worker;
 -- Semaphores: the functions for coord_worker (the view and its function
 -- reach coord_monitor through the loop above).
 GRANT EXECUTE ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) TO coord_worker;

@@ -31,6 +31,21 @@ COMMENT ON TABLE coord.partition_members IS
   'Members of partition groups: a row counts while the backend (pid, backend_start) is alive; others are deleted lazily';
 REVOKE ALL ON coord.partition_members FROM PUBLIC;
 
+-- Every change of the members (joins, leaves, a dead member's row removed,
+-- changes by hand, a group's deletion) invalidates what backends cache of
+-- them at its commit: a settled member's coord.owned reads no row until then.
+CREATE FUNCTION coord.partition_members_changed()
+RETURNS trigger AS 'MODULE_PATHNAME', 'coord_partition_members_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION coord.partition_members_changed() IS
+  'Trigger of coord.partition_members: at commit, backends read the members of partition groups again';
+REVOKE ALL ON FUNCTION coord.partition_members_changed() FROM PUBLIC;
+CREATE TRIGGER partition_members_changed
+  AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON coord.partition_members
+  FOR EACH STATEMENT EXECUTE FUNCTION coord.partition_members_changed();
+COMMENT ON TRIGGER partition_members_changed ON coord.partition_members IS
+  'Invalidates the backends'' cache of partition group members at commit';
+
 CREATE TABLE coord.partition_segments (
     partition_group text NOT NULL REFERENCES coord.partition_groups ON DELETE CASCADE,
     segment         integer NOT NULL,
@@ -82,6 +97,12 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.segment_token(text, integer) IS
   'The fencing token this session got when it took segment; NULL when it does not own it';
 
+CREATE FUNCTION coord.member_alive(partition_group text, member text, pid integer, backend_start timestamptz)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_member_alive'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.member_alive(text, text, integer, timestamptz) IS
+  'Does the member row (partition_group, member, pid, backend_start) count: while that session holds its member lock in this database';
+
 CREATE VIEW coord.members AS
 SELECT m.partition_group, m.member, m.weight, m.meta, m.alive, m.pid, m.joined_at,
        CASE WHEN m.alive THEN m.owned ELSE 0 END AS owned,
@@ -90,7 +111,7 @@ SELECT m.partition_group, m.member, m.weight, m.meta, m.alive, m.pid, m.joined_a
               OVER (PARTITION BY m.partition_group) END AS target_share,
        CASE WHEN m.alive THEN m.owned ELSE 0 END::pg_catalog.float8 OPERATOR(pg_catalog./)
          g.segments::pg_catalog.float8 AS owned_share
-  FROM (SELECT p.*, coord.backend_alive(p.pid, p.backend_start) AS alive,
+  FROM (SELECT p.*, coord.member_alive(p.partition_group, p.member, p.pid, p.backend_start) AS alive,
                (SELECT pg_catalog.count(*)::integer FROM coord.partition_segments AS s
                  WHERE s.partition_group OPERATOR(pg_catalog.=) p.partition_group
                    AND s.owner_pid OPERATOR(pg_catalog.=) p.pid

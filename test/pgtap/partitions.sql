@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(99);
+SELECT plan(121);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -145,12 +145,32 @@ SELECT is((SELECT count(*) FROM coord.claim('tap/pq', 0, partition_group => 'tap
           'n = 0 asks the group nothing');
 
 -- a member whose lock went behind pg_coord's back (pg_advisory_unlock_all;
--- DISCARD ALL, a pooler's reset query, does the same) is no member any more
+-- DISCARD ALL, a pooler's reset query, does the same) is no member any more:
+-- its next call says so once (55000), then it is a non-member that owns
+-- nothing; coord.members shows its row as not alive
 SELECT is(cardinality(coord.join('tap/lost', 'x', segments => 8)), 8, 'lost lock: joined, owns all');
 SELECT pg_advisory_unlock_all();
-SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: owns nothing at its next call');
-SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/lost'), 0::bigint,
-          'lost lock: its member row is gone');
+SELECT throws_ok($$SELECT coord.owned('tap/lost')$$, '55000', 'this session lost its membership "x" of partition group "tap/lost"',
+                 'lost lock: the next call says the membership is lost');
+SELECT is(coord.owned('tap/lost'), '{}'::integer[], 'lost lock: then owns nothing');
+SELECT is(coord.segment_token('tap/lost', 0), NULL, 'lost lock: no token');
+SELECT is((SELECT alive FROM coord.members WHERE partition_group = 'tap/lost'), false,
+          'lost lock: coord.members shows it not alive');
+SELECT throws_ok($$SELECT * FROM coord.claim('tap/pq', partition_group => 'tap/lost')$$, '55000', NULL,
+                 'lost lock: a group claim is refused');
+SELECT is(cardinality(coord.join('tap/lost', 'x')), 8, 'lost lock: joining again takes every segment back');
+SELECT ok(coord.segment_token('tap/lost', 0) > 0, 'lost lock: with a new token');
+SELECT ok(coord.leave('tap/lost'), 'lost lock: leave');
+-- the same, joining again before any sync noticed: a fresh membership
+SELECT is(cardinality(coord.join('tap/lost2', 'y', segments => 8)), 8, 'lost lock, rejoin: joined');
+CREATE TEMP TABLE tok2 AS SELECT coord.segment_token('tap/lost2', 0) AS t;
+SELECT pg_advisory_unlock_all();
+SELECT is(coord.segment_token('tap/lost2', 0), NULL, 'lost lock, rejoin: no token once the lock is gone');
+SELECT is(cardinality(coord.join('tap/lost2', 'z')), 8, 'lost lock, rejoin: under another name, owns all again');
+SELECT ok(coord.segment_token('tap/lost2', 0) > (SELECT t FROM tok2), 'lost lock, rejoin: with a larger token');
+SELECT is((SELECT string_agg(member || ':' || alive, ',' ORDER BY member) FROM coord.members WHERE partition_group = 'tap/lost2'),
+          'z:true', 'lost lock, rejoin: the new name is alive, the old name''s row is gone (a dead member''s)');
+SELECT ok(coord.leave('tap/lost2'), 'lost lock, rejoin: leave');
 
 -- ==== property tests of the assignment (test/parts has thousands more) ====
 -- Members in sessions of their own (dblink), synced with coord.owned until
@@ -284,5 +304,29 @@ SELECT is((SELECT array_agg(conn ORDER BY segs[1]) FROM prop_owned WHERE grp = '
 SELECT dblink_disconnect(c) FROM unnest(dblink_get_connections()) AS c;
 -- ==== end of the property tests ====
 
+-- a new group has its segments' rows (takers only update them)
+SELECT is(cardinality(coord.join('tap/big', 'a', segments => 4096)), 4096, 'a group of 4096 segments');
+SELECT is((SELECT count(*) FROM coord.partition_segments WHERE partition_group = 'tap/big'), 4096::bigint,
+          'a new group has a row per segment');
+SELECT ok(coord.leave('tap/big'), 'leave the big group');
+
+-- rows restored into another database name no live member here: a row
+-- naming a live backend that is not of this database (the checkpointer,
+-- whose pid and start coord.backend_alive accepts) is not alive, and its
+-- segment is taken
+SELECT is(cardinality(coord.join('tap/gh', 'me', segments => 2, assignor => 'range')), 2, 'ghost: a group of 2');
+SELECT ok(coord.leave('tap/gh'), 'ghost: leave');
+INSERT INTO coord.partition_members
+  SELECT 'tap/gh', 'ghost', 1, '{}', pid, backend_start, now() FROM pg_stat_activity WHERE backend_type = 'checkpointer';
+UPDATE coord.partition_segments AS s SET owner_pid = a.pid, owner_start = a.backend_start
+  FROM pg_stat_activity AS a WHERE a.backend_type = 'checkpointer' AND s.partition_group = 'tap/gh';
+SELECT ok((SELECT coord.backend_alive(pid, backend_start) FROM coord.partition_members WHERE member = 'ghost'),
+          'ghost: its backend is alive (in no database)');
+SELECT is((SELECT alive FROM coord.members WHERE partition_group = 'tap/gh' AND member = 'ghost'), false,
+          'ghost: coord.members shows it not alive');
+SELECT is(coord.join('tap/gh', 'me'), '{0,1}'::integer[], 'ghost: a new member takes its segments');
+SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/gh'), 1::bigint,
+          'ghost: its row is gone');
+SELECT ok(coord.leave('tap/gh'), 'ghost: leave');
 SELECT * FROM finish();
 ROLLBACK;
