@@ -123,7 +123,7 @@ GRANT SELECT (path, holder, taken_at, expires_at, live) ON coord.leases TO coord
 CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
-    assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range')),
+    assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range', 'rendezvous')),
     created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE coord.partition_groups IS

@@ -295,6 +295,21 @@ CoordPartitionsInit(void)
 	CacheRegisterRelcacheCallback(MembersInval, (Datum) 0);
 }
 
+/*
+ * The assignors by their SQL names, indexed by PartAssignor; -1 for an
+ * unknown name.
+ */
+static const char *const AssignorNames[] = {"sticky", "range", "rendezvous"};
+
+static int
+AssignorOf(const char *name)
+{
+	for (int i = 0; i < (int) lengthof(AssignorNames); i++)
+		if (strcmp(name, AssignorNames[i]) == 0)
+			return i;
+	return -1;
+}
+
 static Datum
 TextDatum(const char *s)
 {
@@ -333,7 +348,7 @@ ReadGroup(PartState *st)
 	st->created_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	st->segments = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	assignor = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	st->assignor = strcmp(assignor, "range") == 0 ? PART_RANGE : PART_STICKY;
+	st->assignor = AssignorOf(assignor);
 }
 
 /* This session's member row and segments, read back after an abort. */
@@ -1207,11 +1222,11 @@ coord_join(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("segments must be between 1 and %d", PART_MAX_SEGMENTS),
 				 errdetail("segments is %d.", segments)));
-	if (assignor != NULL && strcmp(assignor, "sticky") != 0 && strcmp(assignor, "range") != 0)
+	if (assignor != NULL && AssignorOf(assignor) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid assignor \"%s\"", assignor),
-				 errhint("The assignors are sticky and range.")));
+				 errhint("The assignors are sticky, range and rendezvous.")));
 
 	CoordNotInParallel(fcinfo);
 	CoordSpiBegin(&sw);
@@ -1262,11 +1277,11 @@ coord_join(PG_FUNCTION_ARGS)
 				 errmsg("partition group \"%s\" has %d segments, not %d", group, st->segments, segments),
 				 errdetail("A group's segments are fixed at its first join."),
 				 errhint("Omit segments, or pass NULL.")));
-	if (assignor != NULL && (strcmp(assignor, "range") == 0) != (st->assignor == PART_RANGE))
+	if (assignor != NULL && AssignorOf(assignor) != (int) st->assignor)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition group \"%s\" uses the %s assignor, not %s", group,
-						st->assignor == PART_RANGE ? "range" : "sticky", assignor),
+						AssignorNames[st->assignor], assignor),
 				 errdetail("A group's assignor is fixed at its first join."),
 				 errhint("Omit assignor, or pass NULL.")));
 	if (st->member && strcmp(st->me, member) != 0 && MemberLockHeld(st))

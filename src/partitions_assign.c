@@ -34,7 +34,7 @@
  * range: the segments split into contiguous slices in member-name order,
  * each of its member's quota.
  *
- * rendezvous (PART_RENDEZVOUS, no SQL name yet): the same preference with
+ * rendezvous (PART_RENDEZVOUS; assignor => 'rendezvous'): the same preference with
  * no quotas, each segment to its lowest score: a join moves only what the
  * newcomer takes and a leave only the leaver's segments, but the shares
  * are binomial (at 1024 segments a 10% share is 102 +- 10 segments, one

@@ -31,8 +31,7 @@ typedef enum PartAssignor
 {
 	PART_STICKY = 0,			/* weighted rendezvous within quotas */
 	PART_RANGE,					/* contiguous slices in member order */
-	PART_RENDEZVOUS				/* plain weighted rendezvous: no quotas (not
-								 * offered in SQL yet) */
+	PART_RENDEZVOUS				/* plain weighted rendezvous: no quotas */
 } PartAssignor;
 
 typedef struct PartMember

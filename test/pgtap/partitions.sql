@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(121);
+SELECT plan(130);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -300,6 +300,32 @@ SELECT is((SELECT count(*) FROM prop_owned WHERE grp = 'propr'
             AND segs[cardinality(segs)] - segs[1] + 1 = cardinality(segs)), 5::bigint, 'range: every slice contiguous');
 SELECT is((SELECT array_agg(conn ORDER BY segs[1]) FROM prop_owned WHERE grp = 'propr'),
           ARRAY['r1', 'r2', 'r3', 'r4', 'r5'], 'range: slices in member-name order');
+
+-- rendezvous: no quotas, so a join moves only what the newcomer takes and a
+-- leave only the leaver's segments
+SELECT is((SELECT sum(pg_temp.add('propz', 'z' || i, w, 1024, 'rendezvous'))
+             FROM unnest(ARRAY[0.5, 1, 2, 3, 4, 6, 8, 9.5]::real[]) WITH ORDINALITY AS t(w, i)) > 0,
+          true, 'rendezvous: 8 members in their own sessions');
+SELECT ok(pg_temp.sync('propz') IS NOT NULL AND pg_temp.one_owner('propz', 1024),
+          'rendezvous: the members settle, every segment exactly one owner');
+DELETE FROM prop_before;
+INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'propz';
+SELECT ok(pg_temp.add('propz', 'z9', 3, 1024, NULL) >= 0, 'rendezvous: a ninth member joins');
+SELECT ok(pg_temp.sync('propz') IS NOT NULL AND pg_temp.one_owner('propz', 1024),
+          'rendezvous join: settled, every segment exactly one owner');
+SELECT ok(pg_temp.moved('propz', 'z9') = 0 AND (SELECT cardinality(segs) FROM prop_owned WHERE grp = 'propz' AND conn = 'z9') > 0,
+          'rendezvous join: the newcomer owns segments, and none moved but to it');
+DELETE FROM prop_before;
+INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'propz';
+SELECT is((SELECT t.b FROM dblink('z3', format('SELECT coord.leave(%L)', pg_temp.g('propz'))) AS t(b boolean)),
+          true, 'rendezvous: a member leaves');
+SELECT dblink_disconnect('z3');
+DELETE FROM prop_members WHERE grp = 'propz' AND conn = 'z3';
+SELECT ok(pg_temp.sync('propz') IS NOT NULL AND pg_temp.one_owner('propz', 1024),
+          'rendezvous leave: settled, the leaver''s segments all taken');
+SELECT is(pg_temp.moved('propz', 'z3'), 0::bigint, 'rendezvous leave: only the leaver''s segments move');
+SELECT throws_ok(format($$SELECT coord.join(%L, 'zz', assignor => 'sticky')$$, pg_temp.g('propz')), '22023', NULL,
+                 'rendezvous: a later join naming another assignor is refused');
 
 SELECT dblink_disconnect(c) FROM unnest(dblink_get_connections()) AS c;
 -- ==== end of the property tests ====
