@@ -756,7 +756,11 @@ coord_fail(PG_FUNCTION_ARGS)
 
 			delay->time = delay_us;
 			args[2] = IntervalPGetDatum(delay);
-			/* $5: the attempt this claim used is given back (retry_after), a snooze counted */
+
+			/*
+			 * $5: the attempt this claim used is given back (retry_after), a
+			 * snooze counted
+			 */
 			args[4] = BoolGetDatum(!uses_attempt);
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
 													 "UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
@@ -1302,7 +1306,10 @@ CoordJobsTick(TimestampTz now)
 		if (MoveToHistory(ids[i], false, 0, "dead", "claim lost after the last attempt: the lease expired"))
 			touched++;
 
-	/* jobs past their expires_at that nobody runs die (claims would kill them too) */
+	/*
+	 * jobs past their expires_at that nobody runs die (claims would kill them
+	 * too)
+	 */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_expired,
 											 "SELECT id FROM coord.job WHERE expires_at OPERATOR(pg_catalog.<) $1 "
 											 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $1) "

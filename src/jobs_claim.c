@@ -1024,7 +1024,10 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	}
 	c->now = GetCurrentTimestamp();
 
-	/* flow control: the fast path is one test (no limits anywhere) or a lookup */
+	/*
+	 * flow control: the fast path is one test (no limits anywhere) or a
+	 * lookup
+	 */
 	c->blocked = false;
 	{
 		QueueLimits *ql = LimitsFor(c->queue);

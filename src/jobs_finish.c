@@ -348,7 +348,10 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 
-	/* then what depends on the jobs finishing; flow control only if anything is limited */
+	/*
+	 * then what depends on the jobs finishing; flow control only if anything
+	 * is limited
+	 */
 	limited = LimitsAnywhere();
 	for (r = 0; r < n; r++)
 	{

@@ -90,8 +90,8 @@
 #define COORD_NS_LIMIT	17220	/* jobs_limits.c: count and take of a (queue,
 								 * limit_key) */
 #define LIMIT_KEY_MAX	1024
-#define LIMIT_POLL_US	(1000 * 1000)	/* next_due's guess when a slot's end is
-										 * unknown */
+#define LIMIT_POLL_US	(1000 * 1000)	/* next_due's guess when a slot's end
+										 * is unknown */
 
 PG_FUNCTION_INFO_V1(coord_set_limit);
 PG_FUNCTION_INFO_V1(coord_drop_limit);
@@ -340,7 +340,10 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	{
 		int32		running;
 
-		/* a fresh snapshot (not read-only): sees every claim committed before the lock */
+		/*
+		 * a fresh snapshot (not read-only): sees every claim committed before
+		 * the lock
+		 */
 		if (st->keylen == 0 && spec == &ls->ql->q)
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_count_queue,
 													 "SELECT pg_catalog.count(*)::pg_catalog.int4 FROM coord.job_running AS r "
@@ -471,7 +474,10 @@ LimitKeyState(LimitScan *ls, text *limit_key)
 	}
 	if (!st->decided)
 	{
-		/* not marked decided before it is: an error in between decides nothing */
+		/*
+		 * not marked decided before it is: an error in between decides
+		 * nothing
+		 */
 		LimitDecideKey(ls, st, &ql->k, ql->key_pauses);
 		st->decided = true;
 	}
