@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 
+#include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "access/tupdesc.h"
 
@@ -103,6 +104,9 @@ typedef struct KeyState
 	int32	   *free;			/* free slot numbers (has_conc) */
 	int			nfree;
 	int			used;			/* of free, written by LimitScanEnd */
+	int			nrows;			/* rows of free slots: their numbers, tids */
+	int32	   *row_slot;
+	ItemPointerData *row_tid;
 	double		tokens;
 	LOCKTAG		tag;
 } KeyState;

@@ -81,8 +81,22 @@
 
 #include <math.h>
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "utils/array.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -120,7 +134,13 @@ static int	xact_limit_locks = 0;
 static SPIPlanPtr plan_anywhere = NULL;
 static SPIPlanPtr plan_queue_limits = NULL;
 static SPIPlanPtr plan_queue_pause = NULL;
-static SPIPlanPtr plan_slots_read = NULL;
+
+/* coord.job_running, its primary key, coord.job's: looked up with the cache */
+static Oid	running_rel = InvalidOid;
+static Oid	running_pkey = InvalidOid;
+static Oid	job_pkey = InvalidOid;
+static AttrNumber job_att_token,
+			job_att_lease_until;
 static SPIPlanPtr plan_bucket = NULL;
 static SPIPlanPtr plan_key_paused = NULL;
 static SPIPlanPtr plan_running_put = NULL;
@@ -148,6 +168,7 @@ void
 JobsLimitsInval(void)
 {
 	limits_anywhere = -1;
+	running_rel = InvalidOid;
 	if (queue_limits != NULL)
 	{
 		HASH_SEQ_STATUS seq;
@@ -313,6 +334,144 @@ KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen)
 	pfree(buf.data);
 }
 
+static AttrNumber
+AttByName(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	elog(ERROR, "no column %s", name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+static void
+LookupRunningRels(void)
+{
+	Oid			nsp;
+	Relation	rel;
+
+	if (OidIsValid(running_rel))
+		return;
+	LookupJobRels();
+	nsp = get_namespace_oid(COORD_SCHEMA, false);
+	running_pkey = get_relname_relid("job_running_pkey", nsp);
+	job_pkey = get_relname_relid("job_pkey", nsp);
+	rel = table_open(jobrels.job, AccessShareLock);
+	job_att_token = AttByName(RelationGetDescr(rel), "token");
+	job_att_lease_until = AttByName(RelationGetDescr(rel), "lease_until");
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(running_pkey) || !OidIsValid(job_pkey))
+		elog(ERROR, "coord.job_running_pkey or coord.job_pkey does not exist");
+	running_rel = get_relname_relid("job_running", nsp);
+	if (!OidIsValid(running_rel))
+		elog(ERROR, "coord.job_running does not exist");
+}
+
+/* Is the claim of job id with token live (by snap)?  jrel: coord.job. */
+static bool
+ClaimLive(Relation jrel, Snapshot snap, int64 id, int64 token, TimestampTz now)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		live = false;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
+	scan = systable_beginscan(jrel, job_pkey, true, snap, 1, &key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, job_att_token, RelationGetDescr(jrel), &isnull);
+
+		if (!isnull && DatumGetInt64(d) == token)
+		{
+			d = heap_getattr(tup, job_att_lease_until, RelationGetDescr(jrel), &isnull);
+			if (!isnull && DatumGetTimestampTz(d) > now)
+				live = true;
+			else
+			{
+				LOCKTAG		tag;
+
+				JobTag(&tag, id);
+				live = LockWaiterCount(&tag) > 0;
+			}
+		}
+	}
+	systable_endscan(scan);
+	return live;
+}
+
+/*
+ * The slots of a scope: returns how many rows it has; *live gets the slot
+ * numbers taken by live claims (*running of them), st->slot_tids the row of
+ * each slot number that is free (for the update that takes it).
+ */
+static int
+ReadSlots(LimitScan *ls, KeyState *st, int32 **live, int *running)
+{
+	Relation	rrel,
+				jrel;
+	ScanKeyData keys[3];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Snapshot	snap;
+	int			nrows = 0,
+				cap = 8;
+	TupleDesc	desc;
+	MemoryContext old;
+
+	LookupRunningRels();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	rrel = table_open(running_rel, AccessShareLock);
+	jrel = table_open(jobrels.job, AccessShareLock);
+	desc = RelationGetDescr(rrel);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ls->queue));
+	keys[0].sk_collation = DEFAULT_COLLATION_OID;
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_BOOLEQ, BoolGetDatum(st->per_key));
+	ScanKeyInit(&keys[2], 3, BTEqualStrategyNumber, F_TEXTEQ,
+				PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen)));
+	keys[2].sk_collation = DEFAULT_COLLATION_OID;
+	*live = palloc(sizeof(int32) * cap);
+	*running = 0;
+	old = MemoryContextSwitchTo(ls->cxt);
+	st->nrows = 0;
+	st->row_slot = palloc(sizeof(int32) * cap);
+	st->row_tid = palloc(sizeof(ItemPointerData) * cap);
+	MemoryContextSwitchTo(old);
+	scan = systable_beginscan(rrel, running_pkey, true, snap, 3, keys);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		slot = DatumGetInt32(heap_getattr(tup, 4, desc, &isnull));
+		int64		job = DatumGetInt64(heap_getattr(tup, 5, desc, &isnull));
+		int64		token = DatumGetInt64(heap_getattr(tup, 6, desc, &isnull));
+
+		CHECK_FOR_INTERRUPTS();
+		if (nrows == cap)
+		{
+			cap *= 2;
+			*live = repalloc(*live, sizeof(int32) * cap);
+			st->row_slot = repalloc(st->row_slot, sizeof(int32) * cap);
+			st->row_tid = repalloc(st->row_tid, sizeof(ItemPointerData) * cap);
+		}
+		nrows++;
+		if (ClaimLive(jrel, snap, job, token, ls->now))
+			(*live)[(*running)++] = slot;
+		else
+		{
+			st->row_slot[st->nrows] = slot;
+			st->row_tid[st->nrows] = tup->t_self;
+			st->nrows++;
+		}
+	}
+	systable_endscan(scan);
+	table_close(jrel, AccessShareLock);
+	table_close(rrel, AccessShareLock);
+	UnregisterSnapshot(snap);
+	return nrows;
+}
+
 /*
  * Decides, under the (queue, key) lock, whether a key (or with spec q the
  * whole queue: key '') has room: sets st->ok, st->room and, for a bucket,
@@ -376,8 +535,6 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	st->room = INT_MAX;
 	if (spec->conc > 0)
 	{
-		Oid			slot_types[3] = {TEXTOID, TEXTOID, BOOLOID};
-		Datum		slot_args[3];
 		int			nrows;
 		int			running = 0;
 		int32	   *live;
@@ -385,30 +542,11 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 		int			k;
 
 		/*
-		 * The scope's slots, with a fresh snapshot (not read-only): it sees
-		 * every claim committed before the lock.
+		 * The scope's slots, with the latest snapshot (taken after the lock):
+		 * it sees every claim committed before.  Read through the indexes,
+		 * not a statement: a few rows, and no plan to start.
 		 */
-		slot_args[0] = args[0];
-		slot_args[1] = args[1];
-		slot_args[2] = BoolGetDatum(st->per_key);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots_read,
-												 "SELECT r.slot, COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp(), false) "
-												 "OR (j.id IS NOT NULL AND coord.job_claimed(j.id)) "
-												 "FROM coord.job_running AS r LEFT JOIN coord.job AS j "
-												 "ON j.id OPERATOR(pg_catalog.=) r.job_id AND j.token OPERATOR(pg_catalog.=) r.token "
-												 "WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $3 "
-												 "AND r.limit_key OPERATOR(pg_catalog.=) $2",
-												 3, slot_types), slot_args, NULL, false, 0),
-					  SPI_OK_SELECT, "reading the slots of a limit");
-		nrows = (int) SPI_processed;
-		live = palloc(sizeof(int32) * Max(nrows, 1));
-		for (k = 0; k < nrows; k++)
-		{
-			HeapTuple	row = SPI_tuptable->vals[k];
-
-			if (DatumGetBool(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull)) && !isnull)
-				live[running++] = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
-		}
+		nrows = ReadSlots(ls, st, &live, &running);
 		st->room = Max(spec->conc - running, 0);
 
 		/* the free slot numbers this call may take: below conc, not live */
@@ -425,6 +563,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 				continue;
 			st->free[st->nfree++] = slot;
 		}
+		(void) nrows;
 		st->room = Min(st->room, st->nfree);
 		st->has_conc = true;
 	}
@@ -622,6 +761,68 @@ PutBucket(LimitScan *ls, KeyState *st)
 }
 
 /*
+ * Takes slot of scope sc for a job by overwriting the slot's row, when
+ * ReadSlots found one: false when there is none (or it changed), and the
+ * caller inserts it.  Through the table access method, as a claim writes its
+ * job (jobs_claim.c): only job_id and token change, unindexed, so the update
+ * is HOT and no index is opened unless the page is full.  The key's lock
+ * keeps other claimers off the row.
+ */
+static bool
+TakeSlotRow(KeyState *sc, int32 slot, int64 job, int64 token)
+{
+	Relation	rel;
+	TupleTableSlot *old,
+			   *new;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	CoordUpdateIndexes update_indexes;
+	TM_Result	res;
+	int			i;
+	ItemPointer tid;
+
+	for (i = 0; i < sc->nrows && sc->row_slot[i] != slot; i++)
+		;
+	if (i == sc->nrows)
+		return false;
+	tid = &sc->row_tid[i];
+	rel = table_open(running_rel, RowExclusiveLock);
+	old = table_slot_create(rel, NULL);
+	if (!table_tuple_fetch_row_version(rel, tid, SnapshotAny, old))
+	{
+		ExecDropSingleTupleTableSlot(old);
+		table_close(rel, NoLock);
+		return false;
+	}
+	slot_getallattrs(old);
+	new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(new);
+	memcpy(new->tts_values, old->tts_values, sizeof(Datum) * RelationGetDescr(rel)->natts);
+	memcpy(new->tts_isnull, old->tts_isnull, sizeof(bool) * RelationGetDescr(rel)->natts);
+	new->tts_values[4] = Int64GetDatum(job);	/* job_id */
+	new->tts_values[5] = Int64GetDatum(token);
+	ExecStoreVirtualTuple(new);
+	res = table_tuple_update(rel, tid, new, GetCurrentCommandId(true), GetActiveSnapshot(),
+							 InvalidSnapshot, true, &tmfd, &lockmode, &update_indexes);
+	if (res == TM_Ok && CoordNeedsIndexTuples(update_indexes))
+	{
+		EState	   *estate = CreateExecutorState();
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+
+		InitResultRelInfo(rri, rel, 1, NULL, 0);
+		ExecOpenIndices(rri, false);
+		(void) CoordExecInsertIndexTuples(rri, new, estate, update_indexes);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+	ExecDropSingleTupleTableSlot(new);
+	ExecDropSingleTupleTableSlot(old);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return res == TM_Ok;
+}
+
+/*
  * The end of a claim call's flow control: the slots the jobs it claimed take
  * (ids[i] claimed with tokens[i], sorted by id: the rows it wrote), and the
  * buckets' tokens.  Inside SPI, as the owner.
@@ -655,12 +856,22 @@ LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 
 			if (sc == NULL || !sc->has_conc || sc->used >= sc->nfree)
 				continue;
-			per_key[nrows] = BoolGetDatum(sc->per_key);
-			keys[nrows] = PointerGetDatum(cstring_to_text_with_len(sc->key, sc->keylen));
-			slots[nrows] = Int32GetDatum(sc->free[sc->used++]);
-			jobs[nrows] = Int64GetDatum(*hit);
-			toks[nrows] = Int64GetDatum(tokens[hit - ids]);
-			nrows++;
+			{
+				int32		slot = sc->free[sc->used++];
+
+				/*
+				 * a free slot with a row: overwrite that row (by its tid, no
+				 * plan)
+				 */
+				if (TakeSlotRow(sc, slot, *hit, tokens[hit - ids]))
+					continue;
+				per_key[nrows] = BoolGetDatum(sc->per_key);
+				keys[nrows] = PointerGetDatum(cstring_to_text_with_len(sc->key, sc->keylen));
+				slots[nrows] = Int32GetDatum(slot);
+				jobs[nrows] = Int64GetDatum(*hit);
+				toks[nrows] = Int64GetDatum(tokens[hit - ids]);
+				nrows++;
+			}
 		}
 	}
 	if (nrows > 0)
