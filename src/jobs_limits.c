@@ -36,15 +36,16 @@
  * the cache again.  Under a transaction snapshot nothing is kept.
  *
  * Exactness.  Claims are READ COMMITTED: two claimers that counted the same
- * running rows from their own snapshots could both take the last slot.  So
- * the count and the take of a (queue, key) are serialised by a
- * transaction-level lock on (COORD_NS_LIMIT, hash of queue and key), taken
- * without waiting: a claimer that finds it busy skips the key, as it skips a
- * busy group_key.  The holder counts with a fresh snapshot taken after the
- * lock (SPI's non-read-only execution), so it sees every claim committed
- * before it got the lock; a claimer's lock is released after its commit is
- * visible (PostgreSQL releases locks after ProcArrayEndTransaction), and
- * its running rows and bucket update commit with the claim.  A key found
+ * slots from their own snapshots could both take the last one.  So the count
+ * and the take of a (queue, key) are serialised by a transaction-level lock
+ * on (COORD_NS_LIMIT, hash of queue and key), taken without waiting: a
+ * claimer that finds it busy skips the key, as it skips a busy group_key.
+ * The holder reads the slots with the latest snapshot, taken after the lock
+ * (ReadSlots; the bucket with SPI's non-read-only execution, which takes one
+ * too), so it sees every claim committed before it got the lock; a
+ * claimer's lock is released after its commit is visible (PostgreSQL
+ * releases locks after ProcArrayEndTransaction), and the slots it took and
+ * its bucket update commit with its claim.  A key found
  * full, paused or out of tokens has its lock let go at once; a key the
  * claim took from keeps it until commit.  The whole queue's limit works the
  * same with key ''.  A claim that found nothing only because keys were busy,
@@ -57,7 +58,8 @@
  * call (KeyState) and the lock is kept while it holds.  Above them,
  * coord.claim_take asks LimitTakeOk again (nothing else ran in between for
  * the same key) and records the take (LimitTaken); LimitScanEnd then writes
- * the slots taken (one statement) and the buckets' new tokens.  A claim that
+ * the slots taken (an update of each free slot's row through the table
+ * AM, or one insert for new slot numbers) and the buckets' new tokens.  A claim that
  * left a job behind for its limit forgets its frontier (jobs_claim.c), so
  * that its next claim scans from the head and finds the job once its key
  * has room again.
