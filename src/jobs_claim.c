@@ -203,7 +203,8 @@ typedef struct JobCols
 				run_at,
 				claimed_at,
 				claimed_by,
-				last_error;
+				last_error,
+				expires_at;
 } JobCols;
 
 static JobCols jobcols;
@@ -240,6 +241,7 @@ typedef struct ClaimScan
 	TimestampTz cmp_run_at;
 	int64		cmp_id;
 	bool		behind;			/* found a job that sorts before that frontier */
+	LimitScan  *limits;			/* flow control, or NULL: the queue has none */
 } ClaimScan;
 
 /* The claim whose statement is running: coord.claim_take works for it. */
@@ -302,7 +304,7 @@ typedef enum ClaimKind
 
 /* [kind][filter]: none, partition of partitions, a partition group's owned segments */
 #define CLAIM_FILTERS 3
-static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS];
+static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS][2];	/* [.][.][limited] */
 static SPIPlanPtr plan_group_blocked = NULL;
 
 #define CLAIM_NARGS 11
@@ -336,7 +338,7 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * row, where = ANY of a parameter array would compare with each element).
  */
 static pg_noinline SPIPlanPtr
-ClaimPlan(ClaimKind kind, int filter)
+ClaimPlan(ClaimKind kind, int filter, bool limited)
 {
 	static const char *const tails[CLAIM_KINDS] = {
 		"ORDER BY j.priority DESC, j.run_at, j.id",
@@ -348,7 +350,7 @@ ClaimPlan(ClaimKind kind, int filter)
 		"AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
 		"ORDER BY j.priority DESC, j.run_at, j.id",
 	};
-	SPIPlanPtr *slot = &plan_claims[kind][filter];
+	SPIPlanPtr *slot = &plan_claims[kind][filter][limited ? 1 : 0];
 
 	if (*slot == NULL)
 	{
@@ -373,11 +375,12 @@ ClaimPlan(ClaimKind kind, int filter)
 					   "AND (j.lease_until IS NULL "
 					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
-					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax) "
+					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax, %s) "
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
 					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
 					   filters[filter],
+					   limited ? "j.limit_key" : "NULL::pg_catalog.text",
 					   tails[kind]);
 		(void) CoordPlan(slot, sql, CLAIM_NARGS, types);
 	}
@@ -468,8 +471,11 @@ coord_claim_free(PG_FUNCTION_ARGS)
 			scan->held[scan->nheld++] = id;
 		PG_RETURN_BOOL(false);
 	}
-	if (!PG_ARGISNULL(2))
-		PG_RETURN_BOOL(GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)));
+	if (!PG_ARGISNULL(2) && !GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)))
+		PG_RETURN_BOOL(false);
+	/* flow control last: it may take the key's lock */
+	if (scan->limits != NULL)
+		PG_RETURN_BOOL(LimitFree(scan->limits, id, PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4)));
 	PG_RETURN_BOOL(true);
 }
 
@@ -506,6 +512,9 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	 * below.
 	 */
 	if (HoldsSessionClaim(id))
+		PG_RETURN_BOOL(false);
+	/* the room coord.claim_free found for its key is still there */
+	if (scan->limits != NULL && !spent && !LimitTakeOk(scan->limits, id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
 
@@ -549,6 +558,8 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 		PG_RETURN_BOOL(false);
 	}
+	if (scan->limits != NULL)
+		LimitTaken(scan->limits, id);
 	scan->ids[scan->got++] = id;
 	if (scan->moves_frontier)
 	{
@@ -618,6 +629,7 @@ LoadJobCols(Relation rel)
 	jobcols.claimed_at = JobCol(d, "claimed_at");
 	jobcols.claimed_by = JobCol(d, "claimed_by");
 	jobcols.last_error = JobCol(d, "last_error");
+	jobcols.expires_at = JobCol(d, "expires_at");
 	jobcols.desc = d;
 	jobcols.relid = RelationGetRelid(rel);
 }
@@ -673,7 +685,10 @@ ClaimWriterClose(ClaimWriter *w)
  * (or none for a session-bound claim), claimed_at, the claiming role
  * (claimed_by), and in last_error why an
  * unfinished previous claim was lost.  Returns the claimed job as a row of
- * outdesc (coord.claimed_job), in the claim call's context.  The row lock
+ * outdesc (coord.claimed_job), in the claim call's context; NULL, claiming
+ * nothing, for a job past its expires_at (tested here, where the row is
+ * deformed anyway, rather than in the claim's statement, whose every
+ * candidate would then be walked to its last columns).  The row lock
  * rules out a concurrent change, so anything but success is an error.
  */
 static HeapTuple
@@ -699,6 +714,10 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 	if (!table_tuple_fetch_row_version(w->rel, tid, SnapshotAny, w->old))
 		elog(ERROR, "a job the claim locked is gone");
 	slot_getallattrs(w->old);
+	/* past its expires_at: not claimed (the caller sets it aside to die) */
+	if (!w->old->tts_isnull[jobcols.expires_at - 1] &&
+		DatumGetTimestampTz(w->old->tts_values[jobcols.expires_at - 1]) <= GetCurrentStatementStartTimestamp())
+		return NULL;
 	ExecClearTuple(w->new);
 	v = w->new->tts_values;
 	n = w->new->tts_isnull;
@@ -795,10 +814,30 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
  * keeps the rows it claimed in rows[] (by position in scan->ids, in the
  * claim call's context).
  */
+static int	RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
+						 HeapTuple *rows, TupleDesc outdesc);
+
+/*
+ * A job found past its expires_at is not claimed (ClaimRow sets it aside to
+ * die): the scan runs again for the jobs still wanted.  Each round sets aside
+ * at least one job, which the next round skips (this transaction holds its
+ * claim lock).
+ */
 static void
 RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
 		 HeapTuple *rows, TupleDesc outdesc)
 {
+	while (RunClaimOnce(kind, args, nulls, scan, moves_frontier, rows, outdesc) > 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/* One run of a claim scan's statement; returns how many expired jobs it set aside. */
+static int
+RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
+			 HeapTuple *rows, TupleDesc outdesc)
+{
+	int			expired = 0;
+
 	int			first = scan->got;
 	int			nest = 0;
 	int			generation;
@@ -807,10 +846,10 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 	SPIPlanPtr	plan;
 
 	if (scan->got >= scan->n)
-		return;
+		return 0;
 	args[8] = Int32GetDatum(scan->n - scan->got);
 	nulls[8] = ' ';
-	plan = ClaimPlan(kind, filter);
+	plan = ClaimPlan(kind, filter, scan->limits != NULL);
 
 	/*
 	 * The plan is generic, and made without knowing how many jobs are wanted:
@@ -851,7 +890,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		 * drop the plan, so that the next claim prepares and steers anew.
 		 */
 		CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
-		plan_claims[kind][filter] = NULL;
+		plan_claims[kind][filter][scan->limits != NULL ? 1 : 0] = NULL;
 	}
 
 	if (SPI_processed > 0)
@@ -873,11 +912,42 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 				for (i = first; i < scan->got && scan->ids[i] != id; i++)
 					;
 			if (i < scan->got)
+			{
 				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
 								   outdesc, scan->cxt);
+				if (rows[i] == NULL)
+				{
+					/* past its expires_at: set aside to die, as a spent job */
+					MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+					int64	   *p = palloc(sizeof(int64));
+
+					*p = id;
+					scan->exhausted = lappend(scan->exhausted, p);
+					MemoryContextSwitchTo(old);
+					scan->ids[i] = -1;
+					expired++;
+				}
+			}
 		}
 		ClaimWriterClose(&w);
 	}
+	if (expired > 0)
+	{
+		/* the jobs set aside leave the claimed ones */
+		int			k = first;
+
+		for (int i = first; i < scan->got; i++)
+			if (scan->ids[i] != -1)
+			{
+				scan->ids[k] = scan->ids[i];
+				rows[k] = rows[i];
+				k++;
+			}
+		for (int i = k; i < scan->got; i++)
+			rows[i] = NULL;
+		scan->got = k;
+	}
+	return expired;
 }
 
 /*
@@ -906,6 +976,7 @@ typedef struct ClaimCall
 	TimestampTz now;
 	HeapTuple  *rows;			/* by position in scan.ids */
 	TupleDesc	outdesc;
+	bool		blocked;		/* flow control: nothing of the queue now */
 } ClaimCall;
 
 /* Step 1: the arguments, checked (they are the caller's errors, before any work). */
@@ -1004,6 +1075,23 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 		c->f->owned_version = c->owned_version;
 	}
 	c->now = GetCurrentTimestamp();
+
+	/*
+	 * flow control: the fast path is one test (no limits anywhere) or a
+	 * lookup
+	 */
+	c->blocked = false;
+	{
+		QueueLimits *ql = LimitsFor(c->queue);
+
+		if (ql != NULL)
+		{
+			bool		claimable;
+
+			c->scan.limits = LimitScanBegin(c->queue, ql, callcxt, c->n, &claimable);
+			c->blocked = !claimable;
+		}
+	}
 }
 
 /*
@@ -1018,6 +1106,9 @@ ClaimFromFrontier(ClaimCall *c)
 	TimestampTz now = c->now;
 
 	if (!(coord_claim_rescan_interval > 0 && f->valid && now - f->last_full < f->rescan_us))
+		return;
+
+	if (c->blocked)
 		return;
 
 	/*
@@ -1074,7 +1165,7 @@ ClaimFromHead(ClaimCall *c)
 	Frontier   *f = c->f;
 	ClaimScan  *scan = &c->scan;
 
-	if (scan->got >= c->n)
+	if (scan->got >= c->n || c->blocked)
 		return;
 	scan->cmp_valid = f->valid && scan->got == 0;
 	scan->cmp_priority = f->priority;
@@ -1107,6 +1198,17 @@ ClaimMoveFrontier(ClaimCall *c)
 
 	if (scan->got > 0 && claimed_level < GetCurrentTransactionNestLevel())
 		claimed_level = GetCurrentTransactionNestLevel();
+
+	/*
+	 * A job left behind for its limit (a full, paused or busy key) sits
+	 * behind the frontier when its slot frees: the next claim scans from the
+	 * head.  Claims that leave nothing behind keep the frontier.
+	 */
+	if (scan->limits != NULL && scan->limits->skipped)
+	{
+		f->valid = false;
+		return;
+	}
 	if (scan->last_valid)
 	{
 		f->valid = true;
@@ -1126,6 +1228,25 @@ ClaimMoveFrontier(ClaimCall *c)
 	}
 }
 
+/* Whether a job set aside to die is past its expires_at (else its attempts are spent). */
+static bool
+JobExpired(int64 id)
+{
+	static SPIPlanPtr plan_expired = NULL;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = Int64GetDatum(id);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_expired,
+											 "SELECT COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false) "
+											 "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, true, 1),
+				  SPI_OK_SELECT, "checking a job's expiry");
+	return SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 /* Step 6: jobs whose every attempt was lost to crashed or stalled claimers die. */
 static void
 ClaimBuryExhausted(ClaimCall *c)
@@ -1136,10 +1257,53 @@ ClaimBuryExhausted(ClaimCall *c)
 	{
 		int64		id = *(int64 *) lfirst(lc);
 
-		(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
+		(void) MoveToHistory(id, false, 0, "dead",
+							 JobExpired(id) ? "expired: past its expires_at" : "claim lost after the last attempt");
 		if (c->session_bound)
 			DropSessionClaim(id);
 	}
+}
+
+static int
+CmpIdPair(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Step 6b: flow control's slots and buckets, for the jobs claimed. */
+static void
+ClaimLimitsEnd(ClaimCall *c)
+{
+	int64	   *ids;
+	int64	   *tokens;
+	int64	   *pairs;
+	int			n = 0;
+
+	if (c->scan.limits == NULL)
+		return;
+	/* (id, token) pairs of the rows written, sorted by id */
+	pairs = palloc(sizeof(int64) * 2 * Max(c->scan.got, 1));
+	for (int i = 0; i < c->scan.got; i++)
+		if (c->rows[i] != NULL)
+		{
+			bool		isnull;
+
+			pairs[2 * n] = c->scan.ids[i];
+			pairs[2 * n + 1] = DatumGetInt64(heap_getattr(c->rows[i], 5, c->outdesc, &isnull));
+			n++;
+		}
+	qsort(pairs, n, 2 * sizeof(int64), CmpIdPair);
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	tokens = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = pairs[2 * i];
+		tokens[i] = pairs[2 * i + 1];
+	}
+	LimitScanEnd(c->scan.limits, ids, tokens, n);
 }
 
 /* Step 7: the claimed jobs, in claim order, into the result set. */
@@ -1238,8 +1402,19 @@ coord_claim(PG_FUNCTION_ARGS)
 	ClaimBegin(&c, sw.save_userid, callcxt);
 	ClaimFromFrontier(&c);
 	ClaimFromHead(&c);
+	if (LimitWaitContended(c.scan.limits, c.scan.got))
+	{
+		/* only busy keys held it back: once more, after one of them */
+		QueueLimits *ql = LimitsFor(c.queue);
+		bool		claimable = true;
+
+		c.scan.limits = ql ? LimitScanBegin(c.queue, ql, callcxt, c.n, &claimable) : NULL;
+		c.blocked = !claimable;
+		ClaimFromHead(&c);
+	}
 	ClaimMoveFrontier(&c);
 	ClaimBuryExhausted(&c);
+	ClaimLimitsEnd(&c);
 	ClaimEmit(&c, rsinfo);
 	CoordSpiEnd(&sw);
 	if (c.pgroup != NULL)

@@ -175,6 +175,7 @@ JobsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* the list lived in TopTransactionContext */
 			wake_channels = NIL;
+			JobsLimitsXactEnd();
 			break;
 		default:
 			break;
@@ -306,8 +307,18 @@ JobRelsInval(Datum arg, Oid relid)
 		relid == jobrels.token_seq)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
+		jobrels.limit = jobrels.pause = InvalidOid;
 		JobsClaimRelsInval();
 		JobsFinishRelsInval();
+		JobsLimitsInval();
+	}
+	else if (OidIsValid(relid) && (relid == jobrels.limit || relid == jobrels.pause))
+	{
+		/*
+		 * a limit or pause changed (jobs_limits.c invalidates them on
+		 * purpose)
+		 */
+		JobsLimitsInval();
 	}
 }
 
@@ -321,10 +332,13 @@ LookupJobRels(void)
 	nsp = get_namespace_oid(COORD_SCHEMA, false);
 	jobrels.history = get_relname_relid("job_history", nsp);
 	jobrels.token_seq = get_relname_relid("job_token_seq", nsp);
+	jobrels.limit = get_relname_relid("job_limit", nsp);
+	jobrels.pause = get_relname_relid("job_pause", nsp);
 	jobrels.job = get_relname_relid("job", nsp);
-	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq))
+	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq) ||
+		!OidIsValid(jobrels.limit) || !OidIsValid(jobrels.pause))
 	{
 		jobrels.job = InvalidOid;
-		elog(ERROR, "coord.job, coord.job_history or coord.job_token_seq does not exist");
+		elog(ERROR, "coord.job, coord.job_history, coord.job_token_seq, coord.job_limit or coord.job_pause does not exist");
 	}
 }

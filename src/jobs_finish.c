@@ -4,7 +4,9 @@
  *		out of coord.job go into coord.job_history through the table access
  *		method (ArchiveJobs), and then what depends on a job finishing runs
  *		in the same transaction: the linked request key, and the finish hook
- *		of the concern the job's origin belongs to.
+ *		of the concern the job's origin belongs to, and, in a queue with a
+ *		concurrency limit, the queue's idle claimers are woken (its slot
+ *		is free; jobs_limits.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -140,7 +142,8 @@ typedef struct ArchiveMap
 	HistoryColumn *cols;		/* per history column */
 	AttrNumber	request_key,	/* in the job rows */
 				origin,
-				id;
+				id,
+				queue;
 } ArchiveMap;
 
 static ArchiveMap archive_map;
@@ -221,7 +224,8 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	m->request_key = SPI_fnumber(jdesc, "request_key");
 	m->origin = SPI_fnumber(jdesc, "origin");
 	m->id = SPI_fnumber(jdesc, "id");
-	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0)
+	m->queue = SPI_fnumber(jdesc, "queue");
+	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0 || m->queue <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
 	m->jnatts = jdesc->natts;
 	m->hist_desc = hdesc;
@@ -257,6 +261,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	TupleTableSlot *slot;
 	Datum	   *values;
 	bool	   *nulls;
+	Datum	   *jvalues;
+	bool	   *jnulls;
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
@@ -264,7 +270,9 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	const HistoryColumn *cols;
 	AttrNumber	c_request_key,
 				c_origin,
-				c_id;
+				c_id,
+				c_queue;
+	bool		limited;
 
 	if (n == 0)
 		return 0;
@@ -277,6 +285,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	c_request_key = archive_map.request_key;
 	c_origin = archive_map.origin;
 	c_id = archive_map.id;
+	c_queue = archive_map.queue;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -285,12 +294,20 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	slot = ExecInitExtraTupleSlot(estate, hdesc, &TTSOpsHeapTuple);
 	values = palloc(sizeof(Datum) * hdesc->natts);
 	nulls = palloc(sizeof(bool) * hdesc->natts);
+	jvalues = palloc(sizeof(Datum) * jdesc->natts);
+	jnulls = palloc(sizeof(bool) * jdesc->natts);
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
 		HeapTuple	h;
 
 		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * once per row: a column at a time would walk the row from its start
+		 * each time
+		 */
+		heap_deform_tuple(row, jdesc, jvalues, jnulls);
 		finished[r] = GetCurrentTimestamp();
 		for (i = 0; i < hdesc->natts; i++)
 		{
@@ -319,7 +336,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 					}
 					/* FALLTHROUGH */
 				case HIST_JOB:
-					values[i] = SPI_getbinval(row, jdesc, cols[i].job_attno, &nulls[i]);
+					values[i] = jvalues[cols[i].job_attno - 1];
+					nulls[i] = jnulls[cols[i].job_attno - 1];
 					break;
 			}
 			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)
@@ -341,7 +359,11 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 
-	/* then what depends on the jobs finishing */
+	/*
+	 * then what depends on the jobs finishing; flow control only if anything
+	 * is limited
+	 */
+	limited = LimitsAnywhere();
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
@@ -350,6 +372,11 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 
 		CHECK_FOR_INTERRUPTS();
 
+		if (limited)
+		{
+			/* its slot, if it had one, is free: idle claimers wake */
+			LimitJobFinished(SPI_getvalue(row, jdesc, c_queue));
+		}
 		if (rk != NULL)
 			CoordRequestJobFinished(rk, done);
 		if (origin != NULL)
