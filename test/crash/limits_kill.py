@@ -1,0 +1,285 @@
+"""Concurrency limits when the claim holder dies (issue 17, crash test).
+
+One queue with a per-key concurrency limit of 1 (coord.set_limit(queue,
+concurrency => 1, per_key => true)) and a queue-wide one of 2.  Holders are
+real psql processes that claim a job and stay idle, as a worker does while it
+works; a waiter in this process LISTENs on "coord:<queue>" and, while its
+claims (n => 2) return nothing, sleeps until coord.next_due(queue), at most
+20 ms, then claims again.
+
+  key rounds:   a session-bound holder has the only slot of key k; the key
+                has a second job ready.  The waiter gets nothing; the holder
+                is SIGKILLed; the waiter must claim one job of key k (one
+                only: the slot is 1) within 100 ms (median over the rounds).
+  queue rounds: two session-bound holders fill the queue's 2 slots (keys a,
+                b); a job of key c is ready.  One holder is SIGKILLed; the
+                waiter must claim one job (one only: the other holder still
+                has a slot) within 100 ms (median).
+  lease rounds: a lease-claim holder (lease 2 s) has key k's slot and is
+                SIGKILLed: the waiter must get nothing of that key until the
+                lease ends (by the server's clock, in the claiming statement),
+                coord.limits shows the key running 1 meanwhile, and the waiter
+                claims a job of the key within 1 s after the lease ended.
+Prints the hand-over times (median and max) and fails when a median is above
+100 ms."""
+import os
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg2
+
+DB = "coord_crash_limits"
+QUEUE = "crash_limits"
+ROUNDS = 5
+LEASE_ROUNDS = 2
+LIMIT_MS = 100.0
+POLL_S = 0.02
+LEASE = 2.0
+
+
+def connect(db=DB, app="limits-kill"):
+    conn = psycopg2.connect(dbname=db, application_name=app)
+    conn.autocommit = True
+    return conn
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", flush=True)
+    sys.exit(1)
+
+
+def enqueue(cur, key):
+    cur.execute("SELECT coord.enqueue(%s, '{}', limit_key => %s)", (QUEUE, key))
+    return cur.fetchone()[0]
+
+
+def holder(name, lease=None):
+    """A psql process that claims one job and stays idle holding it."""
+    p = subprocess.Popen(
+        ["psql", "-X", "-q", "-At", "-d", DB, "-v", "ON_ERROR_STOP=1",
+         "-c", f"SET application_name = 'limits-holder-{name}'", "-f", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    how = "session_bound => true" if lease is None else f"lease => '{lease} seconds'"
+    p.stdin.write(f"SELECT 'claim', count(*), max(id), max(extract(epoch FROM lease_until))"
+                  f"  FROM coord.claim('{QUEUE}', 1, {how});\n"
+                  "SELECT 'pid', pg_backend_pid();\n")
+    p.stdin.flush()
+    _, n, job, until = p.stdout.readline().strip().split("|")
+    pid = int(p.stdout.readline().strip().split("|")[1])
+    if n != "1":
+        fail(f"holder {name} claimed {n} jobs, want 1")
+    return p, int(job), (float(until) if until else None), pid
+
+
+class Waiter:
+    """Claims (n => 2, session-bound) in a thread until it gets something."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.cur = conn.cursor()
+        self.cur.execute(f'LISTEN "coord:{QUEUE}"')
+
+    def start(self):
+        self.got = None             # [(id, token, server time of the claim)]
+        self.at = None              # time.monotonic() of the claim that got something
+        self.empty = 0
+        self.wakeups = 0
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            self.cur.execute("SELECT c.id, c.token, extract(epoch FROM pg_catalog.clock_timestamp())"
+                             "  FROM coord.claim(%s, 2, session_bound => true) AS c", (QUEUE,))
+            rows = self.cur.fetchall()
+            if rows:
+                self.at = time.monotonic()
+                self.got = rows
+                return
+            self.empty += 1
+            self.cur.execute("SELECT extract(epoch FROM coord.next_due(%s) - pg_catalog.clock_timestamp())",
+                             (QUEUE,))
+            due = self.cur.fetchone()[0]
+            wait = POLL_S if due is None else min(max(float(due), 0.0), POLL_S)
+            if wait > 0 and select.select([self.conn], [], [], wait)[0]:
+                self.conn.poll()
+                self.conn.notifies.clear()
+                self.wakeups += 1
+
+    def wait_idle(self, n=5):
+        """Until the waiter has found nothing n times; fails if it got a job."""
+        deadline = time.monotonic() + 10
+        while self.empty < n and self.got is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if self.got is not None:
+            fail(f"the waiter claimed {self.got} while the limit was full")
+        if self.empty < n:
+            fail("the waiter made no claims")
+
+    def join(self):
+        self.thread.join(20)
+        if self.thread.is_alive() or self.got is None:
+            fail("the waiter claimed nothing after the holder was killed")
+
+    def finish(self):
+        for job, token, _ in self.got:
+            self.cur.execute("SELECT coord.complete(%s, %s)", (job, token))
+            if not self.cur.fetchone()[0]:
+                fail(f"the waiter could not complete job {job}")
+
+
+def kill(p):
+    at = time.monotonic()
+    os.kill(p.pid, signal.SIGKILL)
+    return at
+
+
+def reap(p, pid, mon):
+    p.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        mon.execute("SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = %s", (pid,))
+        if mon.fetchone()[0] == 0:
+            return
+        time.sleep(0.01)
+    fail(f"backend {pid} of a killed holder is still there")
+
+
+def drain(mon):
+    """Claims and completes whatever is left, so the next round starts empty."""
+    for _ in range(50):
+        mon.execute("SELECT c.id, c.token FROM coord.claim(%s, 10) AS c", (QUEUE,))
+        rows = mon.fetchall()
+        for job, token in rows:
+            mon.execute("SELECT coord.complete(%s, %s)", (job, token))
+        mon.execute("SELECT count(*) FROM coord.jobs WHERE queue = %s AND state IN ('ready', 'scheduled', 'running')",
+                    (QUEUE,))
+        if mon.fetchone()[0] == 0:
+            return
+        time.sleep(0.05)
+    fail("jobs are left in the queue after a round")
+
+
+def key_round(mon, waiter, r):
+    key = f"site-{r}"
+    first = enqueue(mon, key)
+    h = holder(f"key-{r}")
+    if h[1] != first:
+        fail(f"the holder claimed {h[1]}, want {first}")
+    second = enqueue(mon, key)
+    waiter.start()
+    waiter.wait_idle()
+    killed_at = kill(h[0])
+    waiter.join()
+    ms = (waiter.at - killed_at) * 1000.0
+    got = sorted(j for j, _, _ in waiter.got)
+    if len(got) != 1 or got[0] not in (first, second):
+        fail(f"after the kill the waiter claimed {got}, want one job of {key} ({first} or {second}): the key's limit is 1")
+    reap(h[0], h[3], mon)
+    waiter.finish()
+    drain(mon)
+    return ms
+
+
+def queue_round(mon, waiter, r):
+    a = enqueue(mon, f"a-{r}")
+    ha = holder(f"queue-a-{r}")
+    b = enqueue(mon, f"b-{r}")
+    hb = holder(f"queue-b-{r}")
+    if (ha[1], hb[1]) != (a, b):
+        fail(f"the holders claimed {ha[1]}, {hb[1]}, want {a}, {b}")
+    c = enqueue(mon, f"c-{r}")
+    waiter.start()
+    waiter.wait_idle()
+    killed_at = kill(ha[0])
+    waiter.join()
+    ms = (waiter.at - killed_at) * 1000.0
+    got = sorted(j for j, _, _ in waiter.got)
+    if len(got) != 1 or got[0] not in (a, c):
+        fail(f"after the kill the waiter claimed {got}, want one of {a}, {c}: the queue's limit is 2, one still held")
+    reap(ha[0], ha[3], mon)
+    waiter.finish()
+    hb[0].stdin.close()
+    reap(hb[0], hb[3], mon)
+    drain(mon)
+    return ms
+
+
+def lease_round(mon, waiter, r):
+    key = f"lease-{r}"
+    first = enqueue(mon, key)
+    h = holder(f"lease-{r}", lease=LEASE)
+    if h[1] != first or h[2] is None:
+        fail(f"the lease holder claimed {h[1]} (lease until {h[2]}), want {first} with a lease")
+    second = enqueue(mon, key)
+    kill(h[0])
+    reap(h[0], h[3], mon)
+    # the dead holder's lease still counts: the key shows running 1 and nothing of it is claimed
+    mon.execute("SELECT running FROM coord.limits WHERE queue = %s AND limit_key = %s", (QUEUE, key))
+    running = [x for (x,) in mon.fetchall()]
+    mon.execute("SELECT extract(epoch FROM pg_catalog.clock_timestamp())")
+    shown_at = mon.fetchone()[0]
+    waiter.start()
+    waiter.join()
+    claimed_at = float(waiter.got[0][2])
+    got = sorted(j for j, _, _ in waiter.got)
+    waiter.finish()
+    drain(mon)
+    if shown_at < h[2] and running != [1]:
+        fail(f"coord.limits shows {key} running {running} while the dead holder's lease lasts, want [1]")
+    if len(got) != 1 or got[0] not in (first, second):
+        fail(f"after the lease the waiter claimed {got}, want one job of {key}")
+    early = h[2] - claimed_at
+    if early > 0:
+        fail(f"the waiter claimed job {got[0]} of {key} {early * 1000:.0f} ms before the dead holder's lease ended")
+    late = claimed_at - h[2]
+    if late > 1.0:
+        fail(f"the waiter claimed a job of {key} only {late * 1000:.0f} ms after the lease ended")
+    return late * 1000.0, waiter.empty
+
+
+def main():
+    admin = connect("postgres")
+    admin.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
+    admin.cursor().execute(f"CREATE DATABASE {DB}")
+    mconn = connect()
+    mon = mconn.cursor()
+    mon.execute("CREATE EXTENSION pg_coord")
+    mon.execute("SELECT coord.set_limit(%s, concurrency => 1, per_key => true)", (QUEUE,))
+    mon.execute("SELECT coord.set_limit(%s, concurrency => 2)", (QUEUE,))
+    waiter = Waiter(connect(app="limits-waiter"))
+    times = {"key": [], "queue": []}
+    wakeups = 0
+    for r in range(ROUNDS):
+        times["key"].append(key_round(mon, waiter, r))
+        wakeups += waiter.wakeups
+        times["queue"].append(queue_round(mon, waiter, r))
+        wakeups += waiter.wakeups
+    lease = [lease_round(mon, waiter, r) for r in range(LEASE_ROUNDS)]
+    waiter.conn.close()
+    mconn.close()
+    admin.cursor().execute(f"DROP DATABASE {DB}")
+
+    for how, v in times.items():
+        print(f"  {how} slot, session-bound holder SIGKILLed -> waiter's claim: "
+              + " ".join(f"{x:.1f}" for x in v)
+              + f" ms (median {statistics.median(v):.1f}, max {max(v):.1f})")
+    print(f"  waiter woken by NOTIFY {wakeups} times in those rounds (else it polled every {POLL_S * 1000:.0f} ms)")
+    print("  lease holder SIGKILLed: claimed " + ", ".join(f"{ms:.0f} ms after the lease ended ({n} empty claims before)"
+                                                     for ms, n in lease))
+    worst = max(statistics.median(v) for v in times.values())
+    if worst > LIMIT_MS:
+        fail(f"median hand-over {worst:.1f} ms, above {LIMIT_MS:.0f} ms")
+    print(f"limits_kill: slot of a SIGKILLed session-bound holder taken in median "
+          f"{statistics.median(times['key']):.1f} ms (key limit 1), {statistics.median(times['queue']):.1f} ms"
+          f" (queue limit 2) over {ROUNDS} rounds; a lease holder's only at lease end: ok")
+
+
+if __name__ == "__main__":
+    main()
