@@ -17,6 +17,7 @@ OBJS = \
 	src/jobs_claim.o \
 	src/jobs_finish.o \
 	src/jobs_common.o \
+	src/jobs_limits.o \
 	src/cron.o \
 	src/schedules.o \
 	src/tick.o \
@@ -36,6 +37,7 @@ SQL_FRAGMENTS = \
 	sql/parts/locks.sql \
 	sql/parts/requests.sql \
 	sql/parts/jobs.sql \
+	sql/parts/jobs_limits.sql \
 	sql/parts/jobs_views.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \

@@ -329,3 +329,284 @@ GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.permit_status(boolean) TO coord_monitor;
 GRANT SELECT ON coord.semaphores TO coord_admin;
 GRANT SELECT ON coord.semaphores TO coord_monitor;
+
+-- ===== flow control (issue 17; sql/parts/jobs.sql, jobs_limits.sql, jobs_views.sql) =====
+ALTER TABLE coord.job ADD COLUMN limit_key text, ADD COLUMN snoozes integer NOT NULL DEFAULT 0,
+  ADD COLUMN max_snoozes integer NOT NULL DEFAULT 100, ADD COLUMN expires_at timestamptz;
+ALTER TABLE coord.job_history ADD COLUMN limit_key text, ADD COLUMN snoozes integer NOT NULL DEFAULT 0,
+  ADD COLUMN max_snoozes integer NOT NULL DEFAULT 100, ADD COLUMN expires_at timestamptz;
+
+-- enqueue, enqueue_many and fail gain new last arguments with defaults:
+-- every call that worked keeps working.  claim_free (internal) gains the
+-- job's limit_key.
+DROP FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text);
+DROP FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer);
+DROP FUNCTION coord.fail(bigint, bigint, text, interval);
+DROP FUNCTION coord.claim_free(bigint, text, text, xid);
+CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT NULL,
+                              priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
+                              max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
+                              limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
+                              expires_at timestamptz DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one';
+
+CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
+                                   priority integer DEFAULT 0, host text DEFAULT NULL,
+                                   max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
+                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL)
+RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz) IS
+  'Adds one job per payload; returns their ids in array order';
+
+CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid, limit_key text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
+LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
+COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid, text) IS
+  'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';
+
+CREATE FUNCTION coord.fail(id bigint, token bigint, error text DEFAULT NULL, retry_after interval DEFAULT NULL,
+                           pause_key boolean DEFAULT false)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_fail'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval, boolean) IS
+  'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay, uses up no attempt but counts a snooze (dead after max_snoozes or past expires_at); pause_key pauses the job''s limit_key for retry_after. NULL when the claim is not the caller''s';
+
+CREATE TABLE coord.job_limit (
+    queue       text NOT NULL,
+    per_key     boolean NOT NULL,
+    concurrency integer CHECK (concurrency > 0),
+    rate        integer CHECK (rate > 0),
+    per         interval NOT NULL DEFAULT '1 second',
+    burst       integer CHECK (burst > 0),
+    PRIMARY KEY (queue, per_key)
+);
+COMMENT ON TABLE coord.job_limit IS
+  'Flow-control limits: of a whole queue (per_key false) or of each limit_key of it; concurrency, and a token bucket of rate claims per per with burst';
+REVOKE ALL ON coord.job_limit FROM PUBLIC;
+
+-- Pauses: limit_key '' is the whole queue (a limit_key has 1 to 1024
+-- bytes); until NULL is until coord.resume.  Rows whose until has passed
+-- mean nothing and are deleted by the next pause or resume of the queue.
+CREATE TABLE coord.job_pause (
+    queue     text NOT NULL,
+    limit_key text NOT NULL,
+    until     timestamptz,
+    PRIMARY KEY (queue, limit_key)
+);
+COMMENT ON TABLE coord.job_pause IS
+  'Paused queues (limit_key '''') and keys: claims skip them until until (NULL: until coord.resume)';
+REVOKE ALL ON coord.job_pause FROM PUBLIC;
+
+-- Token buckets: written only by a claim that holds the transaction lock
+-- of the (queue, key) (namespace 17220), so never contended on a row lock.
+-- Unlogged: after a crash every bucket starts full again.
+CREATE UNLOGGED TABLE coord.job_bucket (
+    queue       text NOT NULL,
+    limit_key   text NOT NULL,
+    tokens      float8 NOT NULL,
+    refilled_at timestamptz NOT NULL,
+    PRIMARY KEY (queue, limit_key)
+);
+COMMENT ON TABLE coord.job_bucket IS
+  'Token buckets of rate limits (limit_key '''' for the whole queue): tokens as of refilled_at, refilled lazily on the server''s clock';
+REVOKE ALL ON coord.job_bucket FROM PUBLIC;
+
+-- The claims of jobs in queues with a concurrency limit, one row per job
+-- (limit_key '' for a job without one).  A row counts only while its claim
+-- is live (the job is there with that token, and its lease has not passed
+-- or a session holds its claim lock), so a dead worker's row frees its slot
+-- by itself; finishing a job deletes its row, others go at the next
+-- coord.set_limit or coord.drop_limit of the queue.
+CREATE TABLE coord.job_running (
+    job_id    bigint PRIMARY KEY,
+    queue     text NOT NULL,
+    limit_key text NOT NULL,
+    token     bigint NOT NULL
+);
+COMMENT ON TABLE coord.job_running IS
+  'Claims counted by concurrency limits; a row counts only while the job''s claim with that token is live';
+REVOKE ALL ON coord.job_running FROM PUBLIC;
+CREATE INDEX job_running_key ON coord.job_running (queue, limit_key);
+COMMENT ON INDEX coord.job_running_key IS 'Running claims per queue and limit_key';
+CREATE INDEX job_limit_key ON coord.job (queue, limit_key) WHERE limit_key IS NOT NULL;
+COMMENT ON INDEX coord.job_limit_key IS 'Jobs per limit_key: coord.next_due and coord.limits';
+CREATE INDEX job_expires ON coord.job (expires_at) WHERE expires_at IS NOT NULL;
+COMMENT ON INDEX coord.job_expires IS 'Jobs with a deadline: coord.tick kills those past it';
+
+CREATE FUNCTION coord.set_limit(queue text, concurrency integer DEFAULT NULL, rate integer DEFAULT NULL,
+                                per interval DEFAULT '1 second', burst integer DEFAULT NULL,
+                                per_key boolean DEFAULT false)
+RETURNS void AS 'MODULE_PATHNAME', 'coord_set_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.set_limit(text, integer, integer, interval, integer, boolean) IS
+  'Sets the limit of a queue (per_key: of each limit_key of it): at most concurrency running claims, and a token bucket of rate claims per per with burst (default rate); NULL removes that part';
+
+CREATE FUNCTION coord.drop_limit(queue text, per_key boolean DEFAULT false)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_limit(text, boolean) IS
+  'Removes the limit of a queue (per_key: of its keys); false if there was none';
+
+CREATE FUNCTION coord.pause(queue text, until timestamptz DEFAULT NULL, limit_key text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_pause'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.pause(text, timestamptz, text) IS
+  'Claims skip the queue (or its limit_key) until until, or until coord.resume; false if it was paused already (the new until applies)';
+
+CREATE FUNCTION coord.resume(queue text, limit_key text DEFAULT NULL)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_resume'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.resume(text, text) IS
+  'Ends a pause of the queue (or of its limit_key) and wakes its idle claimers; false if it was not paused';
+
+CREATE FUNCTION coord.next_due(queue text)
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_next_due'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.next_due(text) IS
+  'When the next job of the queue could be claimed (its run_at, a pause''s end, a bucket''s refill, a lease''s end), for idle workers'' sleep; NULL when no job waits or all wait for coord.resume';
+
+CREATE FUNCTION coord.job_snoozes(id bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_job_snoozes'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.job_snoozes(bigint) IS
+  'How many times a live job was snoozed (failed with retry_after); NULL once it finished';
+
+-- Internal to coord.limits: a bucket's tokens now (refilled to the moment).
+CREATE FUNCTION coord.bucket_tokens(tokens float8, refilled_at timestamptz, rate integer, per interval, burst integer)
+RETURNS float8 AS 'MODULE_PATHNAME', 'coord_bucket_tokens'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.bucket_tokens(float8, timestamptz, integer, interval, integer) IS
+  'A token bucket''s tokens now: tokens as of refilled_at plus rate per per since, at most burst';
+
+CREATE VIEW coord.limits AS
+WITH live AS (
+  SELECT r.queue, r.limit_key
+    FROM coord.job_running AS r
+    JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id AND j.token OPERATOR(pg_catalog.=) r.token
+   WHERE COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false) OR coord.job_claimed(j.id)),
+pauses AS (
+  SELECT p.queue, p.limit_key, COALESCE(p.until, 'infinity'::timestamptz) AS until
+    FROM coord.job_pause AS p
+   WHERE p.until IS NULL OR p.until OPERATOR(pg_catalog.>) pg_catalog.now()),
+keys AS (
+  SELECT l.queue, ''::text AS limit_key FROM coord.job_limit AS l WHERE NOT l.per_key
+  UNION
+  SELECT j.queue, j.limit_key FROM coord.job AS j
+    JOIN coord.job_limit AS l ON l.queue OPERATOR(pg_catalog.=) j.queue AND l.per_key
+   WHERE j.limit_key IS NOT NULL
+  UNION
+  SELECT b.queue, b.limit_key FROM coord.job_bucket AS b
+  UNION
+  SELECT p.queue, p.limit_key FROM pauses AS p)
+SELECT k.queue, NULLIF(k.limit_key, '') AS limit_key, l.concurrency,
+       (SELECT pg_catalog.count(*) FROM live AS v
+         WHERE v.queue OPERATOR(pg_catalog.=) k.queue
+           AND (k.limit_key OPERATOR(pg_catalog.=) '' OR v.limit_key OPERATOR(pg_catalog.=) k.limit_key)) AS running,
+       l.rate, l.per, l.burst,
+       CASE WHEN l.rate IS NOT NULL THEN
+         coord.bucket_tokens(b.tokens, b.refilled_at, l.rate, l.per, COALESCE(l.burst, l.rate)) END AS tokens,
+       p.until AS paused_until
+  FROM keys AS k
+  LEFT JOIN coord.job_limit AS l ON l.queue OPERATOR(pg_catalog.=) k.queue
+   AND l.per_key OPERATOR(pg_catalog.=) (k.limit_key OPERATOR(pg_catalog.<>) '')
+  LEFT JOIN coord.job_bucket AS b ON b.queue OPERATOR(pg_catalog.=) k.queue
+   AND b.limit_key OPERATOR(pg_catalog.=) k.limit_key
+  LEFT JOIN pauses AS p ON p.queue OPERATOR(pg_catalog.=) k.queue
+   AND p.limit_key OPERATOR(pg_catalog.=) k.limit_key
+ WHERE l.queue IS NOT NULL OR p.queue IS NOT NULL;
+COMMENT ON VIEW coord.limits IS
+  'Flow control: per queue (limit_key NULL) and per limit_key, the concurrency limit and running claims, the rate limit and its bucket''s tokens, and the pause''s end (infinity: until coord.resume)';
+
+CREATE OR REPLACE VIEW coord.queue_stats AS
+WITH live AS (
+  SELECT j.queue,
+         COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
+           OR coord.job_claimed(j.id) AS running,
+         j.run_at
+    FROM coord.job AS j),
+live_stats AS (
+  SELECT l.queue,
+         pg_catalog.count(*) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS ready,
+         pg_catalog.count(*) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.>) pg_catalog.now()) AS scheduled,
+         pg_catalog.count(*) FILTER (WHERE l.running) AS running,
+         pg_catalog.min(l.run_at) FILTER (WHERE NOT l.running
+             AND l.run_at OPERATOR(pg_catalog.<=) pg_catalog.now()) AS oldest_ready
+    FROM live AS l GROUP BY l.queue),
+dead AS (
+  SELECT h.queue, pg_catalog.count(*) AS dead
+    FROM coord.job_history AS h
+   WHERE h.state OPERATOR(pg_catalog.<>) 'done' AND h.state OPERATOR(pg_catalog.=) 'dead'
+   GROUP BY h.queue),
+done AS (
+  SELECT h.queue, pg_catalog.count(*) AS done_last_hour
+    FROM coord.job_history AS h
+   WHERE h.finished_at OPERATOR(pg_catalog.>) (pg_catalog.now() OPERATOR(pg_catalog.-) '1 hour'::interval)
+     AND h.state OPERATOR(pg_catalog.=) 'done'
+   GROUP BY h.queue),
+flow AS (
+  SELECT f.queue,
+         pg_catalog.max(f.paused_until) FILTER (WHERE f.limit_key IS NULL) AS paused_until,
+         pg_catalog.count(*) FILTER (WHERE f.limit_key IS NOT NULL AND f.paused_until IS NOT NULL) AS paused_keys,
+         pg_catalog.count(*) FILTER (WHERE f.limit_key IS NOT NULL
+             AND f.running OPERATOR(pg_catalog.>=) f.concurrency) AS limited_keys
+    FROM coord.limits AS f GROUP BY f.queue),
+queues AS (
+  SELECT queue FROM live_stats UNION SELECT queue FROM dead UNION SELECT queue FROM done
+  UNION SELECT queue FROM flow)
+SELECT q.queue,
+       COALESCE(l.ready, 0) AS ready, COALESCE(l.scheduled, 0) AS scheduled,
+       COALESCE(l.running, 0) AS running, COALESCE(d.dead, 0) AS dead,
+       COALESCE(r.done_last_hour, 0) AS done_last_hour,
+       pg_catalog.now() OPERATOR(pg_catalog.-) l.oldest_ready AS oldest_ready_age,
+       f.paused_until, COALESCE(f.paused_keys, 0) AS paused_keys,
+       COALESCE(f.limited_keys, 0) AS limited_keys
+  FROM queues AS q
+  LEFT JOIN live_stats AS l ON l.queue OPERATOR(pg_catalog.=) q.queue
+  LEFT JOIN dead AS d ON d.queue OPERATOR(pg_catalog.=) q.queue
+  LEFT JOIN done AS r ON r.queue OPERATOR(pg_catalog.=) q.queue
+  LEFT JOIN flow AS f ON f.queue OPERATOR(pg_catalog.=) q.queue;
+COMMENT ON VIEW coord.queue_stats IS
+  'Per queue: ready, scheduled, running, dead, done in the last hour, age of the oldest ready job; the queue''s pause end, its paused keys and its keys at their concurrency limit';
+CREATE OR REPLACE VIEW coord.jobs AS
+SELECT j.id, j.queue,
+       CASE WHEN j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() OR coord.job_claimed(j.id) THEN 'running'
+            WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
+            ELSE 'ready' END AS state,
+       j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
+       j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
+       NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
+       j.claimed_by::pg_catalog.regrole AS claimed_by,
+       j.limit_key, j.snoozes, j.expires_at
+  FROM coord.job AS j
+UNION ALL
+SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
+       h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
+       h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
+       h.limit_key, h.snoozes, h.expires_at
+  FROM coord.job_history AS h;
+
+REVOKE ALL ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz),
+  coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz),
+  coord.fail(bigint, bigint, text, interval, boolean), coord.claim_free(bigint, text, text, xid, text),
+  coord.set_limit(text, integer, integer, interval, integer, boolean), coord.drop_limit(text, boolean),
+  coord.pause(text, timestamptz, text), coord.resume(text, text), coord.next_due(text),
+  coord.job_snoozes(bigint), coord.bucket_tokens(float8, timestamptz, integer, interval, integer)
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz),
+  coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz),
+  coord.fail(bigint, bigint, text, interval, boolean) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.set_limit(text, integer, integer, interval, integer, boolean),
+  coord.drop_limit(text, boolean), coord.pause(text, timestamptz, text), coord.resume(text, text)
+  TO coord_admin;
+GRANT EXECUTE ON FUNCTION coord.next_due(text), coord.job_snoozes(bigint) TO coord_worker, coord_monitor;
+GRANT EXECUTE ON FUNCTION coord.bucket_tokens(float8, timestamptz, integer, interval, integer) TO coord_monitor;
+GRANT SELECT ON coord.limits TO coord_admin, coord_monitor;
+GRANT SELECT (limit_key, snoozes, expires_at) ON coord.jobs TO coord_monitor;
+SELECT pg_catalog.pg_extension_config_dump('coord.job_limit', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.job_pause', '');

@@ -183,6 +183,7 @@ static SPIPlanPtr plan_revoke_get = NULL;
 static SPIPlanPtr plan_revoke = NULL;
 static SPIPlanPtr plan_tick_lost = NULL;
 static SPIPlanPtr plan_tick_purge = NULL;
+static SPIPlanPtr plan_tick_expired = NULL;
 
 PG_FUNCTION_INFO_V1(coord_enqueue);
 PG_FUNCTION_INFO_V1(coord_enqueue_many);
@@ -252,13 +253,43 @@ MaxAttemptsArg(FunctionCallInfo fcinfo, int argno)
  * index on (queue, key) makes concurrent enqueues of one key wait for each
  * other, so exactly one job is added.
  */
+/* The flow-control arguments of an enqueue (limit_key, max_snoozes, expires_at). */
+typedef struct EnqueueFlow
+{
+	text	   *limit_key;
+	int32		max_snoozes;
+	Datum		expires_at;
+	bool		expires_null;
+} EnqueueFlow;
+
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true};
+
+static void
+FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
+{
+	*fl = no_flow;
+	if (PG_NARGS() <= argno + 2)
+		return;
+	fl->limit_key = KeyArg(fcinfo, argno, "limit_key");
+	CoordRequireArg(fcinfo, argno + 1, "max_snoozes");
+	fl->max_snoozes = PG_GETARG_INT32(argno + 1);
+	if (fl->max_snoozes < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_snoozes must not be negative")));
+	fl->expires_null = PG_ARGISNULL(argno + 2);
+	fl->expires_at = fl->expires_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
+}
+
 static int64
 EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
-		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key)
+		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
+		   const EnqueueFlow *fl)
 {
-	Oid			argtypes[9] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[12] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[12];
+	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
 
 	args[0] = CStringGetTextDatum(queue);
@@ -275,6 +306,11 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	nulls[7] = group_key ? ' ' : 'n';
 	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
 	nulls[8] = request_key ? ' ' : 'n';
+	args[9] = PointerGetDatum(fl->limit_key);
+	nulls[9] = fl->limit_key ? ' ' : 'n';
+	args[10] = Int32GetDatum(fl->max_snoozes);
+	args[11] = fl->expires_at;
+	nulls[11] = fl->expires_null ? 'n' : ' ';
 
 	/*
 	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
@@ -286,11 +322,11 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
 												 "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-												 "max_attempts, group_key, request_key) "
-												 "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9) "
+												 "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at) "
+												 "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12) "
 												 "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 												 "DO NOTHING RETURNING id",
-												 9, argtypes), args, nulls, false, 0),
+												 12, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -299,7 +335,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
 												 "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
 												 "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-												 9, argtypes), args, nulls, false, 1),
+												 12, argtypes), args, nulls, false, 1),
 					  SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -310,7 +346,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 
 /*
  * coord.enqueue(queue, payload, run_at, priority, key, host, max_attempts,
- * group_key) returns bigint
+ * group_key, limit_key, max_snoozes, expires_at) returns bigint
  */
 Datum
 coord_enqueue(PG_FUNCTION_ARGS)
@@ -321,9 +357,11 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	text	   *key = KeyArg(fcinfo, 4, "key");
 	text	   *group_key = KeyArg(fcinfo, 7, "group_key");
 	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
+	EnqueueFlow fl;
 	CoordUserSwitch sw;
 	int64		id;
 
+	FlowArgs(fcinfo, 8, &fl);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payload");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -331,7 +369,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
-					key, host, max_attempts, group_key, NULL);
+					key, host, max_attempts, group_key, NULL, &fl);
 	CoordSpiEnd(&sw);
 	WakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -346,7 +384,10 @@ CmpInt64(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/* coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host, max_attempts) */
+/*
+ * coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host,
+ * max_attempts, limit_key, max_snoozes, expires_at)
+ */
 Datum
 coord_enqueue_many(PG_FUNCTION_ARGS)
 {
@@ -359,12 +400,15 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[6] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[9] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	EnqueueFlow fl;
 	CoordUserSwitch sw;
 	int64	   *ids;
 
+	FlowArgs(fcinfo, 6, &fl);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payloads");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -397,15 +441,21 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	nulls[4] = host ? ' ' : 'n';
 	args[5] = Int32GetDatum(max_attempts);
+	args[6] = PointerGetDatum(fl.limit_key);
+	nulls[6] = fl.limit_key ? ' ' : 'n';
+	args[7] = Int32GetDatum(fl.max_snoozes);
+	args[8] = fl.expires_at;
+	nulls[8] = fl.expires_null ? 'n' : ' ';
 
 	CoordSpiBegin(&sw);
 	/* ids are drawn in insertion order, which follows the array */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
-											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts) "
-											 "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6 "
+											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
+											 "limit_key, max_snoozes, expires_at) "
+											 "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9 "
 											 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 											 "RETURNING id",
-											 6, argtypes), args, nulls, false, 0),
+											 9, argtypes), args, nulls, false, 0),
 				  SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
@@ -592,9 +642,12 @@ coord_complete_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * coord.fail(id, token, error, retry_after) returns text: 'scheduled' (again,
- * after retry_after or an exponential backoff with jitter) or 'dead'; NULL
- * when the claim is not the caller's.
+ * coord.fail(id, token, error, retry_after, pause_key) returns text:
+ * 'scheduled' (again, after retry_after or an exponential backoff with
+ * jitter) or 'dead'; NULL when the claim is not the caller's.  A
+ * retry_after is a snooze: it uses no attempt, but past max_snoozes
+ * snoozes the job dies, as it does when it would run after its expires_at.
+ * pause_key pauses the job's limit_key for retry_after, for every claimer.
  */
 Datum
 coord_fail(PG_FUNCTION_ARGS)
@@ -603,6 +656,7 @@ coord_fail(PG_FUNCTION_ARGS)
 				token;
 	char	   *error = NULL;
 	int64		delay_us = -1;
+	bool		pause_key = false;
 	Oid			argtypes[7] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID, OIDOID, BOOLOID};
 	Datum		args[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -623,6 +677,16 @@ coord_fail(PG_FUNCTION_ARGS)
 	token = PG_GETARG_INT64(1);
 	if (!PG_ARGISNULL(3))
 		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
+	if (PG_NARGS() > 4)
+	{
+		CoordRequireArg(fcinfo, 4, "pause_key");
+		pause_key = PG_GETARG_BOOL(4);
+	}
+	if (pause_key && delay_us < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("pause_key needs retry_after"),
+				 errdetail("The key is paused for retry_after.")));
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
@@ -636,7 +700,8 @@ coord_fail(PG_FUNCTION_ARGS)
 	args[5] = ObjectIdGetDatum(sw.save_userid);
 	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
-											 "SELECT attempt, max_attempts FROM coord.job "
+											 "SELECT attempt, max_attempts, snoozes, max_snoozes, expires_at, queue, limit_key "
+											 "FROM coord.job "
 											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
 											 "AND ((lease_until IS NOT NULL "
 											 "      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
@@ -645,36 +710,68 @@ coord_fail(PG_FUNCTION_ARGS)
 				  SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
 	{
+		SPITupleTable *tt = SPI_tuptable;
 		bool		isnull;
-		int32		attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		int32		max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		int32		attempt = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+		int32		max_attempts = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
+		int32		snoozes = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull));
+		int32		max_snoozes = DatumGetInt32(SPI_getbinval(tt->vals[0], tt->tupdesc, 4, &isnull));
+		Datum		expires = SPI_getbinval(tt->vals[0], tt->tupdesc, 5, &isnull);
+		bool		expires_null = isnull;
+		char	   *queue = SPI_getvalue(tt->vals[0], tt->tupdesc, 6);
+		Datum		limit_key = SPI_getbinval(tt->vals[0], tt->tupdesc, 7, &isnull);
+		bool		key_null = isnull;
 		bool		uses_attempt = (delay_us < 0);
+		const char *why = NULL;
 
-		if (uses_attempt && attempt >= max_attempts)
+		if (!uses_attempt && snoozes >= max_snoozes)
+			why = psprintf("snoozed %d times (max_snoozes %d)%s%s", snoozes, max_snoozes,
+						   error ? ": " : "", error ? error : "");
+		else if (uses_attempt && attempt >= max_attempts)
+			why = error ? error : NULL;
+		if (why == NULL && !(uses_attempt && attempt >= max_attempts))
 		{
-			(void) MoveToHistory(id, true, token, "dead", error);
+			if (uses_attempt)
+				delay_us = BackoffUs(attempt);
+			if (!expires_null &&
+				GetCurrentTimestamp() + delay_us >= DatumGetTimestampTz(expires))
+				why = psprintf("expired: the retry would run after its expires_at%s%s",
+							   error ? ": " : "", error ? error : "");
+		}
+		if (pause_key && !key_null)
+		{
+			/* the 429 case: the whole key cools down, for every claimer */
+			(void) LimitPause(queue, DatumGetTextPP(limit_key),
+							  CoordTimeAdd(GetCurrentTimestamp(), delay_us, "retry_after"), true);
+		}
+
+		if (why != NULL || (uses_attempt && attempt >= max_attempts))
+		{
+			(void) MoveToHistory(id, true, token, "dead", why);
 			result = "dead";
 		}
 		else
 		{
 			Interval   *delay = palloc0(sizeof(Interval));
 
-			if (uses_attempt)
-			{
-				delay_us = BackoffUs(attempt);
-			}
 			delay->time = delay_us;
 			args[2] = IntervalPGetDatum(delay);
-			/* $5: the attempt this claim used is given back (retry_after) */
+
+			/*
+			 * $5: the attempt this claim used is given back (retry_after), a
+			 * snooze counted
+			 */
 			args[4] = BoolGetDatum(!uses_attempt);
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
 													 "UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
 													 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
 													 "last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
-													 "(CASE WHEN $5 THEN 1 ELSE 0 END) "
+													 "(CASE WHEN $5 THEN 1 ELSE 0 END), "
+													 "snoozes = snoozes OPERATOR(pg_catalog.+) (CASE WHEN $5 THEN 1 ELSE 0 END) "
 													 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
 													 5, argtypes), args, nulls, false, 0),
 						  SPI_OK_UPDATE, "fail");
+			LimitJobsFinished(queue, &id, 1);
 			result = "scheduled";
 		}
 		DropSessionClaim(id);
@@ -807,10 +904,11 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
 											 "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
-											 "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, origin) "
+											 "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
+											 "limit_key, max_snoozes, expires_at, origin) "
 											 "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 											 "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-											 "enqueued_at, last_error, request_key, "
+											 "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
@@ -1013,7 +1111,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
-					NULL, host, max_attempts, NULL, rkey);
+					NULL, host, max_attempts, NULL, rkey, &no_flow);
 	CoordSpiEnd(&sw);
 	WakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -1119,10 +1217,12 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
 											 "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 											 "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
-											 "attempt, max_attempts, enqueued_at, last_error, request_key, origin) "
+											 "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
+											 "limit_key, snoozes, max_snoozes, expires_at) "
 											 "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
 											 "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-											 "request_key, origin FROM d RETURNING id, queue, host",
+											 "request_key, origin, limit_key, snoozes, max_snoozes, expires_at "
+											 "FROM d RETURNING id, queue, host",
 											 3, argtypes), args, NULL, false, 0),
 				  SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)
@@ -1163,7 +1263,7 @@ CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtyp
 /*
  * CoordJobsTick: the job queue's share of coord.tick.  Jobs whose last
  * attempt's lease expired die (claims would kill them too, but only when one
- * reaches them), and the history loses what is older than the retention.
+ * reaches them), so do unclaimed jobs past their expires_at, and the history loses what is older than the retention.
  * Both go by the real clock when the tick's now is later: a tick with a
  * simulated future time (apps are driven that way) must not expire leases
  * that have not expired, nor purge history that is still kept.  Returns how
@@ -1204,6 +1304,29 @@ CoordJobsTick(TimestampTz now)
 	}
 	for (i = 0; i < n; i++)
 		if (MoveToHistory(ids[i], false, 0, "dead", "claim lost after the last attempt: the lease expired"))
+			touched++;
+
+	/*
+	 * jobs past their expires_at that nobody runs die (claims would kill them
+	 * too)
+	 */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_expired,
+											 "SELECT id FROM coord.job WHERE expires_at OPERATOR(pg_catalog.<) $1 "
+											 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $1) "
+											 "AND NOT coord.job_claimed(id) "
+											 "FOR UPDATE SKIP LOCKED",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "tick");
+	n = SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	for (i = 0; i < n; i++)
+		if (MoveToHistory(ids[i], false, 0, "dead", "expired: past its expires_at"))
 			touched++;
 
 	if (coord_job_history_retention > 0)

@@ -240,6 +240,7 @@ typedef struct ClaimScan
 	TimestampTz cmp_run_at;
 	int64		cmp_id;
 	bool		behind;			/* found a job that sorts before that frontier */
+	LimitScan  *limits;			/* flow control, or NULL: the queue has none */
 } ClaimScan;
 
 /* The claim whose statement is running: coord.claim_take works for it. */
@@ -364,7 +365,8 @@ ClaimPlan(ClaimKind kind, int filter)
 		if (kind == CLAIM_HELD)
 			types[5] = INT8ARRAYOID;
 		sql = psprintf("SELECT c.tid, c.id FROM ("
-					   "SELECT j.ctid AS tid, j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts AS spent, "
+					   "SELECT j.ctid AS tid, j.id, (j.attempt OPERATOR(pg_catalog.>=) j.max_attempts "
+					   "OR COALESCE(j.expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false)) AS spent, "
 					   "j.priority, j.run_at FROM coord.job AS j "
 					   "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
 					   "pg_catalog.hashtextextended($1, 0) "
@@ -373,7 +375,7 @@ ClaimPlan(ClaimKind kind, int filter)
 					   "AND (j.lease_until IS NULL "
 					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
-					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax) "
+					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax, j.limit_key) "
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
 					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
@@ -468,8 +470,11 @@ coord_claim_free(PG_FUNCTION_ARGS)
 			scan->held[scan->nheld++] = id;
 		PG_RETURN_BOOL(false);
 	}
-	if (!PG_ARGISNULL(2))
-		PG_RETURN_BOOL(GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)));
+	if (!PG_ARGISNULL(2) && !GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)))
+		PG_RETURN_BOOL(false);
+	/* flow control last: it may take the key's lock */
+	if (scan->limits != NULL)
+		PG_RETURN_BOOL(LimitFree(scan->limits, id, PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4)));
 	PG_RETURN_BOOL(true);
 }
 
@@ -506,6 +511,9 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	 * below.
 	 */
 	if (HoldsSessionClaim(id))
+		PG_RETURN_BOOL(false);
+	/* the room coord.claim_free found for its key is still there */
+	if (scan->limits != NULL && !spent && !LimitTakeOk(scan->limits, id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
 
@@ -549,6 +557,8 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		MemoryContextSwitchTo(old);
 		PG_RETURN_BOOL(false);
 	}
+	if (scan->limits != NULL)
+		LimitTaken(scan->limits, id);
 	scan->ids[scan->got++] = id;
 	if (scan->moves_frontier)
 	{
@@ -906,6 +916,7 @@ typedef struct ClaimCall
 	TimestampTz now;
 	HeapTuple  *rows;			/* by position in scan.ids */
 	TupleDesc	outdesc;
+	bool		blocked;		/* flow control: nothing of the queue now */
 } ClaimCall;
 
 /* Step 1: the arguments, checked (they are the caller's errors, before any work). */
@@ -1012,6 +1023,23 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 		c->f->owned_version = c->owned_version;
 	}
 	c->now = GetCurrentTimestamp();
+
+	/*
+	 * flow control: the fast path is one test (no limits anywhere) or a
+	 * lookup
+	 */
+	c->blocked = false;
+	{
+		QueueLimits *ql = LimitsFor(c->queue);
+
+		if (ql != NULL)
+		{
+			bool		claimable;
+
+			c->scan.limits = LimitScanBegin(c->queue, ql, callcxt, c->n, &claimable);
+			c->blocked = !claimable;
+		}
+	}
 }
 
 /*
@@ -1026,6 +1054,13 @@ ClaimFromFrontier(ClaimCall *c)
 	TimestampTz now = c->now;
 
 	if (!(coord_claim_rescan_interval > 0 && f->valid && now - f->last_full < f->rescan_us))
+		return;
+
+	/*
+	 * A limited queue's claims skip jobs whose key is full, which then sit
+	 * behind the frontier when their slot frees: they scan from the head.
+	 */
+	if (c->scan.limits != NULL || c->blocked)
 		return;
 
 	/*
@@ -1082,7 +1117,7 @@ ClaimFromHead(ClaimCall *c)
 	Frontier   *f = c->f;
 	ClaimScan  *scan = &c->scan;
 
-	if (scan->got >= c->n)
+	if (scan->got >= c->n || c->blocked)
 		return;
 	scan->cmp_valid = f->valid && scan->got == 0;
 	scan->cmp_priority = f->priority;
@@ -1134,6 +1169,25 @@ ClaimMoveFrontier(ClaimCall *c)
 	}
 }
 
+/* Whether a job set aside to die is past its expires_at (else its attempts are spent). */
+static bool
+JobExpired(int64 id)
+{
+	static SPIPlanPtr plan_expired = NULL;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = Int64GetDatum(id);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_expired,
+											 "SELECT COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false) "
+											 "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, true, 1),
+				  SPI_OK_SELECT, "checking a job's expiry");
+	return SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 /* Step 6: jobs whose every attempt was lost to crashed or stalled claimers die. */
 static void
 ClaimBuryExhausted(ClaimCall *c)
@@ -1144,10 +1198,27 @@ ClaimBuryExhausted(ClaimCall *c)
 	{
 		int64		id = *(int64 *) lfirst(lc);
 
-		(void) MoveToHistory(id, false, 0, "dead", "claim lost after the last attempt");
+		(void) MoveToHistory(id, false, 0, "dead",
+							 JobExpired(id) ? "expired: past its expires_at" : "claim lost after the last attempt");
 		if (c->session_bound)
 			DropSessionClaim(id);
 	}
+}
+
+/* Step 6b: flow control's running rows and buckets, for the jobs claimed. */
+static void
+ClaimLimitsEnd(ClaimCall *c)
+{
+	int64	   *ids;
+	int			n = 0;
+
+	if (c->scan.limits == NULL)
+		return;
+	ids = palloc(sizeof(int64) * Max(c->scan.got, 1));
+	for (int i = 0; i < c->scan.got; i++)
+		if (c->rows[i] != NULL)
+			ids[n++] = c->scan.ids[i];
+	LimitScanEnd(c->scan.limits, ids, n);
 }
 
 /* Step 7: the claimed jobs, in claim order, into the result set. */
@@ -1246,8 +1317,19 @@ coord_claim(PG_FUNCTION_ARGS)
 	ClaimBegin(&c, sw.save_userid, callcxt);
 	ClaimFromFrontier(&c);
 	ClaimFromHead(&c);
+	if (LimitWaitContended(c.scan.limits, c.scan.got))
+	{
+		/* only busy keys held it back: once more, after one of them */
+		QueueLimits *ql = LimitsFor(c.queue);
+		bool		claimable = true;
+
+		c.scan.limits = ql ? LimitScanBegin(c.queue, ql, callcxt, c.n, &claimable) : NULL;
+		c.blocked = !claimable;
+		ClaimFromHead(&c);
+	}
 	ClaimMoveFrontier(&c);
 	ClaimBuryExhausted(&c);
+	ClaimLimitsEnd(&c);
 	ClaimEmit(&c, rsinfo);
 	CoordSpiEnd(&sw);
 	if (c.pgroup != NULL)

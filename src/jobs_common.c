@@ -175,6 +175,7 @@ JobsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* the list lived in TopTransactionContext */
 			wake_channels = NIL;
+			JobsLimitsXactEnd();
 			break;
 		default:
 			break;
@@ -303,11 +304,13 @@ static void
 JobRelsInval(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
-		relid == jobrels.token_seq)
+		relid == jobrels.token_seq || relid == jobrels.limit || relid == jobrels.pause)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
+		jobrels.limit = jobrels.pause = InvalidOid;
 		JobsClaimRelsInval();
 		JobsFinishRelsInval();
+		JobsLimitsInval();
 	}
 }
 
@@ -321,10 +324,13 @@ LookupJobRels(void)
 	nsp = get_namespace_oid(COORD_SCHEMA, false);
 	jobrels.history = get_relname_relid("job_history", nsp);
 	jobrels.token_seq = get_relname_relid("job_token_seq", nsp);
+	jobrels.limit = get_relname_relid("job_limit", nsp);
+	jobrels.pause = get_relname_relid("job_pause", nsp);
 	jobrels.job = get_relname_relid("job", nsp);
-	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq))
+	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq) ||
+		!OidIsValid(jobrels.limit) || !OidIsValid(jobrels.pause))
 	{
 		jobrels.job = InvalidOid;
-		elog(ERROR, "coord.job, coord.job_history or coord.job_token_seq does not exist");
+		elog(ERROR, "coord.job, coord.job_history, coord.job_token_seq, coord.job_limit or coord.job_pause does not exist");
 	}
 }

@@ -4,7 +4,9 @@
  *		out of coord.job go into coord.job_history through the table access
  *		method (ArchiveJobs), and then what depends on a job finishing runs
  *		in the same transaction: the linked request key, and the finish hook
- *		of the concern the job's origin belongs to.
+ *		of the concern the job's origin belongs to, and, in a queue with a
+ *		concurrency limit, the job's running row goes and the queue's idle
+ *		claimers are woken (jobs_limits.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -140,7 +142,8 @@ typedef struct ArchiveMap
 	HistoryColumn *cols;		/* per history column */
 	AttrNumber	request_key,	/* in the job rows */
 				origin,
-				id;
+				id,
+				queue;
 } ArchiveMap;
 
 static ArchiveMap archive_map;
@@ -221,7 +224,8 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	m->request_key = SPI_fnumber(jdesc, "request_key");
 	m->origin = SPI_fnumber(jdesc, "origin");
 	m->id = SPI_fnumber(jdesc, "id");
-	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0)
+	m->queue = SPI_fnumber(jdesc, "queue");
+	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0 || m->queue <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
 	m->jnatts = jdesc->natts;
 	m->hist_desc = hdesc;
@@ -264,7 +268,9 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	const HistoryColumn *cols;
 	AttrNumber	c_request_key,
 				c_origin,
-				c_id;
+				c_id,
+				c_queue;
+	bool		limited;
 
 	if (n == 0)
 		return 0;
@@ -277,6 +283,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	c_request_key = archive_map.request_key;
 	c_origin = archive_map.origin;
 	c_id = archive_map.id;
+	c_queue = archive_map.queue;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -341,7 +348,11 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	table_close(rel, NoLock);
 	CommandCounterIncrement();
 
-	/* then what depends on the jobs finishing */
+	/*
+	 * then what depends on the jobs finishing; flow control only if anything
+	 * is limited
+	 */
+	limited = LimitsAnywhere();
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
@@ -350,6 +361,14 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 
 		CHECK_FOR_INTERRUPTS();
 
+		if (limited)
+		{
+			bool		isnull;
+			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
+
+			/* its slot is free: the running row goes, idle claimers wake */
+			LimitJobsFinished(SPI_getvalue(row, jdesc, c_queue), &id, 1);
+		}
 		if (rk != NULL)
 			CoordRequestJobFinished(rk, done);
 		if (origin != NULL)

@@ -45,6 +45,8 @@ typedef struct JobRels
 	Oid			job;
 	Oid			history;
 	Oid			token_seq;
+	Oid			limit;			/* coord.job_limit and coord.job_pause: their */
+	Oid			pause;			/* invalidations reset jobs_limits.c's cache */
 } JobRels;
 
 extern JobRels jobrels;
@@ -63,6 +65,72 @@ extern void ForgetClaimIfGone(int64 id);
 /* jobs_claim.c */
 extern void JobsClaimInit(void);
 extern void JobsClaimRelsInval(void);
+
+/* jobs_limits.c: flow control (see its header) */
+typedef struct LimitSpec
+{
+	int32		conc;			/* 0: no concurrency limit */
+	int32		rate;			/* 0: no rate limit */
+	int64		per_us;
+	int32		burst;
+} LimitSpec;
+
+typedef struct QueueLimits
+{
+	char		queue[COORD_NAME_MAX + 1];	/* hash key: must be first */
+	bool		valid;
+	bool		any;			/* anything below applies */
+	LimitSpec	q;				/* the whole queue's */
+	LimitSpec	k;				/* each limit_key's */
+	TimestampTz paused_until;	/* 0: not paused; DT_NOEND: until resumed */
+	bool		key_pauses;		/* some key of the queue may be paused */
+} QueueLimits;
+
+/* A (queue, key) in one claim call: decided once, under its lock. */
+typedef struct KeyState
+{
+	uint64		hkey;			/* hash key: must be first */
+	char	   *key;
+	int			keylen;
+	bool		decided;
+	bool		ok;
+	bool		locked_here;
+	bool		has_bucket;
+	int			room;			/* claims it may take in all */
+	int			pending;		/* taken by this call */
+	double		tokens;
+	LOCKTAG		tag;
+} KeyState;
+
+typedef struct LimitScan
+{
+	QueueLimits *ql;
+	char	   *queue;
+	MemoryContext cxt;
+	TimestampTz now;
+	KeyState	qs;				/* the whole queue (key '') */
+	HTAB	   *keys;			/* KeyState by hash of limit_key */
+	int64		last_id;		/* the job LimitFree let through last */
+	KeyState   *last;
+	KeyState  **taken;
+	int			ntaken;
+	bool		contended;		/* a key was skipped because its lock was busy */
+	LOCKTAG		contended_tag;
+} LimitScan;
+
+extern void JobsLimitsInval(void);
+extern void JobsLimitsXactEnd(void);
+extern bool LimitsAnywhere(void);
+extern QueueLimits *LimitsFor(const char *queue);
+extern LimitScan *LimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n,
+								 bool *claimable);
+extern bool LimitFree(LimitScan *ls, int64 id, text *limit_key);
+extern bool LimitTakeOk(LimitScan *ls, int64 id);
+extern void LimitTaken(LimitScan *ls, int64 id);
+extern void LimitScanEnd(LimitScan *ls, const int64 *ids, int n);
+extern bool LimitWaitContended(LimitScan *ls, int got);
+extern void LimitJobsFinished(const char *queue, const int64 *ids, int n);
+extern bool LimitPause(const char *queue, text *key, TimestampTz until, bool extend);
 
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);

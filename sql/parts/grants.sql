@@ -151,3 +151,13 @@ GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), co
 -- reach coord_monitor through the loop above).
 GRANT EXECUTE ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;
+-- Flow control (issue 17): limits and pauses are the administrator's (a
+-- worker that could set them could starve every other worker's queue);
+-- a worker pauses only the key of a job it holds, through
+-- coord.fail(..., pause_key => true), which it was granted above.  Workers
+-- and monitors may ask coord.next_due and a job's snoozes; coord.limits got
+-- its grants from the loop above (it holds no token or payload).
+GRANT EXECUTE ON FUNCTION coord.set_limit(text, integer, integer, interval, integer, boolean),
+  coord.drop_limit(text, boolean), coord.pause(text, timestamptz, text), coord.resume(text, text)
+  TO coord_admin;
+GRANT EXECUTE ON FUNCTION coord.next_due(text), coord.job_snoozes(bigint) TO coord_worker, coord_monitor;

@@ -39,7 +39,11 @@ CREATE TABLE coord.job (
     last_error   text,
     request_key  text,
     origin       text,
-    claimed_by   oid
+    claimed_by   oid,
+    limit_key    text,
+    snoozes      integer NOT NULL DEFAULT 0,
+    max_snoozes  integer NOT NULL DEFAULT 100,
+    expires_at   timestamptz
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
@@ -89,7 +93,11 @@ CREATE TABLE coord.job_history (
     last_error   text,
     result       jsonb,
     request_key  text,
-    origin       text
+    origin       text,
+    limit_key    text,
+    snoozes      integer NOT NULL DEFAULT 0,
+    max_snoozes  integer NOT NULL DEFAULT 100,
+    expires_at   timestamptz
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -123,18 +131,21 @@ COMMENT ON TYPE coord.claimed_job IS 'A claimed job, as coord.claim returns it';
 
 CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT NULL,
                               priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
-                              max_attempts integer DEFAULT 25, group_key text DEFAULT NULL)
+                              max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
+                              limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
+                              expires_at timestamptz DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text) IS
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz) IS
   'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one';
 
 CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT 0, host text DEFAULT NULL,
-                                   max_attempts integer DEFAULT 25)
+                                   max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
+                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
-COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer) IS
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz) IS
   'Adds one job per payload; returns their ids in array order';
 
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
@@ -158,10 +169,10 @@ COMMENT ON FUNCTION coord.claim_take(bigint, boolean, integer, timestamptz) IS
 -- may lock a row (no session holds the job's claim lock; for a job of a
 -- group, no earlier job of it waits and none of it runs): a claim never
 -- row-locks a job it then skips.  Not granted to anyone.
-CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid)
+CREATE FUNCTION coord.claim_free(id bigint, queue text, group_key text, row_xmax xid, limit_key text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_claim_free'
 LANGUAGE C VOLATILE PARALLEL UNSAFE COST 10;
-COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid) IS
+COMMENT ON FUNCTION coord.claim_free(bigint, text, text, xid, text) IS
   'Internal to coord.claim: whether no session holds the job''s claim lock and its group lets it run; errors when called otherwise';
 
 CREATE FUNCTION coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL)
@@ -178,11 +189,12 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.complete_many(bigint[], bigint[]) IS
   'Marks claimed jobs done (ids[i] with tokens[i]); returns how many were still the caller''s';
 
-CREATE FUNCTION coord.fail(id bigint, token bigint, error text DEFAULT NULL, retry_after interval DEFAULT NULL)
+CREATE FUNCTION coord.fail(id bigint, token bigint, error text DEFAULT NULL, retry_after interval DEFAULT NULL,
+                           pause_key boolean DEFAULT false)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_fail'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval) IS
-  'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay and uses up no attempt. NULL when the claim is not the caller''s';
+COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval, boolean) IS
+  'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay, uses up no attempt but counts a snooze (dead after max_snoozes or past expires_at); pause_key pauses the job''s limit_key for retry_after. NULL when the claim is not the caller''s';
 
 CREATE FUNCTION coord.heartbeat(id bigint, token bigint, lease interval DEFAULT NULL)
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_heartbeat'

@@ -7,14 +7,16 @@ BEGIN;
 SELECT plan(59);
 
 SELECT function_returns('coord', 'enqueue',
-       ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text'], 'bigint');
+       ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text',
+             'text', 'integer', 'timestamp with time zone'], 'bigint');
 SELECT function_returns('coord', 'enqueue_many',
-       ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer'], 'setof bigint');
+       ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer',
+             'text', 'integer', 'timestamp with time zone'], 'setof bigint');
 SELECT function_returns('coord', 'claim',
        ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer', 'text'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
 SELECT function_returns('coord', 'complete_many', ARRAY['bigint[]', 'bigint[]'], 'integer');
-SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval'], 'text');
+SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval', 'boolean'], 'text');
 SELECT function_returns('coord', 'heartbeat', ARRAY['bigint', 'bigint', 'interval'], 'timestamp with time zone');
 SELECT function_returns('coord', 'cancel', ARRAY['bigint'], 'boolean');
 SELECT function_returns('coord', 'retry', ARRAY['bigint'], 'boolean');

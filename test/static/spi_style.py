@@ -31,7 +31,7 @@ files = sorted((root / "src").glob("*.c"))
 DEFINES = {"common_spi.c"}
 PENDING = []
 # file -> the functions allowed SPI as the caller (see common.h)
-AS_CALLER = {"jobs_claim.c": {"GroupFree"}, "tick.c": {"coord_cron_install"}}
+AS_CALLER = {"jobs_claim.c": {"GroupFree"}, "jobs_limits.c": {"LimitDecideKey"}, "tick.c": {"coord_cron_install"}}
 
 comment = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 rules = [

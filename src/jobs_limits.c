@@ -1,0 +1,1179 @@
+/*-------------------------------------------------------------------------
+ * jobs_limits.c
+ *		The job queue's flow control (README.md, Flow control): concurrency
+ *		and rate limits per queue and per limit_key, pauses, snooze-free
+ *		cool-downs of a key (coord.fail's pause_key), coord.next_due, and the
+ *		claim's side of all of it (LimitsFor, LimitScanBegin, LimitFree,
+ *		LimitTakeOk/LimitTaken, LimitScanEnd, called from jobs_claim.c).
+ *
+ * Tables.  coord.job_limit (queue, per_key) holds the limits, coord.job_pause
+ * (queue, limit_key; '' for the whole queue) the pauses, coord.job_bucket
+ * (unlogged) the token buckets, coord.job_running one row per claim of a
+ * job in a queue with a concurrency limit (limit_key '' when the job has
+ * none).  A running row counts only while its claim is live: the job is in
+ * coord.job with that token, and its lease has not passed or a session
+ * holds its claim lock (coord.job_claimed).  So a dead worker never leaks a
+ * slot: a session-bound claim's slot frees the moment the session's lock
+ * goes, a lease claim's when the lease passes.  Finishing a job deletes its
+ * row (ArchiveJobs, coord.fail); a row whose claim died is stale but
+ * uncounted, replaced when the job is claimed again, and deleted by the next
+ * coord.set_limit or coord.drop_limit of the queue.
+ *
+ * The fast path.  Each backend caches, per queue, what applies to it
+ * (QueueLimits), and whether the database has any limit or pause at all
+ * (limits_anywhere).  Every function that changes coord.job_limit or
+ * coord.job_pause invalidates that table's relcache entry
+ * (CacheInvalidateRelcacheByRelid): the message reaches every backend at
+ * commit, and its relcache callback (JobsLimitsInval, through jobs_common.c)
+ * forgets the cache.  With no limit and no pause in the database a claim
+ * and a completion test one boolean; with none on the claim's queue, one
+ * hash lookup.
+ *
+ * Exactness.  Claims are READ COMMITTED: two claimers that counted the same
+ * running rows from their own snapshots could both take the last slot.  So
+ * the count and the take of a (queue, key) are serialised by a
+ * transaction-level lock on (COORD_NS_LIMIT, hash of queue and key), taken
+ * without waiting: a claimer that finds it busy skips the key, as it skips a
+ * busy group_key.  The holder counts with a fresh snapshot taken after the
+ * lock (SPI's non-read-only execution), so it sees every claim committed
+ * before it got the lock; a claimer's lock is released after its commit is
+ * visible (PostgreSQL releases locks after ProcArrayEndTransaction), and
+ * its running rows and bucket update commit with the claim.  A key found
+ * full, paused or out of tokens has its lock let go at once; a key the
+ * claim took from keeps it until commit.  The whole queue's limit works the
+ * same with key ''.  A claim that found nothing only because keys were busy,
+ * and holds no limit lock, waits for one busy lock once (the holder is a
+ * claim, which commits soon) and scans again: an idle claimer is not left
+ * asleep beside a slot that is free.
+ *
+ * Below the row locks, coord.claim_free asks LimitFree whether the job's key
+ * (and queue) has room now; that decision is made once per key and claim
+ * call (KeyState) and the lock is kept while it holds.  Above them,
+ * coord.claim_take asks LimitTakeOk again (nothing else ran in between for
+ * the same key) and records the take (LimitTaken); LimitScanEnd then writes
+ * the running rows and the buckets' new tokens.
+ *
+ * Buckets.  tokens as of refilled_at, refilled lazily on the server's clock
+ * (rate per `per`, at most burst); written only under the key's lock, so a
+ * bucket is never contended on a row lock: a busy key reads as "not now".
+ *
+ * Wake-ups.  A finished or failed job of a queue with a concurrency limit,
+ * coord.resume, coord.set_limit and coord.drop_limit wake the queue's idle
+ * claimers at commit (WakeAtCommit, jobs_common.c).  A bucket that refills,
+ * a pause that ends by its time and a session-bound claim whose session
+ * died change nothing in a transaction: idle workers sleep until
+ * coord.next_due, which names the earliest of them.
+ *
+ * Per-backend state: the QueueLimits cache (CoordLocalHash), and the count
+ * of limit locks this transaction keeps (forgotten at transaction end).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "jobs_int.h"
+
+#define COORD_NS_LIMIT	17220	/* jobs_limits.c: count and take of a (queue,
+								 * limit_key) */
+#define LIMIT_KEY_MAX	1024
+#define LIMIT_POLL_US	(1000 * 1000)	/* next_due's guess when a slot's end
+										 * is unknown */
+
+PG_FUNCTION_INFO_V1(coord_set_limit);
+PG_FUNCTION_INFO_V1(coord_drop_limit);
+PG_FUNCTION_INFO_V1(coord_pause);
+PG_FUNCTION_INFO_V1(coord_resume);
+PG_FUNCTION_INFO_V1(coord_next_due);
+PG_FUNCTION_INFO_V1(coord_job_snoozes);
+PG_FUNCTION_INFO_V1(coord_bucket_tokens);
+
+/* ---------- the per-backend cache ---------- */
+
+/* -1: not looked up since the last invalidation; 0: none; 1: some */
+static int	limits_anywhere = -1;
+static HTAB *queue_limits = NULL;
+static int	xact_limit_locks = 0;
+
+static SPIPlanPtr plan_anywhere = NULL;
+static SPIPlanPtr plan_queue_limits = NULL;
+static SPIPlanPtr plan_queue_pause = NULL;
+static SPIPlanPtr plan_count_key = NULL;
+static SPIPlanPtr plan_count_queue = NULL;
+static SPIPlanPtr plan_bucket = NULL;
+static SPIPlanPtr plan_key_paused = NULL;
+static SPIPlanPtr plan_running_put = NULL;
+static SPIPlanPtr plan_bucket_put = NULL;
+static SPIPlanPtr plan_running_drop = NULL;
+
+void
+JobsLimitsInval(void)
+{
+	limits_anywhere = -1;
+	if (queue_limits != NULL)
+	{
+		HASH_SEQ_STATUS seq;
+		QueueLimits *q;
+
+		hash_seq_init(&seq, queue_limits);
+		while ((q = hash_seq_search(&seq)) != NULL)
+			q->valid = false;
+	}
+}
+
+void
+JobsLimitsXactEnd(void)
+{
+	xact_limit_locks = 0;
+}
+
+/* Is there any limit or pause in this database?  Inside SPI, as the owner. */
+bool
+LimitsAnywhere(void)
+{
+	if (limits_anywhere < 0)
+	{
+		LookupJobRels();
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_anywhere,
+												 "SELECT 1 FROM coord.job_limit UNION ALL "
+												 "SELECT 1 FROM coord.job_pause LIMIT 1",
+												 0, NULL), NULL, NULL, true, 1),
+					  SPI_OK_SELECT, "reading coord.job_limit");
+		limits_anywhere = SPI_processed > 0 ? 1 : 0;
+	}
+	return limits_anywhere > 0;
+}
+
+static void
+SpecFromRow(LimitSpec *s, HeapTuple row, TupleDesc desc)
+{
+	bool		isnull;
+	Datum		d;
+
+	d = SPI_getbinval(row, desc, 2, &isnull);
+	s->conc = isnull ? 0 : DatumGetInt32(d);
+	d = SPI_getbinval(row, desc, 3, &isnull);
+	s->rate = isnull ? 0 : DatumGetInt32(d);
+	d = SPI_getbinval(row, desc, 4, &isnull);
+	s->per_us = isnull ? USECS_PER_SEC : CoordIntervalToMicroseconds(DatumGetIntervalP(d), "per", false);
+	d = SPI_getbinval(row, desc, 5, &isnull);
+	s->burst = isnull ? s->rate : DatumGetInt32(d);
+}
+
+/*
+ * What applies to a queue, or NULL when nothing does (the fast path).
+ * Inside SPI, as the owner.
+ */
+QueueLimits *
+LimitsFor(const char *queue)
+{
+	QueueLimits *q;
+	bool		found;
+	char		key[COORD_NAME_MAX + 1];
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	uint64		r;
+
+	if (!LimitsAnywhere())
+		return NULL;
+	memset(key, 0, sizeof(key));
+	strlcpy(key, queue, sizeof(key));
+	CoordLocalHash(&queue_limits, "pg_coord queue limits", sizeof(key), sizeof(QueueLimits), HASH_STRINGS);
+	q = hash_search(queue_limits, key, HASH_ENTER, &found);
+	if (found && q->valid)
+		return q->any ? q : NULL;
+
+	memset(&q->q, 0, sizeof(q->q));
+	memset(&q->k, 0, sizeof(q->k));
+	q->paused_until = 0;
+	q->key_pauses = false;
+	q->any = false;
+	args[0] = CStringGetTextDatum(queue);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_queue_limits,
+											 "SELECT per_key, concurrency, rate, per, burst FROM coord.job_limit "
+											 "WHERE queue OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, true, 0),
+				  SPI_OK_SELECT, "reading coord.job_limit");
+	for (r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		bool		per_key = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+
+		SpecFromRow(per_key ? &q->k : &q->q, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
+	}
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_queue_pause,
+											 "SELECT limit_key OPERATOR(pg_catalog.=) '', until FROM coord.job_pause "
+											 "WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+											 1, argtypes), args, NULL, true, 0),
+				  SPI_OK_SELECT, "reading coord.job_pause");
+	for (r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		bool		whole = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		until = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (whole)
+			q->paused_until = isnull ? DT_NOEND : DatumGetTimestampTz(until);
+		else
+			q->key_pauses = true;
+	}
+	q->any = q->q.conc > 0 || q->q.rate > 0 || q->k.conc > 0 || q->k.rate > 0 ||
+		q->paused_until != 0 || q->key_pauses;
+	q->valid = true;
+	return q->any ? q : NULL;
+}
+
+/* Does the queue count running claims (a concurrency limit of either kind)? */
+static bool
+CountsRunning(const QueueLimits *q)
+{
+	return q != NULL && (q->q.conc > 0 || q->k.conc > 0);
+}
+
+/* ---------- buckets ---------- */
+
+/* The tokens of a bucket at now, from tokens at refilled_at. */
+static double
+BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s)
+{
+	double		t = tokens;
+
+	if (now > refilled_at)
+		t += (double) (now - refilled_at) * s->rate / (double) s->per_us;
+	return Min(t, (double) s->burst);
+}
+
+/* When a bucket holding tokens at now has one token. */
+static TimestampTz
+BucketRefill(double tokens, TimestampTz now, const LimitSpec *s)
+{
+	if (tokens >= 1.0)
+		return now;
+	return now + (int64) ceil((1.0 - tokens) * (double) s->per_us / s->rate);
+}
+
+static void
+KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, queue);
+	appendStringInfoChar(&buf, '\x1f');
+	appendBinaryStringInfo(&buf, key, keylen);
+	CoordSetTag(tag, CoordNameKey(buf.data, buf.len), COORD_NS_LIMIT);
+	pfree(buf.data);
+}
+
+/*
+ * Decides, under the (queue, key) lock, whether a key (or with spec q the
+ * whole queue: key '') has room: sets st->ok, st->room and, for a bucket,
+ * st->tokens.  Runs inside the claim's statement (from coord.claim_free) or
+ * before it, as the owner already.
+ */
+static void
+LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pause)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	LockAcquireResult r;
+	bool		isnull;
+
+	st->ok = false;
+	st->room = 0;
+	st->locked_here = false;
+	st->has_bucket = false;
+	args[0] = CStringGetTextDatum(ls->queue);
+	args[1] = PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen));
+
+	CoordSpiConnectAsCaller();
+	if (check_pause)
+	{
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_paused,
+												 "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+												 "AND limit_key OPERATOR(pg_catalog.=) $2 "
+												 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+												 2, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "reading coord.job_pause");
+		if (SPI_processed > 0)
+		{
+			CoordSpiFinishAsCaller();
+			return;
+		}
+	}
+	if (spec->conc <= 0 && spec->rate <= 0)
+	{
+		st->ok = true;
+		st->room = INT_MAX;
+		CoordSpiFinishAsCaller();
+		return;
+	}
+
+	KeyTag(&st->tag, ls->queue, st->key, st->keylen);
+	r = LockAcquire(&st->tag, ExclusiveLock, false, true);
+	if (r == LOCKACQUIRE_NOT_AVAIL)
+	{
+		/* another claimer counts and takes this key now: not now */
+		if (!ls->contended)
+			ls->contended_tag = st->tag;
+		ls->contended = true;
+		CoordSpiFinishAsCaller();
+		return;
+	}
+	st->locked_here = (r == LOCKACQUIRE_OK);
+	st->room = INT_MAX;
+	if (spec->conc > 0)
+	{
+		int32		running;
+
+		/*
+		 * a fresh snapshot (not read-only): sees every claim committed before
+		 * the lock
+		 */
+		if (st->keylen == 0 && spec == &ls->ql->q)
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_count_queue,
+													 "SELECT pg_catalog.count(*)::pg_catalog.int4 FROM coord.job_running AS r "
+													 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+													 "AND j.token OPERATOR(pg_catalog.=) r.token "
+													 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
+													 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+													 "     OR coord.job_claimed(j.id))",
+													 1, argtypes), args, NULL, false, 1),
+						  SPI_OK_SELECT, "counting running claims");
+		else
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_count_key,
+													 "SELECT pg_catalog.count(*)::pg_catalog.int4 FROM coord.job_running AS r "
+													 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+													 "AND j.token OPERATOR(pg_catalog.=) r.token "
+													 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
+													 "AND r.limit_key OPERATOR(pg_catalog.=) $2 "
+													 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+													 "     OR coord.job_claimed(j.id))",
+													 2, argtypes), args, NULL, false, 1),
+						  SPI_OK_SELECT, "counting running claims");
+		running = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		st->room = Max(spec->conc - running, 0);
+	}
+	if (spec->rate > 0 && st->room > 0)
+	{
+		double		tokens = spec->burst;
+
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket,
+												 "SELECT tokens, refilled_at FROM coord.job_bucket "
+												 "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
+												 2, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "reading a token bucket");
+		if (SPI_processed == 1)
+		{
+			double		t = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			TimestampTz at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+			tokens = BucketNow(t, at, ls->now, spec);
+		}
+		st->has_bucket = true;
+		st->tokens = tokens;
+		st->room = Min(st->room, (int) floor(tokens));
+	}
+	CoordSpiFinishAsCaller();
+	st->ok = st->room > 0;
+	if (!st->ok && st->locked_here)
+	{
+		/* nothing to take here: let the others count */
+		LockRelease(&st->tag, ExclusiveLock, false);
+		st->locked_here = false;
+	}
+	else if (st->locked_here)
+		xact_limit_locks++;
+}
+
+/*
+ * Begins the flow control of one claim call: the queue's pause and its own
+ * limit, decided now.  Returns false when nothing of the queue may be
+ * claimed now (the claim then scans nothing).  Inside SPI, as the owner.
+ */
+LimitScan *
+LimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n, bool *claimable)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	LimitScan  *ls = palloc0(sizeof(LimitScan));
+
+	ls->ql = ql;
+	ls->queue = pstrdup(queue);
+	ls->cxt = cxt;
+	ls->now = GetCurrentTimestamp();
+	ls->taken = palloc(sizeof(KeyState *) * Max(n, 1));
+	ls->qs.key = pstrdup("");
+	ls->qs.keylen = 0;
+	MemoryContextSwitchTo(old);
+
+	*claimable = true;
+	if (ql->paused_until != 0 && (ql->paused_until == DT_NOEND || ql->paused_until > ls->now))
+	{
+		*claimable = false;
+		return ls;
+	}
+	if (ql->q.conc > 0 || ql->q.rate > 0)
+	{
+		LimitDecideKey(ls, &ls->qs, &ql->q, false);
+		ls->qs.decided = true;
+		*claimable = ls->qs.ok;
+	}
+	else
+	{
+		ls->qs.decided = true;
+		ls->qs.ok = true;
+		ls->qs.room = INT_MAX;
+	}
+	return ls;
+}
+
+/* The state of a key in this claim call, decided at its first job. */
+static KeyState *
+LimitKeyState(LimitScan *ls, text *limit_key)
+{
+	const char *k = VARDATA_ANY(limit_key);
+	int			len = VARSIZE_ANY_EXHDR(limit_key);
+	uint64		h = CoordNameKey(k, len);
+	KeyState   *st;
+	bool		found;
+	QueueLimits *ql = ls->ql;
+
+	if (ls->keys == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(uint64);
+		ctl.entrysize = sizeof(KeyState);
+		ctl.hcxt = ls->cxt;
+		ls->keys = hash_create("pg_coord claim keys", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	st = hash_search(ls->keys, &h, HASH_ENTER, &found);
+	if (!found)
+	{
+		MemoryContext old = MemoryContextSwitchTo(ls->cxt);
+
+		st->key = pnstrdup(k, len);
+		st->keylen = len;
+		st->decided = false;
+		st->pending = 0;
+		MemoryContextSwitchTo(old);
+	}
+	if (!st->decided)
+	{
+		/*
+		 * not marked decided before it is: an error in between decides
+		 * nothing
+		 */
+		LimitDecideKey(ls, st, &ql->k, ql->key_pauses);
+		st->decided = true;
+	}
+	return st;
+}
+
+/*
+ * coord.claim_free's question, for a job of the claim's queue: does its key
+ * (and the queue) have room for one more claim now?
+ */
+bool
+LimitFree(LimitScan *ls, int64 id, text *limit_key)
+{
+	KeyState   *st = NULL;
+
+	ls->last_id = 0;
+	if (!ls->qs.ok || ls->qs.room - ls->qs.pending <= 0)
+		return false;
+	if (limit_key != NULL && (ls->ql->k.conc > 0 || ls->ql->k.rate > 0 || ls->ql->key_pauses))
+	{
+		st = LimitKeyState(ls, limit_key);
+		if (!st->ok || st->room - st->pending <= 0)
+			return false;
+	}
+	ls->last_id = id;
+	ls->last = st;
+	return true;
+}
+
+/* coord.claim_take's: may it take job id (which LimitFree let through)? */
+bool
+LimitTakeOk(LimitScan *ls, int64 id)
+{
+	if (ls->last_id != id)
+		return false;
+	if (ls->qs.room - ls->qs.pending <= 0)
+		return false;
+	return ls->last == NULL || ls->last->room - ls->last->pending > 0;
+}
+
+/* coord.claim_take took job id: it counts against its key and the queue. */
+void
+LimitTaken(LimitScan *ls, int64 id)
+{
+	ls->qs.pending++;
+	if (ls->last != NULL)
+		ls->last->pending++;
+	ls->taken[ls->ntaken++] = ls->last;
+	ls->last_id = 0;
+}
+
+static void
+PutBucket(LimitScan *ls, KeyState *st)
+{
+	Oid			argtypes[4] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
+	Datum		args[4];
+
+	if (!st->has_bucket || st->pending == 0)
+		return;
+	args[0] = CStringGetTextDatum(ls->queue);
+	args[1] = PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen));
+	args[2] = Float8GetDatum(st->tokens - st->pending);
+	args[3] = TimestampTzGetDatum(ls->now);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket_put,
+											 "INSERT INTO coord.job_bucket AS b (queue, limit_key, tokens, refilled_at) "
+											 "VALUES ($1, $2, $3, $4) ON CONFLICT (queue, limit_key) DO UPDATE "
+											 "SET tokens = EXCLUDED.tokens, refilled_at = EXCLUDED.refilled_at",
+											 4, argtypes), args, NULL, false, 0),
+				  SPI_OK_INSERT, "writing a token bucket");
+}
+
+/*
+ * The end of a claim call's flow control: the running rows of the jobs it
+ * claimed (ids, those of rows written), and the buckets' tokens.  Inside
+ * SPI, as the owner.
+ */
+void
+LimitScanEnd(LimitScan *ls, const int64 *ids, int n)
+{
+	HASH_SEQ_STATUS seq;
+	KeyState   *st;
+
+	if (n > 0 && CountsRunning(ls->ql))
+	{
+		Oid			argtypes[1] = {INT8ARRAYOID};
+		Datum		args[1];
+		Datum	   *d = palloc(sizeof(Datum) * n);
+
+		for (int i = 0; i < n; i++)
+			d[i] = Int64GetDatum(ids[i]);
+		args[0] = PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_put,
+												 "INSERT INTO coord.job_running AS r (job_id, queue, limit_key, token) "
+												 "SELECT j.id, j.queue, COALESCE(j.limit_key, ''), j.token FROM coord.job AS j "
+												 "WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) "
+												 "ON CONFLICT (job_id) DO UPDATE SET queue = EXCLUDED.queue, "
+												 "limit_key = EXCLUDED.limit_key, token = EXCLUDED.token",
+												 1, argtypes), args, NULL, false, 0),
+					  SPI_OK_INSERT, "recording running claims");
+	}
+	if (n > 0)
+	{
+		PutBucket(ls, &ls->qs);
+		if (ls->keys != NULL)
+		{
+			hash_seq_init(&seq, ls->keys);
+			while ((st = hash_seq_search(&seq)) != NULL)
+				PutBucket(ls, st);
+		}
+	}
+}
+
+/*
+ * A claim that found nothing only because some key's lock was busy, and
+ * that holds no limit lock, waits once for that lock (a claim holds it, and
+ * commits soon) and lets it go: true when the caller should scan again.
+ */
+bool
+LimitWaitContended(LimitScan *ls, int got)
+{
+	if (ls == NULL || !ls->contended || got > 0 || xact_limit_locks > 0)
+		return false;
+	(void) LockAcquire(&ls->contended_tag, ExclusiveLock, false, false);
+	LockRelease(&ls->contended_tag, ExclusiveLock, false);
+	return true;
+}
+
+/*
+ * Jobs of queue finished or failed (ids): their running rows go, and the
+ * queue's idle claimers are woken at commit, a slot being free.  Inside SPI,
+ * as the owner; cheap when the queue counts no running claims.
+ */
+void
+LimitJobsFinished(const char *queue, const int64 *ids, int n)
+{
+	QueueLimits *ql;
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		args[1];
+	Datum	   *d;
+
+	if (n == 0 || !LimitsAnywhere())
+		return;
+	ql = LimitsFor(queue);
+	if (!CountsRunning(ql))
+		return;
+	d = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		d[i] = Int64GetDatum(ids[i]);
+	args[0] = PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_drop,
+											 "DELETE FROM coord.job_running WHERE job_id OPERATOR(pg_catalog.=) ANY ($1)",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "dropping running claims");
+	WakeAtCommit(queue, NULL);
+}
+
+/* ---------- pauses (also coord.fail's pause_key) ---------- */
+
+static void
+LimitsChanged(Oid relid, const char *queue)
+{
+	CacheInvalidateRelcacheByRelid(relid);
+	limits_anywhere = -1;
+	JobsLimitsInval();
+	if (queue != NULL)
+		WakeAtCommit(queue, NULL);
+}
+
+/*
+ * Pauses (queue, key) until until (DT_NOEND: until resumed), or keeps a
+ * later pause (extend: coord.fail's pause_key never shortens one).  Returns
+ * whether it was not paused before.  Inside SPI, as the owner.
+ */
+bool
+LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
+{
+	static SPIPlanPtr plan_was = NULL;
+	static SPIPlanPtr plan_set = NULL;
+	static SPIPlanPtr plan_extend = NULL;
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	bool		was;
+
+	LookupJobRels();
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
+	args[2] = TimestampTzGetDatum(until);
+	nulls[2] = until == DT_NOEND ? 'n' : ' ';
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_was,
+											 "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND limit_key OPERATOR(pg_catalog.=) $2 "
+											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) "
+											 "FOR UPDATE",
+											 3, argtypes), args, nulls, false, 1),
+				  SPI_OK_SELECT, "reading coord.job_pause");
+	was = SPI_processed > 0;
+	if (extend)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_extend,
+												 "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
+												 "ON CONFLICT (queue, limit_key) DO UPDATE SET until = CASE "
+												 "WHEN p.until IS NULL THEN NULL "
+												 "WHEN p.until OPERATOR(pg_catalog.>) EXCLUDED.until THEN p.until "
+												 "ELSE EXCLUDED.until END",
+												 3, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT, "pausing");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set,
+												 "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
+												 "ON CONFLICT (queue, limit_key) DO UPDATE SET until = EXCLUDED.until",
+												 3, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT, "pausing");
+	LimitsChanged(jobrels.pause, NULL);
+	return !was;
+}
+
+/* ---------- arguments ---------- */
+
+static text *
+LimitKeyArg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *t;
+	int			len;
+
+	if (PG_ARGISNULL(argno))
+		return NULL;
+	t = PG_GETARG_TEXT_PP(argno);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len == 0 || len > LIMIT_KEY_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("limit_key must have 1 to %d bytes", LIMIT_KEY_MAX)));
+	return t;
+}
+
+static int32
+PositiveArg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	int32		v;
+
+	if (PG_ARGISNULL(argno))
+		return 0;
+	v = PG_GETARG_INT32(argno);
+	if (v <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be positive", what),
+				 errdetail("%s is %d.", what, v),
+				 errhint("Pass NULL to remove that part of the limit.")));
+	return v;
+}
+
+/* ---------- SQL functions ---------- */
+
+/* Stale running rows of a queue go, and with no concurrency limit left all of them. */
+static void
+TidyRunning(Datum queue)
+{
+	static SPIPlanPtr plan_tidy = NULL;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+
+	args[0] = queue;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tidy,
+											 "DELETE FROM coord.job_running AS r WHERE r.queue OPERATOR(pg_catalog.=) $1 "
+											 "AND (NOT EXISTS (SELECT 1 FROM coord.job_limit AS l "
+											 "                 WHERE l.queue OPERATOR(pg_catalog.=) $1 AND l.concurrency IS NOT NULL) "
+											 "     OR NOT EXISTS (SELECT 1 FROM coord.job AS j "
+											 "                    WHERE j.id OPERATOR(pg_catalog.=) r.job_id "
+											 "                      AND j.token OPERATOR(pg_catalog.=) r.token "
+											 "                      AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+											 "                           OR coord.job_claimed(j.id))))",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "tidying running claims");
+}
+
+/*
+ * coord.set_limit(queue, concurrency, rate, per, burst, per_key): NULL
+ * removes that part; with neither part left the limit goes.
+ */
+Datum
+coord_set_limit(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_put = NULL;
+	static SPIPlanPtr plan_del = NULL;
+	static SPIPlanPtr plan_backfill = NULL;
+	static SPIPlanPtr plan_buckets = NULL;
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	int32		conc = PositiveArg(fcinfo, 1, "concurrency");
+	int32		rate = PositiveArg(fcinfo, 2, "rate");
+	int32		burst = PositiveArg(fcinfo, 4, "burst");
+	bool		per_key;
+	Oid			argtypes[6] = {TEXTOID, BOOLOID, INT4OID, INT4OID, INTERVALOID, INT4OID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	CoordUserSwitch sw;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 3, "per");
+	CoordRequireArg(fcinfo, 5, "per_key");
+	(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "per", false);
+	per_key = PG_GETARG_BOOL(5);
+	if (burst > 0 && rate == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("burst needs a rate"),
+				 errdetail("A burst is the size of the token bucket of a rate limit.")));
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = BoolGetDatum(per_key);
+	args[2] = Int32GetDatum(conc);
+	nulls[2] = conc > 0 ? ' ' : 'n';
+	args[3] = Int32GetDatum(rate);
+	nulls[3] = rate > 0 ? ' ' : 'n';
+	args[4] = PG_GETARG_DATUM(3);
+	args[5] = Int32GetDatum(burst);
+	nulls[5] = burst > 0 ? ' ' : 'n';
+
+	CoordSpiBegin(&sw);
+	LookupJobRels();
+	if (conc == 0 && rate == 0)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_del,
+												 "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
+												 "AND per_key OPERATOR(pg_catalog.=) $2",
+												 2, argtypes), args, nulls, false, 0),
+					  SPI_OK_DELETE, "set_limit");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_put,
+												 "INSERT INTO coord.job_limit (queue, per_key, concurrency, rate, per, burst) "
+												 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (queue, per_key) DO UPDATE "
+												 "SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, "
+												 "per = EXCLUDED.per, burst = EXCLUDED.burst",
+												 6, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT, "set_limit");
+	/* without a rate the scope's buckets mean nothing */
+	if (rate == 0)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
+												 "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
+												 "AND (limit_key OPERATOR(pg_catalog.=) '') OPERATOR(pg_catalog.<>) $2",
+												 2, argtypes), args, nulls, false, 0),
+					  SPI_OK_DELETE, "set_limit");
+	TidyRunning(args[0]);
+	/* claims that run now count from now on: they were made before the limit */
+	if (conc > 0)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_backfill,
+												 "INSERT INTO coord.job_running (job_id, queue, limit_key, token) "
+												 "SELECT j.id, j.queue, COALESCE(j.limit_key, ''), j.token FROM coord.job AS j "
+												 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+												 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1 "
+												 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+												 "     OR coord.job_claimed(j.id)) "
+												 "ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token",
+												 1, argtypes), args, nulls, false, 0),
+					  SPI_OK_INSERT, "set_limit");
+	LimitsChanged(jobrels.limit, queue);
+	CoordSpiEnd(&sw);
+	PG_RETURN_VOID();
+}
+
+/* coord.drop_limit(queue, per_key) returns whether there was one */
+Datum
+coord_drop_limit(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_drop = NULL;
+	static SPIPlanPtr plan_buckets = NULL;
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	Oid			argtypes[2] = {TEXTOID, BOOLOID};
+	Datum		args[2];
+	CoordUserSwitch sw;
+	bool		found;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 1, "per_key");
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = PG_GETARG_DATUM(1);
+	CoordSpiBegin(&sw);
+	LookupJobRels();
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
+											 "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND per_key OPERATOR(pg_catalog.=) $2",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "drop_limit");
+	found = SPI_processed > 0;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
+											 "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND (limit_key OPERATOR(pg_catalog.<>) '') OPERATOR(pg_catalog.=) $2",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "drop_limit");
+	TidyRunning(args[0]);
+	LimitsChanged(jobrels.limit, queue);
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(found);
+}
+
+/* coord.pause(queue, until, limit_key) returns whether it was not paused */
+Datum
+coord_pause(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_gone = NULL;
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	text	   *key = LimitKeyArg(fcinfo, 2);
+	TimestampTz until = PG_ARGISNULL(1) ? DT_NOEND : PG_GETARG_TIMESTAMPTZ(1);
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	bool		newly;
+
+	CoordNotInParallel(fcinfo);
+	if (!PG_ARGISNULL(1) && TIMESTAMP_NOT_FINITE(until))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("until must be finite"),
+				 errhint("Pass NULL to pause until coord.resume.")));
+	args[0] = CStringGetTextDatum(queue);
+	CoordSpiBegin(&sw);
+	/* pauses of the queue that have ended go first */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_gone,
+											 "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "pause");
+	newly = LimitPause(queue, key, until, false);
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(newly);
+}
+
+/*
+ * coord.resume(queue, limit_key) returns whether it was paused; 42704 for a
+ * queue nothing is known of (no live job, limit or pause).
+ */
+Datum
+coord_resume(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_resume = NULL;
+	static SPIPlanPtr plan_known = NULL;
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	text	   *key = LimitKeyArg(fcinfo, 1);
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	CoordUserSwitch sw;
+	bool		was = false;
+	uint64		r;
+
+	CoordNotInParallel(fcinfo);
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
+	CoordSpiBegin(&sw);
+	LookupJobRels();
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_resume,
+											 "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+											 "AND (limit_key OPERATOR(pg_catalog.=) $2 "
+											 "     OR until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+											 "RETURNING limit_key OPERATOR(pg_catalog.=) $2 "
+											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE_RETURNING, "resume");
+	for (r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+
+		was |= DatumGetBool(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	if (SPI_processed == 0)
+	{
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_known,
+												 "SELECT 1 WHERE EXISTS (SELECT 1 FROM coord.job_limit "
+												 "WHERE queue OPERATOR(pg_catalog.=) $1) "
+												 "OR EXISTS (SELECT 1 FROM coord.job AS j "
+												 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+												 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1)",
+												 2, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "resume");
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("queue \"%s\" does not exist", queue),
+					 errdetail("No live job, limit or pause names it.")));
+	}
+	else
+		LimitsChanged(jobrels.pause, queue);
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(was);
+}
+
+/* The bucket of (queue, key) at now, for next_due: tokens now. */
+static double
+ReadBucket(Datum queue, Datum key, const LimitSpec *s, TimestampTz now)
+{
+	static SPIPlanPtr plan_read = NULL;
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	bool		isnull;
+
+	args[0] = queue;
+	args[1] = key;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_read,
+											 "SELECT tokens, refilled_at FROM coord.job_bucket "
+											 "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
+											 2, argtypes), args, NULL, true, 1),
+				  SPI_OK_SELECT, "reading a token bucket");
+	if (SPI_processed == 0)
+		return s->burst;
+	return BucketNow(DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+					 DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
+					 now, s);
+}
+
+/*
+ * When (queue, key) has a free slot under spec, at the earliest: now if it
+ * has, else the end of its first running lease, or a poll's length when
+ * only session-bound claims run (their end is a session's).
+ */
+static TimestampTz
+SlotFree(Datum queue, Datum key, bool whole, const LimitSpec *s, TimestampTz now)
+{
+	static SPIPlanPtr plan_slots = NULL;
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, BOOLOID};
+	Datum		args[3];
+	bool		isnull;
+	int64		running;
+	Datum		first;
+
+	args[0] = queue;
+	args[1] = key;
+	args[2] = BoolGetDatum(whole);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots,
+											 "SELECT pg_catalog.count(*), pg_catalog.min(j.lease_until) "
+											 "FROM coord.job_running AS r "
+											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+											 "AND j.token OPERATOR(pg_catalog.=) r.token "
+											 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
+											 "AND ($3 OR r.limit_key OPERATOR(pg_catalog.=) $2) "
+											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+											 "     OR coord.job_claimed(j.id))",
+											 3, argtypes), args, NULL, true, 1),
+				  SPI_OK_SELECT, "counting running claims");
+	running = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (running < s->conc)
+		return now;
+	first = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	if (isnull)
+		return now + LIMIT_POLL_US;
+	return Min(DatumGetTimestampTz(first), now + LIMIT_POLL_US);
+}
+
+/* When a scope (the queue, or a key under the per-key spec) could take a claim. */
+static TimestampTz
+ScopeDue(Datum queue, Datum key, bool whole, const LimitSpec *s, TimestampTz now)
+{
+	TimestampTz t = now;
+
+	if (s->rate > 0)
+		t = Max(t, BucketRefill(ReadBucket(queue, key, s, now), now, s));
+	if (s->conc > 0)
+		t = Max(t, SlotFree(queue, key, whole, s, now));
+	return t;
+}
+
+/*
+ * coord.next_due(queue): when the next job of the queue could be claimed,
+ * at the earliest: its run_at, and the ends of what holds it back (a pause,
+ * a bucket's refill, a full limit's first lease end).  NULL when no job
+ * waits, or every one waits for coord.resume.
+ */
+Datum
+coord_next_due(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_groups = NULL;
+	static SPIPlanPtr plan_key_pause = NULL;
+	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	CoordUserSwitch sw;
+	QueueLimits *ql;
+	QueueLimits qcopy;
+	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz qdue = now;
+	TimestampTz best = DT_NOEND;
+	bool		any = false;
+	uint64		r,
+				ngroups;
+	SPITupleTable *groups;
+
+	args[0] = CStringGetTextDatum(queue);
+	CoordSpiBegin(&sw);
+	ql = LimitsFor(queue);
+	if (ql != NULL)
+	{
+		qcopy = *ql;			/* the cache may be reset by what runs below */
+		ql = &qcopy;
+		if (ql->paused_until == DT_NOEND)
+		{
+			CoordSpiEnd(&sw);
+			PG_RETURN_NULL();	/* until coord.resume, which wakes */
+		}
+		qdue = ScopeDue(args[0], CStringGetTextDatum(""), true, &ql->q, now);
+		if (ql->paused_until > now)
+			qdue = Max(qdue, ql->paused_until);
+	}
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_groups,
+											 "SELECT j.limit_key, pg_catalog.min(j.run_at) FROM coord.job AS j "
+											 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+											 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1 "
+											 "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+											 "AND NOT coord.job_claimed(j.id) "
+											 "GROUP BY j.limit_key",
+											 1, argtypes), args, NULL, true, 0),
+				  SPI_OK_SELECT, "next_due");
+	groups = SPI_tuptable;
+	ngroups = SPI_processed;
+	for (r = 0; r < ngroups; r++)
+	{
+		bool		knull,
+					isnull;
+		Datum		key = SPI_getbinval(groups->vals[r], groups->tupdesc, 1, &knull);
+		TimestampTz due = DatumGetTimestampTz(SPI_getbinval(groups->vals[r], groups->tupdesc, 2, &isnull));
+
+		CHECK_FOR_INTERRUPTS();
+		if (ql != NULL && !knull)
+		{
+			if (ql->key_pauses)
+			{
+				args[1] = key;
+				CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_pause,
+														 "SELECT until FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+														 "AND limit_key OPERATOR(pg_catalog.=) $2 "
+														 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+														 2, argtypes), args, NULL, true, 1),
+							  SPI_OK_SELECT, "next_due");
+				if (SPI_processed == 1)
+				{
+					Datum		until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+					if (isnull)
+						continue;	/* until resumed */
+					due = Max(due, DatumGetTimestampTz(until));
+				}
+			}
+			if (ql->k.conc > 0 || ql->k.rate > 0)
+				due = Max(due, ScopeDue(args[0], key, false, &ql->k, now));
+		}
+		any = true;
+		best = Min(best, due);
+	}
+	CoordSpiEnd(&sw);
+	if (!any)
+		PG_RETURN_NULL();
+	PG_RETURN_TIMESTAMPTZ(Max(Max(best, qdue), now));
+}
+
+/* coord.job_snoozes(id): a live job's snoozes, NULL once it finished */
+Datum
+coord_job_snoozes(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_snoozes = NULL;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	bool		found;
+	int32		snoozes = 0;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	args[0] = PG_GETARG_DATUM(0);
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_snoozes,
+											 "SELECT snoozes FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+											 1, argtypes), args, NULL, true, 1),
+				  SPI_OK_SELECT, "job_snoozes");
+	found = SPI_processed == 1;
+	if (found)
+	{
+		bool		isnull;
+
+		snoozes = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	CoordSpiEnd(&sw);
+	if (!found)
+		PG_RETURN_NULL();
+	PG_RETURN_INT32(snoozes);
+}
+
+/* coord.bucket_tokens(tokens, refilled_at, rate, per, burst): a bucket's tokens now */
+Datum
+coord_bucket_tokens(PG_FUNCTION_ARGS)
+{
+	LimitSpec	s;
+
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3) || PG_ARGISNULL(4))
+		PG_RETURN_NULL();
+	s.rate = PG_GETARG_INT32(2);
+	s.per_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "per", false);
+	s.burst = PG_GETARG_INT32(4);
+	s.conc = 0;
+	if (s.rate <= 0)
+		PG_RETURN_NULL();
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_FLOAT8((double) s.burst);
+	PG_RETURN_FLOAT8(BucketNow(PG_GETARG_FLOAT8(0), PG_GETARG_TIMESTAMPTZ(1),
+							   GetCurrentStatementStartTimestamp(), &s));
+}
