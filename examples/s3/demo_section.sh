@@ -375,9 +375,12 @@ s3_round4() {   # QUICK(0|1)
            $(for o in "${others[@]}" "$busy"; do
                printf "count(*) FILTER (WHERE f.site = '%s') AS \"%s\", " "$o" "${o%%.*}"
              done)
-           CASE WHEN b.s + 0.5 > ${p0:-0} - $t0 AND b.s < ${p1:-0} - $t0 THEN 'paused' ELSE '' END AS \"busy: cool-down\",
+           CASE WHEN b.s >= ${p0:-0} - $t0 AND b.s + 0.5 <= ${p1:-0} - $t0 THEN 'paused'
+                WHEN b.s + 0.5 > ${p0:-0} - $t0 AND b.s < ${p0:-0} - $t0 THEN 'paused from ' || to_char(${p0:-0} - $t0, 'FM90.00')
+                WHEN b.s + 0.5 > ${p1:-0} - $t0 AND b.s < ${p1:-0} - $t0 THEN 'paused until ' || to_char(${p1:-0} - $t0, 'FM90.00')
+                ELSE '' END AS \"busy: cool-down\",
            string_agg(DISTINCT CASE WHEN f.status = 429 THEN f.url || ': 429' END, ' ') AS answers
-      FROM (SELECT generate_series(0, ceil(extract(epoch FROM max(claimed_at)) - $t0)::int * 2) * 0.5 AS s
+      FROM (SELECT generate_series(0, floor((extract(epoch FROM max(claimed_at)) - $t0) * 2)::int) * 0.5 AS s
               FROM s3.site_fetches) AS b
       LEFT JOIN s3.site_fetches AS f
         ON extract(epoch FROM f.claimed_at) - $t0 >= b.s AND extract(epoch FROM f.claimed_at) - $t0 < b.s + 0.5
@@ -406,6 +409,16 @@ s3_round4() {   # QUICK(0|1)
                                          - greatest(extract(epoch FROM claimed_at), $p0))) AS busy_s
               FROM s3.site_fetches WHERE site <> '$busy' GROUP BY site) AS s")
   # the limit: samples of coord.jobs and coord.limits, and the exact overlap of the fetch intervals
+  # what coord.limits said in the middle of the cool-down (the sample nearest to it)
+  echo "    coord.limits in the middle of the cool-down (a sample of s3.sample_limits, $(rel "$(awk -v a="$p0" -v b="$p1" 'BEGIN { printf "%.3f", (a + b) / 2 }')") s):"
+  psql -qX -P footer=off -d "$S3_DB" -c "
+    SELECT limit_key, running_jobs AS \"running (coord.jobs)\", running AS \"running (coord.limits)\",
+           CASE WHEN paused_until IS NOT NULL
+                THEN 'until ' || to_char(extract(epoch FROM paused_until) - $t0, 'FM90.00') || ' s' END AS paused
+      FROM s3.limit_samples
+     WHERE at = (SELECT at FROM s3.limit_samples
+                  ORDER BY abs(extract(epoch FROM at) - ($p0 + $p1) / 2) LIMIT 1)
+     ORDER BY limit_key" | sed '/^$/d; s/^/      /'
   local sampled overlap
   sampled=$(s3_q "SELECT count(DISTINCT at) || ' ' || COALESCE(max(running_jobs), 0) || ' ' || COALESCE(max(running), 0)
                     FROM s3.limit_samples")
@@ -451,5 +464,5 @@ s3_round4() {   # QUICK(0|1)
     '[ "$nsamples" -gt 10 ] && [ "$max_jobs" = "$limit" ] && [ "$max_running" -le "$limit" ] && [ "$overlap" = "$limit" ]'
   s3_check "round 4: every URL fetched exactly once ($n_urls answered 200, 0 duplicates), every job done" \
     '[ "$n200" = "$n_urls" ] && [ "$ndist" = "$n_urls" ] && [ "$ndone" = "$n_urls" ] && [ "$sum200" = "$n_urls" ] && [ "$sum429" = 1 ]'
-  S3_R4_SUMMARY="$n_urls URLs over 4 sites (limit $limit per site) fetched exactly once by $n_crawlers crawlers; 0 fetches from $busy during its $cool s cool-down after a 429, the other sites at >= $slowest in flight meanwhile"
+  S3_R4_SUMMARY="$n_urls URLs over 4 sites (limit $limit per site) fetched exactly once by $n_crawlers crawlers; 0 fetches from $busy during its $cool s cool-down after a 429, the other sites at >= $(printf '%.2f' "$slowest") of $limit in flight meanwhile"
 }

@@ -118,13 +118,15 @@ AS $$
 DECLARE
     deadline timestamptz := clock_timestamp() + timeout;
     n integer := 0;
+    t timestamptz;
 BEGIN
     -- until no job of the queue is left (or the timeout); each statement sees what has committed
     WHILE clock_timestamp() < deadline
           AND EXISTS (SELECT FROM coord.jobs AS j
                        WHERE j.queue = sample_limits.queue AND j.state IN ('scheduled', 'ready', 'running')) LOOP
+        t := clock_timestamp();         -- one time for all rows of a sample
         INSERT INTO s3.limit_samples (at, limit_key, running_jobs, running, paused_until)
-        SELECT clock_timestamp(), COALESCE(r.limit_key, l.limit_key), COALESCE(r.n, 0), l.running, l.paused_until
+        SELECT t, COALESCE(r.limit_key, l.limit_key), COALESCE(r.n, 0), l.running, l.paused_until
           FROM (SELECT j.limit_key, count(*) AS n FROM coord.jobs AS j
                  WHERE j.queue = sample_limits.queue AND j.state = 'running' AND j.limit_key IS NOT NULL
                  GROUP BY j.limit_key) AS r
