@@ -36,6 +36,7 @@ import time
 import psycopg2
 
 DB = "coord_crash_limits"
+HERE = os.path.dirname(os.path.abspath(__file__))
 QUEUE = "crash_limits"
 ROUNDS = 5
 LEASE_ROUNDS = 2
@@ -250,6 +251,56 @@ def lease_round(mon, waiter, r):
     return late * 1000.0, waiter.empty
 
 
+def restart_round():
+    """Returns the new monitor cursor, and how long after the restart the lease key's job was claimed."""
+    mconn = connect()
+    mon = mconn.cursor()
+    s1 = enqueue(mon, "rs-s")
+    hs = holder("restart-s")
+    l1 = enqueue(mon, "rs-l")
+    hl = holder("restart-l", lease=5.0)
+    if (hs[1], hl[1]) != (s1, l1):
+        fail(f"the restart holders claimed {hs[1]}, {hl[1]}, want {s1}, {l1}")
+    s2 = enqueue(mon, "rs-s")
+    l2 = enqueue(mon, "rs-l")
+    mconn.close()
+    subprocess.run(["bash", "-c", f". {HERE}/../lib.sh && coord_cluster_crash_restart"], check=True)
+    for h in (hs, hl):
+        h[0].kill()
+        h[0].wait()
+    mconn = connect()
+    mon = mconn.cursor()
+    mon.execute("SELECT c.id, c.token, extract(epoch FROM pg_catalog.clock_timestamp())"
+                "  FROM coord.claim(%s, 4, session_bound => true) AS c", (QUEUE,))
+    first = mon.fetchall()
+    mon.execute("SELECT running, extract(epoch FROM pg_catalog.clock_timestamp())"
+                "  FROM coord.limits WHERE queue = %s AND limit_key = 'rs-l'", (QUEUE,))
+    shown = mon.fetchall()
+    got = sorted(j for j, _, _ in first)
+    if len(got) != 1 or got[0] not in (s1, s2):
+        fail(f"the first claim after the restart got {got}, want one job of rs-s ({s1} or {s2}) and none of rs-l"
+             f" (its lease runs until {hl[2]:.2f})")
+    if shown and shown[0][1] < hl[2] and shown[0][0] != 1:
+        fail(f"after the restart coord.limits shows rs-l running {shown[0][0]} during its lease, want 1")
+    if not shown or shown[0][1] >= hl[2]:
+        fail("the restart took longer than the lease: nothing tested")
+    waiter = Waiter(connect(app="limits-waiter"))
+    waiter.start(None)
+    waiter.join()
+    claimed_at = float(waiter.got[0][2])
+    lgot = sorted(j for j, _, _ in waiter.got)
+    waiter.finish()
+    waiter.conn.close()
+    for job, token, _ in first:
+        mon.execute("SELECT coord.complete(%s, %s)", (job, token))
+    drain(mon)
+    if len(lgot) != 1 or lgot[0] not in (l1, l2):
+        fail(f"after the lease the waiter claimed {lgot}, want one job of rs-l")
+    if claimed_at < hl[2] or claimed_at > hl[2] + 1.0:
+        fail(f"a job of rs-l was claimed {(claimed_at - hl[2]) * 1000:.0f} ms from the lease's end, want 0..1000")
+    return mconn, mon, (claimed_at - hl[2]) * 1000.0
+
+
 def main():
     admin = connect("postgres")
     admin.cursor().execute(f"DROP DATABASE IF EXISTS {DB}")
@@ -271,7 +322,9 @@ def main():
     due = [key_round(mon, waiter, r, cap=None) for r in range(NEXT_DUE_ROUNDS)]
     waiter.conn.close()
     mconn.close()
-    admin.cursor().execute(f"DROP DATABASE {DB}")
+    mconn, mon, restart_ms = restart_round()
+    mconn.close()
+    connect("postgres").cursor().execute(f"DROP DATABASE {DB}")     # the restart closed admin
 
     for how, v in times.items():
         print(f"  {how} slot, session-bound holder SIGKILLed -> waiter's claim: "
@@ -280,6 +333,8 @@ def main():
     print(f"  waiter woken by NOTIFY {wakeups} times in those rounds (else it polled every {POLL_S * 1000:.0f} ms)")
     print("  lease holder SIGKILLed: claimed " + ", ".join(f"{ms:.0f} ms after the lease ended ({n} empty claims before)"
                                                      for ms, n in lease))
+    print(f"  immediate restart with both holders' claims: the session-bound one's slot free at the first claim,"
+          f" the lease one's job claimed {restart_ms:.0f} ms after its lease ended")
     print("  key slot, waiter sleeping as long as next_due says: " + " ".join(f"{x:.0f}" for x in due) + " ms")
     worst = max(statistics.median(v) for v in times.values())
     if worst > LIMIT_MS:
