@@ -203,7 +203,8 @@ typedef struct JobCols
 				run_at,
 				claimed_at,
 				claimed_by,
-				last_error;
+				last_error,
+				expires_at;
 } JobCols;
 
 static JobCols jobcols;
@@ -303,7 +304,7 @@ typedef enum ClaimKind
 
 /* [kind][filter]: none, partition of partitions, a partition group's owned segments */
 #define CLAIM_FILTERS 3
-static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS];
+static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS][2];	/* [.][.][limited] */
 static SPIPlanPtr plan_group_blocked = NULL;
 
 #define CLAIM_NARGS 11
@@ -337,7 +338,7 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * row, where = ANY of a parameter array would compare with each element).
  */
 static pg_noinline SPIPlanPtr
-ClaimPlan(ClaimKind kind, int filter)
+ClaimPlan(ClaimKind kind, int filter, bool limited)
 {
 	static const char *const tails[CLAIM_KINDS] = {
 		"ORDER BY j.priority DESC, j.run_at, j.id",
@@ -349,7 +350,7 @@ ClaimPlan(ClaimKind kind, int filter)
 		"AND j.id OPERATOR(pg_catalog.=) ANY ($6) "
 		"ORDER BY j.priority DESC, j.run_at, j.id",
 	};
-	SPIPlanPtr *slot = &plan_claims[kind][filter];
+	SPIPlanPtr *slot = &plan_claims[kind][filter][limited ? 1 : 0];
 
 	if (*slot == NULL)
 	{
@@ -365,8 +366,7 @@ ClaimPlan(ClaimKind kind, int filter)
 		if (kind == CLAIM_HELD)
 			types[5] = INT8ARRAYOID;
 		sql = psprintf("SELECT c.tid, c.id FROM ("
-					   "SELECT j.ctid AS tid, j.id, (j.attempt OPERATOR(pg_catalog.>=) j.max_attempts "
-					   "OR COALESCE(j.expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false)) AS spent, "
+					   "SELECT j.ctid AS tid, j.id, j.attempt OPERATOR(pg_catalog.>=) j.max_attempts AS spent, "
 					   "j.priority, j.run_at FROM coord.job AS j "
 					   "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
 					   "pg_catalog.hashtextextended($1, 0) "
@@ -375,11 +375,12 @@ ClaimPlan(ClaimKind kind, int filter)
 					   "AND (j.lease_until IS NULL "
 					   "     OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp()) "
 					   "AND (j.host IS NULL OR j.host OPERATOR(pg_catalog.=) $2) %s"
-					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax, j.limit_key) "
+					   "AND coord.claim_free(j.id, j.queue, j.group_key, j.xmax, %s) "
 					   "%s OFFSET 0 FOR UPDATE OF j SKIP LOCKED) AS c "
 					   "WHERE coord.claim_take(c.id, c.spent, c.priority, c.run_at) "
 					   "LIMIT $9",
 					   filters[filter],
+					   limited ? "j.limit_key" : "NULL::pg_catalog.text",
 					   tails[kind]);
 		(void) CoordPlan(slot, sql, CLAIM_NARGS, types);
 	}
@@ -628,6 +629,7 @@ LoadJobCols(Relation rel)
 	jobcols.claimed_at = JobCol(d, "claimed_at");
 	jobcols.claimed_by = JobCol(d, "claimed_by");
 	jobcols.last_error = JobCol(d, "last_error");
+	jobcols.expires_at = JobCol(d, "expires_at");
 	jobcols.desc = d;
 	jobcols.relid = RelationGetRelid(rel);
 }
@@ -683,7 +685,10 @@ ClaimWriterClose(ClaimWriter *w)
  * (or none for a session-bound claim), claimed_at, the claiming role
  * (claimed_by), and in last_error why an
  * unfinished previous claim was lost.  Returns the claimed job as a row of
- * outdesc (coord.claimed_job), in the claim call's context.  The row lock
+ * outdesc (coord.claimed_job), in the claim call's context; NULL, claiming
+ * nothing, for a job past its expires_at (tested here, where the row is
+ * deformed anyway, rather than in the claim's statement, whose every
+ * candidate would then be walked to its last columns).  The row lock
  * rules out a concurrent change, so anything but success is an error.
  */
 static HeapTuple
@@ -709,6 +714,10 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 	if (!table_tuple_fetch_row_version(w->rel, tid, SnapshotAny, w->old))
 		elog(ERROR, "a job the claim locked is gone");
 	slot_getallattrs(w->old);
+	/* past its expires_at: not claimed (the caller sets it aside to die) */
+	if (!w->old->tts_isnull[jobcols.expires_at - 1] &&
+		DatumGetTimestampTz(w->old->tts_values[jobcols.expires_at - 1]) <= GetCurrentStatementStartTimestamp())
+		return NULL;
 	ExecClearTuple(w->new);
 	v = w->new->tts_values;
 	n = w->new->tts_isnull;
@@ -805,10 +814,30 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
  * keeps the rows it claimed in rows[] (by position in scan->ids, in the
  * claim call's context).
  */
+static int	RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
+						 HeapTuple *rows, TupleDesc outdesc);
+
+/*
+ * A job found past its expires_at is not claimed (ClaimRow sets it aside to
+ * die): the scan runs again for the jobs still wanted.  Each round sets aside
+ * at least one job, which the next round skips (this transaction holds its
+ * claim lock).
+ */
 static void
 RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
 		 HeapTuple *rows, TupleDesc outdesc)
 {
+	while (RunClaimOnce(kind, args, nulls, scan, moves_frontier, rows, outdesc) > 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/* One run of a claim scan's statement; returns how many expired jobs it set aside. */
+static int
+RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
+			 HeapTuple *rows, TupleDesc outdesc)
+{
+	int			expired = 0;
+
 	int			first = scan->got;
 	int			nest = 0;
 	int			generation;
@@ -817,10 +846,10 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 	SPIPlanPtr	plan;
 
 	if (scan->got >= scan->n)
-		return;
+		return 0;
 	args[8] = Int32GetDatum(scan->n - scan->got);
 	nulls[8] = ' ';
-	plan = ClaimPlan(kind, filter);
+	plan = ClaimPlan(kind, filter, scan->limits != NULL);
 
 	/*
 	 * The plan is generic, and made without knowing how many jobs are wanted:
@@ -861,7 +890,7 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 		 * drop the plan, so that the next claim prepares and steers anew.
 		 */
 		CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
-		plan_claims[kind][filter] = NULL;
+		plan_claims[kind][filter][scan->limits != NULL ? 1 : 0] = NULL;
 	}
 
 	if (SPI_processed > 0)
@@ -883,11 +912,42 @@ RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_f
 				for (i = first; i < scan->got && scan->ids[i] != id; i++)
 					;
 			if (i < scan->got)
+			{
 				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
 								   outdesc, scan->cxt);
+				if (rows[i] == NULL)
+				{
+					/* past its expires_at: set aside to die, as a spent job */
+					MemoryContext old = MemoryContextSwitchTo(scan->cxt);
+					int64	   *p = palloc(sizeof(int64));
+
+					*p = id;
+					scan->exhausted = lappend(scan->exhausted, p);
+					MemoryContextSwitchTo(old);
+					scan->ids[i] = -1;
+					expired++;
+				}
+			}
 		}
 		ClaimWriterClose(&w);
 	}
+	if (expired > 0)
+	{
+		/* the jobs set aside leave the claimed ones */
+		int			k = first;
+
+		for (int i = first; i < scan->got; i++)
+			if (scan->ids[i] != -1)
+			{
+				scan->ids[k] = scan->ids[i];
+				rows[k] = rows[i];
+				k++;
+			}
+		for (int i = k; i < scan->got; i++)
+			rows[i] = NULL;
+		scan->got = k;
+	}
+	return expired;
 }
 
 /*

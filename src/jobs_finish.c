@@ -261,6 +261,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	TupleTableSlot *slot;
 	Datum	   *values;
 	bool	   *nulls;
+	Datum	   *jvalues;
+	bool	   *jnulls;
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
@@ -292,12 +294,20 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	slot = ExecInitExtraTupleSlot(estate, hdesc, &TTSOpsHeapTuple);
 	values = palloc(sizeof(Datum) * hdesc->natts);
 	nulls = palloc(sizeof(bool) * hdesc->natts);
+	jvalues = palloc(sizeof(Datum) * jdesc->natts);
+	jnulls = palloc(sizeof(bool) * jdesc->natts);
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
 		HeapTuple	h;
 
 		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * once per row: a column at a time would walk the row from its start
+		 * each time
+		 */
+		heap_deform_tuple(row, jdesc, jvalues, jnulls);
 		finished[r] = GetCurrentTimestamp();
 		for (i = 0; i < hdesc->natts; i++)
 		{
@@ -326,7 +336,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 					}
 					/* FALLTHROUGH */
 				case HIST_JOB:
-					values[i] = SPI_getbinval(row, jdesc, cols[i].job_attno, &nulls[i]);
+					values[i] = jvalues[cols[i].job_attno - 1];
+					nulls[i] = jnulls[cols[i].job_attno - 1];
 					break;
 			}
 			if (nulls[i] && TupleDescAttr(hdesc, i)->attnotnull)

@@ -27,7 +27,10 @@
  * commit, and its relcache callback (JobsLimitsInval, through jobs_common.c)
  * forgets the cache.  With no limit and no pause in the database a claim
  * and a completion test one boolean; with none on the claim's queue, one
- * hash lookup.
+ * hash lookup.  The cache is filled from a fresh snapshot taken after the
+ * tables' locks (which is when invalidations are read): an invalidation
+ * sent by a commit that snapshot does not see is read later, and empties
+ * the cache again.  Under a transaction snapshot nothing is kept.
  *
  * Exactness.  Claims are READ COMMITTED: two claimers that counted the same
  * running rows from their own snapshots could both take the last slot.  So
@@ -150,9 +153,13 @@ LimitsAnywhere(void)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_anywhere,
 												 "SELECT 1 FROM coord.job_limit UNION ALL "
 												 "SELECT 1 FROM coord.job_pause LIMIT 1",
-												 0, NULL), NULL, NULL, true, 1),
+												 0, NULL), NULL, NULL, false, 1),
 					  SPI_OK_SELECT, "reading coord.job_limit");
-		limits_anywhere = SPI_processed > 0 ? 1 : 0;
+		if (!IsolationUsesXactSnapshot())
+			limits_anywhere = SPI_processed > 0 ? 1 : 0;
+		else
+			return SPI_processed > 0;	/* a transaction snapshot may be old:
+										 * not cached */
 	}
 	return limits_anywhere > 0;
 }
@@ -205,7 +212,7 @@ LimitsFor(const char *queue)
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_queue_limits,
 											 "SELECT per_key, concurrency, rate, per, burst FROM coord.job_limit "
 											 "WHERE queue OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, true, 0),
+											 1, argtypes), args, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.job_limit");
 	for (r = 0; r < SPI_processed; r++)
 	{
@@ -218,7 +225,7 @@ LimitsFor(const char *queue)
 											 "SELECT limit_key OPERATOR(pg_catalog.=) '', until FROM coord.job_pause "
 											 "WHERE queue OPERATOR(pg_catalog.=) $1 "
 											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
-											 1, argtypes), args, NULL, true, 0),
+											 1, argtypes), args, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.job_pause");
 	for (r = 0; r < SPI_processed; r++)
 	{
@@ -233,7 +240,12 @@ LimitsFor(const char *queue)
 	}
 	q->any = q->q.conc > 0 || q->q.rate > 0 || q->k.conc > 0 || q->k.rate > 0 ||
 		q->paused_until != 0 || q->key_pauses;
-	q->valid = true;
+
+	/*
+	 * a transaction snapshot may be older than the last invalidation: not
+	 * kept
+	 */
+	q->valid = !IsolationUsesXactSnapshot();
 	return q->any ? q : NULL;
 }
 
