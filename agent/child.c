@@ -116,6 +116,7 @@ build_env(const Job *job, const TaskConfig *task, const AgentConfig *cfg)
 	env_put(&envp, &n, xasprintf("COORD_TOKEN=%lld", (long long) job->token));
 	env_put(&envp, &n, xasprintf("COORD_QUEUE=%s", job->queue));
 	env_put(&envp, &n, xasprintf("COORD_ATTEMPT=%d", job->attempt));
+	env_put(&envp, &n, xasprintf("COORD_SNOOZES=%d", job->snoozes));
 	env_put(&envp, &n, xasprintf("COORD_TASK=%s", job->task));
 	env_put(&envp, &n, xasprintf("COORD_HOST=%s", cfg->host));
 	if (strlen(job->payload) <= ENV_PAYLOAD_MAX)

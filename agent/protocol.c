@@ -197,7 +197,7 @@ unreadable_claim(const PGresult *res, int n)
 {
 	int			r;
 
-	if (PQnfields(res) != 9)
+	if (PQnfields(res) != 10)
 		return "wrong number of columns";
 	if (PQntuples(res) > n)
 		return "more rows than asked for";
@@ -233,7 +233,8 @@ proto_claim(const char *queue, int n, msec_t lease, const char *host, const char
 {
 	static const char *sql =
 	"SELECT id, queue, payload::text, attempt, token, "
-	"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end' "
+	"payload->>'task', payload->>'app', payload->>'period_start', payload->>'period_end', "
+	"COALESCE(coord.job_snoozes(id), 0) "
 	"FROM coord.claim($1, $2::integer, $3::interval, $4, session_bound => $5::boolean, "
 	"partition_group => $6)";
 	char		nbuf[16],
@@ -291,6 +292,7 @@ proto_claim_job(const PGresult *rows, int r, Job *job)
 	job->queue = xstrdup(PQgetvalue(rows, r, 1));
 	job->payload = xstrdup(PQgetvalue(rows, r, 2));
 	job->attempt = atoi(PQgetvalue(rows, r, 3));
+	job->snoozes = atoi(PQgetvalue(rows, r, 9));
 	job->token = strtoll(PQgetvalue(rows, r, 4), NULL, 10);
 	for (k = 0; k < 3; k++)
 		if (!isnull[k] && names[k][0] != '\0')

@@ -7,19 +7,20 @@
 #     config has retry_after = 1s.
 # Each second run completes.  Measured: the gap between the two runs of each
 # job (at least the delay, and not much more than delay + poll), the attempt
-# both runs saw (1 and 1), and the final state (done).
+# both runs saw (1 and 1), COORD_SNOOZES (0, then 1: a snooze counted), and
+# the final state (done).
 set -euo pipefail
 export COORD_PGPORT=54342
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 agent_setup
 
-sql "CREATE TABLE t.runs (job_id bigint, attempt int, at timestamptz DEFAULT clock_timestamp())" >/dev/null
+sql "CREATE TABLE t.runs (job_id bigint, attempt int, snoozes int, at timestamptz DEFAULT clock_timestamp())" >/dev/null
 cat >"$W/flaky.sh" <<'EOF'
 #!/bin/bash
 # First run of a job: temporary failure (exit 75); later runs: success.
-runs=$(psql -qAtX -v ON_ERROR_STOP=1 -v id="$COORD_JOB_ID" -v att="$COORD_ATTEMPT" <<'SQL'
-INSERT INTO t.runs (job_id, attempt) VALUES (:id, :att);
+runs=$(psql -qAtX -v ON_ERROR_STOP=1 -v id="$COORD_JOB_ID" -v att="$COORD_ATTEMPT" -v sn="$COORD_SNOOZES" <<'SQL'
+INSERT INTO t.runs (job_id, attempt, snoozes) VALUES (:id, :att, :sn);
 SELECT count(*) FROM t.runs WHERE job_id = :id;
 SQL
 )
@@ -58,6 +59,9 @@ gap_b=$(gap "$b")
 check "both jobs done although max_attempts is 1" eq "$(sql "SELECT coord.job_state($a) || ' ' || coord.job_state($b)")" "done done"
 check "two runs each, both with COORD_ATTEMPT=1" \
   eq "$(sql "SELECT string_agg(job_id || ':' || attempt, ' ' ORDER BY job_id, at) FROM t.runs")" "$a:1 $a:1 $b:1 $b:1"
+check "COORD_SNOOZES: 0 on the first run, 1 after the snooze" \
+  eq "$(sql "SELECT string_agg(job_id || ':' || snoozes, ' ' ORDER BY job_id, at) FROM t.runs")" "$a:0 $a:1 $b:0 $b:1"
+check "coord.jobs counts one snooze each" eq "$(sql "SELECT string_agg(snoozes::text, ' ' ORDER BY id) FROM coord.jobs WHERE id IN ($a, $b)")" "1 1"
 check "the history says attempt 1" eq "$(sql "SELECT string_agg(attempt::text, ' ' ORDER BY id) FROM coord.jobs WHERE id IN ($a, $b)")" "1 1"
 check "retry_after=2 from the child: second run ${gap_a}s later (2.0 .. 4.0)" between "$gap_a" 2.0 4.0
 check "retry_after = 1s from the config: second run ${gap_b}s later (1.0 .. 3.0)" between "$gap_b" 1.0 3.0
