@@ -152,7 +152,8 @@ typedef struct Job
 	int64_t		id;
 	int64_t		token;
 	int			attempt;
-	int			snoozes;		/* times it was snoozed (exit 75): COORD_SNOOZES */
+	int			snoozes;		/* times it was snoozed (exit 75):
+								 * COORD_SNOOZES */
 	char	   *queue;
 	char	   *payload;		/* JSON text */
 	char	   *task;			/* task name: payload task, app, or the queue */

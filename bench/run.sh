@@ -21,6 +21,9 @@
 #             statement per pair, to isolate server-side cost
 #   semaphores  coord.acquire_permit/release_permit pairs against
 #             coord.lock/unlock pairs (issue 16: at most 1.5x)
+#   limits    claim + complete with a per-key concurrency limit and a
+#             per-key rate limit over 100 keys against no limit (issue 17:
+#             at least 0.8x)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -846,6 +849,71 @@ idle (its last claim returned nothing), which is the case for every job here."
   write_block latency "$OUT/latency.md"
   cp "$OUT/latency.md" "$OUT/$STAMP/"
   cat "$OUT/latency.table.md"
+}
+
+# Flow control (issue 17): claim + complete in a queue with no limit
+# against queues with a per-key concurrency limit (2 per key, 100 keys, the
+# keys' jobs interleaved) and a per-key rate limit (100 keys, 1,000,000 per
+# second each: the bucket is read and written, never empty).  Target: the
+# per-key concurrency limit at least 0.8x the unlimited claim.
+LIMITS_SPEC='unl|coord.claim + complete, no limit|1 job/claim, 4 workers|-|count
+key|coord.claim + complete, per-key concurrency 2 over 100 keys|1 job/claim, 4 workers|unl|count|0.8
+rate|coord.claim + complete, per-key rate limit over 100 keys|1 job/claim, 4 workers|unl|count'
+LIMITS_BACKLOG=${LIMITS_BACKLOG:-30000}
+
+# limits_fill QUEUE N KEYED: tops QUEUE up to N ready jobs, with limit_key
+# k0 .. k99 round robin when KEYED.
+limits_fill() {
+  local queue=$1 n=$2 keyed=$3
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" <<SQL >/dev/null || return 1
+DO \$\$
+DECLARE have bigint;
+BEGIN
+  SELECT count(*) INTO have FROM coord.job WHERE queue = '$queue';
+  PERFORM coord.enqueue('$queue', jsonb_build_object('i', g),
+                        limit_key => CASE WHEN $keyed THEN 'k' || (g % 100) END)
+     FROM generate_series(1, greatest($n - have, 0)) g;
+END \$\$;
+VACUUM ANALYZE coord.job;
+CHECKPOINT;
+SQL
+}
+
+prerun_limits() {
+  case $1 in
+    unl)  limits_fill lu "$LIMITS_BACKLOG" false ;;
+    key)  limits_fill lk "$LIMITS_BACKLOG" true ;;
+    rate) limits_fill lr "$LIMITS_BACKLOG" true ;;
+  esac
+}
+
+bench_limits() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== limits: $((3 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" \
+    -c "SELECT coord.set_limit('lk', concurrency => 2, per_key => true)" \
+    -c "SELECT coord.set_limit('lr', rate => 1000000, per_key => true)" >/dev/null || return 1
+  COUNT_SQL[unl]="SELECT count(*) FROM coord.job_history WHERE queue = 'lu' AND state = 'done'"
+  COUNT_SQL[key]="SELECT count(*) FROM coord.job_history WHERE queue = 'lk' AND state = 'done'"
+  COUNT_SQL[rate]="SELECT count(*) FROM coord.job_history WHERE queue = 'lr' AND state = 'done'"
+  run_section limits unl:limits-claim-unl.sql key:limits-claim-key.sql rate:limits-claim-rate.sql
+  summarize limits "$LIMITS_SPEC" job "per-key concurrency limit at least 0.8× the unlimited claim" >/dev/null
+  section_block limits "Flow control: claim + complete with and without per-key limits" \
+"Three queues of $LIMITS_BACKLOG ready jobs each (topped up before every run, then
+VACUUM ANALYZE and CHECKPOINT): *lu* without a limit; *lk* with
+\`coord.set_limit('lk', concurrency => 2, per_key => true)\` and jobs of 100
+limit_keys k0 .. k99, round robin; *lr* with \`coord.set_limit('lr', rate =>
+1000000, per_key => true)\` (every claim reads and writes its key's bucket,
+which never runs dry) and the same keys.  Each worker claims one job and
+completes it, two transactions (bench/limits-claim-*.sql).  A limited claim
+takes its key's transaction lock, counts the key's running claims (lk) or
+refills its bucket (lr), and records a running row that the completion
+deletes.  Target (issue 17): lk at least 0.8× lu." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=limits make bench" "$load_start"
+  write_block limits "$OUT/limits.md"
+  cp "$OUT/limits.md" "$OUT/$STAMP/"
+  cat "$OUT/limits.table.md"
 }
 
 # ---------------------------------------------------------------- main

@@ -415,23 +415,26 @@ COMMENT ON TABLE coord.job_bucket IS
   'Token buckets of rate limits (limit_key '''' for the whole queue): tokens as of refilled_at, refilled lazily on the server''s clock';
 REVOKE ALL ON coord.job_bucket FROM PUBLIC;
 
--- The claims of jobs in queues with a concurrency limit, one row per job
--- (limit_key '' for a job without one).  A row counts only while its claim
--- is live (the job is there with that token, and its lease has not passed
--- or a session holds its claim lock), so a dead worker's row frees its slot
--- by itself; finishing a job deletes its row, others go at the next
--- coord.set_limit or coord.drop_limit of the queue.
+-- Slots of concurrency limits: a row per (queue, scope, slot) naming the
+-- job (and claim token) that took the slot last; per_key false is the whole
+-- queue's limit (limit_key ''), true a limit_key's.  A slot is taken while
+-- its claim is live (the job is in coord.job with that token, and its lease
+-- has not passed or a session holds its claim lock), so a dead worker's slot
+-- frees by itself and finishing a job writes nothing here; a claim takes a
+-- free slot by overwriting its row.  At most `concurrency` rows per scope
+-- (more only for claims running when the limit was set or lowered).
 CREATE TABLE coord.job_running (
-    job_id    bigint PRIMARY KEY,
     queue     text NOT NULL,
+    per_key   boolean NOT NULL,
     limit_key text NOT NULL,
-    token     bigint NOT NULL
-);
+    slot      integer NOT NULL,
+    job_id    bigint NOT NULL,
+    token     bigint NOT NULL,
+    PRIMARY KEY (queue, per_key, limit_key, slot)
+) WITH (fillfactor = 50);
 COMMENT ON TABLE coord.job_running IS
-  'Claims counted by concurrency limits; a row counts only while the job''s claim with that token is live';
+  'Slots of concurrency limits: the job and claim token that took each last; a slot is taken only while that claim is live';
 REVOKE ALL ON coord.job_running FROM PUBLIC;
-CREATE INDEX job_running_key ON coord.job_running (queue, limit_key);
-COMMENT ON INDEX coord.job_running_key IS 'Running claims per queue and limit_key';
 CREATE INDEX job_limit_key ON coord.job (queue, limit_key) WHERE limit_key IS NOT NULL;
 COMMENT ON INDEX coord.job_limit_key IS 'Jobs per limit_key: coord.next_due and coord.limits';
 CREATE INDEX job_expires ON coord.job (expires_at) WHERE expires_at IS NOT NULL;
@@ -484,7 +487,7 @@ COMMENT ON FUNCTION coord.bucket_tokens(float8, timestamptz, integer, interval, 
 
 CREATE VIEW coord.limits AS
 WITH live AS (
-  SELECT r.queue, r.limit_key
+  SELECT r.queue, r.per_key, r.limit_key
     FROM coord.job_running AS r
     JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id AND j.token OPERATOR(pg_catalog.=) r.token
    WHERE COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false) OR coord.job_claimed(j.id)),
@@ -505,7 +508,8 @@ keys AS (
 SELECT k.queue, NULLIF(k.limit_key, '') AS limit_key, l.concurrency,
        (SELECT pg_catalog.count(*) FROM live AS v
          WHERE v.queue OPERATOR(pg_catalog.=) k.queue
-           AND (k.limit_key OPERATOR(pg_catalog.=) '' OR v.limit_key OPERATOR(pg_catalog.=) k.limit_key)) AS running,
+           AND v.per_key OPERATOR(pg_catalog.=) (k.limit_key OPERATOR(pg_catalog.<>) '')
+           AND v.limit_key OPERATOR(pg_catalog.=) k.limit_key) AS running,
        l.rate, l.per, l.burst,
        CASE WHEN l.rate IS NOT NULL THEN
          coord.bucket_tokens(b.tokens, b.refilled_at, l.rate, l.per, COALESCE(l.burst, l.rate)) END AS tokens,

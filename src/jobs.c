@@ -771,7 +771,7 @@ coord_fail(PG_FUNCTION_ARGS)
 													 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
 													 5, argtypes), args, nulls, false, 0),
 						  SPI_OK_UPDATE, "fail");
-			LimitJobsFinished(queue, &id, 1);
+			LimitJobFinished(queue);
 			result = "scheduled";
 		}
 		DropSessionClaim(id);

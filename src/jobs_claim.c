@@ -1116,11 +1116,7 @@ ClaimFromFrontier(ClaimCall *c)
 	if (!(coord_claim_rescan_interval > 0 && f->valid && now - f->last_full < f->rescan_us))
 		return;
 
-	/*
-	 * A limited queue's claims skip jobs whose key is full, which then sit
-	 * behind the frontier when their slot frees: they scan from the head.
-	 */
-	if (c->scan.limits != NULL || c->blocked)
+	if (c->blocked)
 		return;
 
 	/*
@@ -1210,6 +1206,17 @@ ClaimMoveFrontier(ClaimCall *c)
 
 	if (scan->got > 0 && claimed_level < GetCurrentTransactionNestLevel())
 		claimed_level = GetCurrentTransactionNestLevel();
+
+	/*
+	 * A job left behind for its limit (a full, paused or busy key) sits
+	 * behind the frontier when its slot frees: the next claim scans from the
+	 * head.  Claims that leave nothing behind keep the frontier.
+	 */
+	if (scan->limits != NULL && scan->limits->skipped)
+	{
+		f->valid = false;
+		return;
+	}
 	if (scan->last_valid)
 	{
 		f->valid = true;
@@ -1265,20 +1272,46 @@ ClaimBuryExhausted(ClaimCall *c)
 	}
 }
 
-/* Step 6b: flow control's running rows and buckets, for the jobs claimed. */
+static int
+CmpIdPair(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Step 6b: flow control's slots and buckets, for the jobs claimed. */
 static void
 ClaimLimitsEnd(ClaimCall *c)
 {
 	int64	   *ids;
+	int64	   *tokens;
+	int64	   *pairs;
 	int			n = 0;
 
 	if (c->scan.limits == NULL)
 		return;
-	ids = palloc(sizeof(int64) * Max(c->scan.got, 1));
+	/* (id, token) pairs of the rows written, sorted by id */
+	pairs = palloc(sizeof(int64) * 2 * Max(c->scan.got, 1));
 	for (int i = 0; i < c->scan.got; i++)
 		if (c->rows[i] != NULL)
-			ids[n++] = c->scan.ids[i];
-	LimitScanEnd(c->scan.limits, ids, n);
+		{
+			bool		isnull;
+
+			pairs[2 * n] = c->scan.ids[i];
+			pairs[2 * n + 1] = DatumGetInt64(heap_getattr(c->rows[i], 5, c->outdesc, &isnull));
+			n++;
+		}
+	qsort(pairs, n, 2 * sizeof(int64), CmpIdPair);
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	tokens = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		ids[i] = pairs[2 * i];
+		tokens[i] = pairs[2 * i + 1];
+	}
+	LimitScanEnd(c->scan.limits, ids, tokens, n);
 }
 
 /* Step 7: the claimed jobs, in claim order, into the result set. */

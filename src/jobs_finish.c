@@ -5,8 +5,8 @@
  *		method (ArchiveJobs), and then what depends on a job finishing runs
  *		in the same transaction: the linked request key, and the finish hook
  *		of the concern the job's origin belongs to, and, in a queue with a
- *		concurrency limit, the job's running row goes and the queue's idle
- *		claimers are woken (jobs_limits.c).
+ *		concurrency limit, the queue's idle claimers are woken (its slot
+ *		is free; jobs_limits.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -374,11 +374,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 
 		if (limited)
 		{
-			bool		isnull;
-			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
-
-			/* its slot is free: the running row goes, idle claimers wake */
-			LimitJobsFinished(SPI_getvalue(row, jdesc, c_queue), &id, 1);
+			/* its slot, if it had one, is free: idle claimers wake */
+			LimitJobFinished(SPI_getvalue(row, jdesc, c_queue));
 		}
 		if (rk != NULL)
 			CoordRequestJobFinished(rk, done);

@@ -10,6 +10,7 @@
 
 #include "postgres.h"
 
+#include "storage/itemptr.h"
 #include "storage/lock.h"
 #include "access/tupdesc.h"
 
@@ -92,12 +93,20 @@ typedef struct KeyState
 	uint64		hkey;			/* hash key: must be first */
 	char	   *key;
 	int			keylen;
+	bool		per_key;		/* a limit_key's scope, or the whole queue's */
 	bool		decided;
 	bool		ok;
 	bool		locked_here;
 	bool		has_bucket;
+	bool		has_conc;
 	int			room;			/* claims it may take in all */
 	int			pending;		/* taken by this call */
+	int32	   *free;			/* free slot numbers (has_conc) */
+	int			nfree;
+	int			used;			/* of free, written by LimitScanEnd */
+	int			nrows;			/* rows of free slots: their numbers, tids */
+	int32	   *row_slot;
+	ItemPointerData *row_tid;
 	double		tokens;
 	LOCKTAG		tag;
 } KeyState;
@@ -112,8 +121,11 @@ typedef struct LimitScan
 	HTAB	   *keys;			/* KeyState by hash of limit_key */
 	int64		last_id;		/* the job LimitFree let through last */
 	KeyState   *last;
-	KeyState  **taken;
+	int			n;				/* jobs the claim wants */
+	KeyState  **taken;			/* the key of each job taken (NULL: none) */
+	int64	   *taken_ids;
 	int			ntaken;
+	bool		skipped;		/* a job was left behind for its limit */
 	bool		contended;		/* a key was skipped because its lock was busy */
 	LOCKTAG		contended_tag;
 } LimitScan;
@@ -127,9 +139,9 @@ extern LimitScan *LimitScanBegin(const char *queue, QueueLimits *ql, MemoryConte
 extern bool LimitFree(LimitScan *ls, int64 id, text *limit_key);
 extern bool LimitTakeOk(LimitScan *ls, int64 id);
 extern void LimitTaken(LimitScan *ls, int64 id);
-extern void LimitScanEnd(LimitScan *ls, const int64 *ids, int n);
+extern void LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n);
 extern bool LimitWaitContended(LimitScan *ls, int got);
-extern void LimitJobsFinished(const char *queue, const int64 *ids, int n);
+extern void LimitJobFinished(const char *queue);
 extern bool LimitPause(const char *queue, text *key, TimestampTz until, bool extend);
 
 /* jobs_finish.c: inside SPI, as the owner */

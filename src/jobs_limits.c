@@ -8,16 +8,19 @@
  *
  * Tables.  coord.job_limit (queue, per_key) holds the limits, coord.job_pause
  * (queue, limit_key; '' for the whole queue) the pauses, coord.job_bucket
- * (unlogged) the token buckets, coord.job_running one row per claim of a
- * job in a queue with a concurrency limit (limit_key '' when the job has
- * none).  A running row counts only while its claim is live: the job is in
- * coord.job with that token, and its lease has not passed or a session
- * holds its claim lock (coord.job_claimed).  So a dead worker never leaks a
- * slot: a session-bound claim's slot frees the moment the session's lock
- * goes, a lease claim's when the lease passes.  Finishing a job deletes its
- * row (ArchiveJobs, coord.fail); a row whose claim died is stale but
- * uncounted, replaced when the job is claimed again, and deleted by the next
- * coord.set_limit or coord.drop_limit of the queue.
+ * (unlogged) the token buckets, coord.job_running the slots of concurrency
+ * limits: a row per (queue, scope, slot number) naming the job and claim
+ * token that took the slot last (scope: the whole queue, per_key false and
+ * limit_key '', or one limit_key).  A slot is taken only while that claim is
+ * live: the job is in coord.job with that token, and its lease has not
+ * passed or a session holds its claim lock (coord.job_claimed).  So a dead
+ * worker never leaks a slot -- a session-bound claim's slot frees the moment
+ * the session's lock goes, a lease claim's when the lease passes -- and
+ * finishing a job writes nothing here: a claim takes a free slot by
+ * overwriting its row (an upsert, HOT: the slot's key does not change).  A
+ * scope has at most `concurrency` rows (more only for the claims running
+ * when its limit was set or lowered); coord.set_limit and drop_limit delete
+ * the free ones.
  *
  * The fast path.  Each backend caches, per queue, what applies to it
  * (QueueLimits), and whether the database has any limit or pause at all
@@ -54,7 +57,10 @@
  * call (KeyState) and the lock is kept while it holds.  Above them,
  * coord.claim_take asks LimitTakeOk again (nothing else ran in between for
  * the same key) and records the take (LimitTaken); LimitScanEnd then writes
- * the running rows and the buckets' new tokens.
+ * the slots taken (one statement) and the buckets' new tokens.  A claim that
+ * left a job behind for its limit forgets its frontier (jobs_claim.c), so
+ * that its next claim scans from the head and finds the job once its key
+ * has room again.
  *
  * Buckets.  tokens as of refilled_at, refilled lazily on the server's clock
  * (rate per `per`, at most burst); written only under the key's lock, so a
@@ -75,8 +81,22 @@
 
 #include <math.h>
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "utils/array.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -114,18 +134,41 @@ static int	xact_limit_locks = 0;
 static SPIPlanPtr plan_anywhere = NULL;
 static SPIPlanPtr plan_queue_limits = NULL;
 static SPIPlanPtr plan_queue_pause = NULL;
-static SPIPlanPtr plan_count_key = NULL;
-static SPIPlanPtr plan_count_queue = NULL;
+
+/* coord.job_running, its primary key, coord.job's: looked up with the cache */
+static Oid	running_rel = InvalidOid;
+static Oid	running_pkey = InvalidOid;
+static Oid	job_pkey = InvalidOid;
+static AttrNumber job_att_token,
+			job_att_lease_until;
 static SPIPlanPtr plan_bucket = NULL;
 static SPIPlanPtr plan_key_paused = NULL;
 static SPIPlanPtr plan_running_put = NULL;
 static SPIPlanPtr plan_bucket_put = NULL;
-static SPIPlanPtr plan_running_drop = NULL;
+
+static int
+CmpInt32(const void *a, const void *b)
+{
+	int32		x = *(const int32 *) a;
+	int32		y = *(const int32 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static int
+CmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
 
 void
 JobsLimitsInval(void)
 {
 	limits_anywhere = -1;
+	running_rel = InvalidOid;
 	if (queue_limits != NULL)
 	{
 		HASH_SEQ_STATUS seq;
@@ -291,6 +334,144 @@ KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen)
 	pfree(buf.data);
 }
 
+static AttrNumber
+AttByName(TupleDesc desc, const char *name)
+{
+	for (int i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped &&
+			strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+			return i + 1;
+	elog(ERROR, "no column %s", name);
+	return InvalidAttrNumber;	/* keep compiler quiet */
+}
+
+static void
+LookupRunningRels(void)
+{
+	Oid			nsp;
+	Relation	rel;
+
+	if (OidIsValid(running_rel))
+		return;
+	LookupJobRels();
+	nsp = get_namespace_oid(COORD_SCHEMA, false);
+	running_pkey = get_relname_relid("job_running_pkey", nsp);
+	job_pkey = get_relname_relid("job_pkey", nsp);
+	rel = table_open(jobrels.job, AccessShareLock);
+	job_att_token = AttByName(RelationGetDescr(rel), "token");
+	job_att_lease_until = AttByName(RelationGetDescr(rel), "lease_until");
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(running_pkey) || !OidIsValid(job_pkey))
+		elog(ERROR, "coord.job_running_pkey or coord.job_pkey does not exist");
+	running_rel = get_relname_relid("job_running", nsp);
+	if (!OidIsValid(running_rel))
+		elog(ERROR, "coord.job_running does not exist");
+}
+
+/* Is the claim of job id with token live (by snap)?  jrel: coord.job. */
+static bool
+ClaimLive(Relation jrel, Snapshot snap, int64 id, int64 token, TimestampTz now)
+{
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		live = false;
+
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(id));
+	scan = systable_beginscan(jrel, job_pkey, true, snap, 1, &key);
+	if ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, job_att_token, RelationGetDescr(jrel), &isnull);
+
+		if (!isnull && DatumGetInt64(d) == token)
+		{
+			d = heap_getattr(tup, job_att_lease_until, RelationGetDescr(jrel), &isnull);
+			if (!isnull && DatumGetTimestampTz(d) > now)
+				live = true;
+			else
+			{
+				LOCKTAG		tag;
+
+				JobTag(&tag, id);
+				live = LockWaiterCount(&tag) > 0;
+			}
+		}
+	}
+	systable_endscan(scan);
+	return live;
+}
+
+/*
+ * The slots of a scope: returns how many rows it has; *live gets the slot
+ * numbers taken by live claims (*running of them), st->slot_tids the row of
+ * each slot number that is free (for the update that takes it).
+ */
+static int
+ReadSlots(LimitScan *ls, KeyState *st, int32 **live, int *running)
+{
+	Relation	rrel,
+				jrel;
+	ScanKeyData keys[3];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Snapshot	snap;
+	int			nrows = 0,
+				cap = 8;
+	TupleDesc	desc;
+	MemoryContext old;
+
+	LookupRunningRels();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	rrel = table_open(running_rel, AccessShareLock);
+	jrel = table_open(jobrels.job, AccessShareLock);
+	desc = RelationGetDescr(rrel);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ls->queue));
+	keys[0].sk_collation = DEFAULT_COLLATION_OID;
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_BOOLEQ, BoolGetDatum(st->per_key));
+	ScanKeyInit(&keys[2], 3, BTEqualStrategyNumber, F_TEXTEQ,
+				PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen)));
+	keys[2].sk_collation = DEFAULT_COLLATION_OID;
+	*live = palloc(sizeof(int32) * cap);
+	*running = 0;
+	old = MemoryContextSwitchTo(ls->cxt);
+	st->nrows = 0;
+	st->row_slot = palloc(sizeof(int32) * cap);
+	st->row_tid = palloc(sizeof(ItemPointerData) * cap);
+	MemoryContextSwitchTo(old);
+	scan = systable_beginscan(rrel, running_pkey, true, snap, 3, keys);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		int32		slot = DatumGetInt32(heap_getattr(tup, 4, desc, &isnull));
+		int64		job = DatumGetInt64(heap_getattr(tup, 5, desc, &isnull));
+		int64		token = DatumGetInt64(heap_getattr(tup, 6, desc, &isnull));
+
+		CHECK_FOR_INTERRUPTS();
+		if (nrows == cap)
+		{
+			cap *= 2;
+			*live = repalloc(*live, sizeof(int32) * cap);
+			st->row_slot = repalloc(st->row_slot, sizeof(int32) * cap);
+			st->row_tid = repalloc(st->row_tid, sizeof(ItemPointerData) * cap);
+		}
+		nrows++;
+		if (ClaimLive(jrel, snap, job, token, ls->now))
+			(*live)[(*running)++] = slot;
+		else
+		{
+			st->row_slot[st->nrows] = slot;
+			st->row_tid[st->nrows] = tup->t_self;
+			st->nrows++;
+		}
+	}
+	systable_endscan(scan);
+	table_close(jrel, AccessShareLock);
+	table_close(rrel, AccessShareLock);
+	UnregisterSnapshot(snap);
+	return nrows;
+}
+
 /*
  * Decides, under the (queue, key) lock, whether a key (or with spec q the
  * whole queue: key '') has room: sets st->ok, st->room and, for a bucket,
@@ -309,6 +490,9 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	st->room = 0;
 	st->locked_here = false;
 	st->has_bucket = false;
+	st->has_conc = false;
+	st->nfree = 0;
+	st->used = 0;
 	args[0] = CStringGetTextDatum(ls->queue);
 	args[1] = PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen));
 
@@ -343,6 +527,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 		if (!ls->contended)
 			ls->contended_tag = st->tag;
 		ls->contended = true;
+		ls->skipped = true;
 		CoordSpiFinishAsCaller();
 		return;
 	}
@@ -350,35 +535,37 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	st->room = INT_MAX;
 	if (spec->conc > 0)
 	{
-		int32		running;
+		int			nrows;
+		int			running = 0;
+		int32	   *live;
+		int			want;
+		int			k;
 
 		/*
-		 * a fresh snapshot (not read-only): sees every claim committed before
-		 * the lock
+		 * The scope's slots, with the latest snapshot (taken after the lock):
+		 * it sees every claim committed before.  Read through the indexes,
+		 * not a statement: a few rows, and no plan to start.
 		 */
-		if (st->keylen == 0 && spec == &ls->ql->q)
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_count_queue,
-													 "SELECT pg_catalog.count(*)::pg_catalog.int4 FROM coord.job_running AS r "
-													 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
-													 "AND j.token OPERATOR(pg_catalog.=) r.token "
-													 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
-													 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-													 "     OR coord.job_claimed(j.id))",
-													 1, argtypes), args, NULL, false, 1),
-						  SPI_OK_SELECT, "counting running claims");
-		else
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_count_key,
-													 "SELECT pg_catalog.count(*)::pg_catalog.int4 FROM coord.job_running AS r "
-													 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
-													 "AND j.token OPERATOR(pg_catalog.=) r.token "
-													 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
-													 "AND r.limit_key OPERATOR(pg_catalog.=) $2 "
-													 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-													 "     OR coord.job_claimed(j.id))",
-													 2, argtypes), args, NULL, false, 1),
-						  SPI_OK_SELECT, "counting running claims");
-		running = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		nrows = ReadSlots(ls, st, &live, &running);
 		st->room = Max(spec->conc - running, 0);
+
+		/* the free slot numbers this call may take: below conc, not live */
+		want = Min(st->room, ls->n);
+		qsort(live, running, sizeof(int32), CmpInt32);
+		st->free = MemoryContextAlloc(ls->cxt, sizeof(int32) * Max(want, 1));
+		st->nfree = 0;
+		k = 0;
+		for (int32 slot = 0; st->nfree < want && slot < spec->conc; slot++)
+		{
+			while (k < running && live[k] < slot)
+				k++;
+			if (k < running && live[k] == slot)
+				continue;
+			st->free[st->nfree++] = slot;
+		}
+		(void) nrows;
+		st->room = Min(st->room, st->nfree);
+		st->has_conc = true;
 	}
 	if (spec->rate > 0 && st->room > 0)
 	{
@@ -427,9 +614,12 @@ LimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n, boo
 	ls->queue = pstrdup(queue);
 	ls->cxt = cxt;
 	ls->now = GetCurrentTimestamp();
+	ls->n = n;
 	ls->taken = palloc(sizeof(KeyState *) * Max(n, 1));
+	ls->taken_ids = palloc(sizeof(int64) * Max(n, 1));
 	ls->qs.key = pstrdup("");
 	ls->qs.keylen = 0;
+	ls->qs.per_key = false;
 	MemoryContextSwitchTo(old);
 
 	*claimable = true;
@@ -480,6 +670,7 @@ LimitKeyState(LimitScan *ls, text *limit_key)
 
 		st->key = pnstrdup(k, len);
 		st->keylen = len;
+		st->per_key = true;
 		st->decided = false;
 		st->pending = 0;
 		MemoryContextSwitchTo(old);
@@ -507,12 +698,19 @@ LimitFree(LimitScan *ls, int64 id, text *limit_key)
 
 	ls->last_id = 0;
 	if (!ls->qs.ok || ls->qs.room - ls->qs.pending <= 0)
+	{
+		ls->skipped = true;
 		return false;
+	}
 	if (limit_key != NULL && (ls->ql->k.conc > 0 || ls->ql->k.rate > 0 || ls->ql->key_pauses))
 	{
 		st = LimitKeyState(ls, limit_key);
 		if (!st->ok || st->room - st->pending <= 0)
+		{
+			/* a job left behind: the caller's frontier must not pass it */
+			ls->skipped = true;
 			return false;
+		}
 	}
 	ls->last_id = id;
 	ls->last = st;
@@ -537,6 +735,7 @@ LimitTaken(LimitScan *ls, int64 id)
 	ls->qs.pending++;
 	if (ls->last != NULL)
 		ls->last->pending++;
+	ls->taken_ids[ls->ntaken] = id;
 	ls->taken[ls->ntaken++] = ls->last;
 	ls->last_id = 0;
 }
@@ -562,43 +761,146 @@ PutBucket(LimitScan *ls, KeyState *st)
 }
 
 /*
- * The end of a claim call's flow control: the running rows of the jobs it
- * claimed (ids, those of rows written), and the buckets' tokens.  Inside
- * SPI, as the owner.
+ * Takes slot of scope sc for a job by overwriting the slot's row, when
+ * ReadSlots found one: false when there is none (or it changed), and the
+ * caller inserts it.  Through the table access method, as a claim writes its
+ * job (jobs_claim.c): only job_id and token change, unindexed, so the update
+ * is HOT and no index is opened unless the page is full.  The key's lock
+ * keeps other claimers off the row.
+ */
+static bool
+TakeSlotRow(KeyState *sc, int32 slot, int64 job, int64 token)
+{
+	Relation	rel;
+	TupleTableSlot *old,
+			   *new;
+	TM_FailureData tmfd;
+	LockTupleMode lockmode;
+	CoordUpdateIndexes update_indexes;
+	TM_Result	res;
+	int			i;
+	ItemPointer tid;
+
+	for (i = 0; i < sc->nrows && sc->row_slot[i] != slot; i++)
+		;
+	if (i == sc->nrows)
+		return false;
+	tid = &sc->row_tid[i];
+	rel = table_open(running_rel, RowExclusiveLock);
+	old = table_slot_create(rel, NULL);
+	if (!table_tuple_fetch_row_version(rel, tid, SnapshotAny, old))
+	{
+		ExecDropSingleTupleTableSlot(old);
+		table_close(rel, NoLock);
+		return false;
+	}
+	slot_getallattrs(old);
+	new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	ExecClearTuple(new);
+	memcpy(new->tts_values, old->tts_values, sizeof(Datum) * RelationGetDescr(rel)->natts);
+	memcpy(new->tts_isnull, old->tts_isnull, sizeof(bool) * RelationGetDescr(rel)->natts);
+	new->tts_values[4] = Int64GetDatum(job);	/* job_id */
+	new->tts_values[5] = Int64GetDatum(token);
+	ExecStoreVirtualTuple(new);
+	res = table_tuple_update(rel, tid, new, GetCurrentCommandId(true), GetActiveSnapshot(),
+							 InvalidSnapshot, true, &tmfd, &lockmode, &update_indexes);
+	if (res == TM_Ok && CoordNeedsIndexTuples(update_indexes))
+	{
+		EState	   *estate = CreateExecutorState();
+		ResultRelInfo *rri = makeNode(ResultRelInfo);
+
+		InitResultRelInfo(rri, rel, 1, NULL, 0);
+		ExecOpenIndices(rri, false);
+		(void) CoordExecInsertIndexTuples(rri, new, estate, update_indexes);
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
+	}
+	ExecDropSingleTupleTableSlot(new);
+	ExecDropSingleTupleTableSlot(old);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+	return res == TM_Ok;
+}
+
+/*
+ * The end of a claim call's flow control: the slots the jobs it claimed take
+ * (ids[i] claimed with tokens[i], sorted by id: the rows it wrote), and the
+ * buckets' tokens.  Inside SPI, as the owner.
  */
 void
-LimitScanEnd(LimitScan *ls, const int64 *ids, int n)
+LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 {
 	HASH_SEQ_STATUS seq;
 	KeyState   *st;
+	int			cap = 2 * Max(ls->ntaken, 1);
+	Datum	   *per_key = palloc(sizeof(Datum) * cap);
+	Datum	   *keys = palloc(sizeof(Datum) * cap);
+	Datum	   *slots = palloc(sizeof(Datum) * cap);
+	Datum	   *jobs = palloc(sizeof(Datum) * cap);
+	Datum	   *toks = palloc(sizeof(Datum) * cap);
+	int			nrows = 0;
 
-	if (n > 0 && CountsRunning(ls->ql))
+	if (n == 0)
+		return;
+	for (int t = 0; t < ls->ntaken; t++)
 	{
-		Oid			argtypes[1] = {INT8ARRAYOID};
-		Datum		args[1];
-		Datum	   *d = palloc(sizeof(Datum) * n);
+		const int64 *hit = bsearch(&ls->taken_ids[t], ids, n, sizeof(int64), CmpInt64);
+		KeyState   *scopes[2] = {&ls->qs, ls->taken[t]};
 
-		for (int i = 0; i < n; i++)
-			d[i] = Int64GetDatum(ids[i]);
-		args[0] = PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_put,
-												 "INSERT INTO coord.job_running AS r (job_id, queue, limit_key, token) "
-												 "SELECT j.id, j.queue, COALESCE(j.limit_key, ''), j.token FROM coord.job AS j "
-												 "WHERE j.id OPERATOR(pg_catalog.=) ANY ($1) "
-												 "ON CONFLICT (job_id) DO UPDATE SET queue = EXCLUDED.queue, "
-												 "limit_key = EXCLUDED.limit_key, token = EXCLUDED.token",
-												 1, argtypes), args, NULL, false, 0),
-					  SPI_OK_INSERT, "recording running claims");
-	}
-	if (n > 0)
-	{
-		PutBucket(ls, &ls->qs);
-		if (ls->keys != NULL)
+		CHECK_FOR_INTERRUPTS();
+		if (hit == NULL)
+			continue;			/* not claimed after all (expired) */
+		for (int k = 0; k < 2; k++)
 		{
-			hash_seq_init(&seq, ls->keys);
-			while ((st = hash_seq_search(&seq)) != NULL)
-				PutBucket(ls, st);
+			KeyState   *sc = scopes[k];
+
+			if (sc == NULL || !sc->has_conc || sc->used >= sc->nfree)
+				continue;
+			{
+				int32		slot = sc->free[sc->used++];
+
+				/*
+				 * a free slot with a row: overwrite that row (by its tid, no
+				 * plan)
+				 */
+				if (TakeSlotRow(sc, slot, *hit, tokens[hit - ids]))
+					continue;
+				per_key[nrows] = BoolGetDatum(sc->per_key);
+				keys[nrows] = PointerGetDatum(cstring_to_text_with_len(sc->key, sc->keylen));
+				slots[nrows] = Int32GetDatum(slot);
+				jobs[nrows] = Int64GetDatum(*hit);
+				toks[nrows] = Int64GetDatum(tokens[hit - ids]);
+				nrows++;
+			}
 		}
+	}
+	if (nrows > 0)
+	{
+		Oid			argtypes[6] = {TEXTOID, BOOLARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+		Datum		args[6];
+
+		args[0] = CStringGetTextDatum(ls->queue);
+		args[1] = PointerGetDatum(construct_array(per_key, nrows, BOOLOID, 1, true, TYPALIGN_CHAR));
+		args[2] = PointerGetDatum(construct_array(keys, nrows, TEXTOID, -1, false, TYPALIGN_INT));
+		args[3] = PointerGetDatum(construct_array(slots, nrows, INT4OID, 4, true, TYPALIGN_INT));
+		args[4] = PointerGetDatum(construct_array(jobs, nrows, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		args[5] = PointerGetDatum(construct_array(toks, nrows, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_put,
+												 "INSERT INTO coord.job_running AS r (queue, per_key, limit_key, slot, job_id, token) "
+												 "SELECT $1, u.p, u.k, u.s, u.j, u.t "
+												 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), "
+												 "pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(p, k, s, j, t) "
+												 "ON CONFLICT (queue, per_key, limit_key, slot) DO UPDATE "
+												 "SET job_id = EXCLUDED.job_id, token = EXCLUDED.token",
+												 6, argtypes), args, NULL, false, 0),
+					  SPI_OK_INSERT, "taking slots");
+	}
+	PutBucket(ls, &ls->qs);
+	if (ls->keys != NULL)
+	{
+		hash_seq_init(&seq, ls->keys);
+		while ((st = hash_seq_search(&seq)) != NULL)
+			PutBucket(ls, st);
 	}
 }
 
@@ -618,32 +920,18 @@ LimitWaitContended(LimitScan *ls, int got)
 }
 
 /*
- * Jobs of queue finished or failed (ids): their running rows go, and the
- * queue's idle claimers are woken at commit, a slot being free.  Inside SPI,
- * as the owner; cheap when the queue counts no running claims.
+ * A job of queue finished or failed: in a queue with a concurrency limit
+ * its slot is free (nothing to write: a slot counts only while its claim is
+ * live), so the queue's idle claimers are woken at commit.  Inside SPI, as
+ * the owner; one flag's test when nothing is limited.
  */
 void
-LimitJobsFinished(const char *queue, const int64 *ids, int n)
+LimitJobFinished(const char *queue)
 {
-	QueueLimits *ql;
-	Oid			argtypes[1] = {INT8ARRAYOID};
-	Datum		args[1];
-	Datum	   *d;
-
-	if (n == 0 || !LimitsAnywhere())
+	if (!LimitsAnywhere())
 		return;
-	ql = LimitsFor(queue);
-	if (!CountsRunning(ql))
-		return;
-	d = palloc(sizeof(Datum) * n);
-	for (int i = 0; i < n; i++)
-		d[i] = Int64GetDatum(ids[i]);
-	args[0] = PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_drop,
-											 "DELETE FROM coord.job_running WHERE job_id OPERATOR(pg_catalog.=) ANY ($1)",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "dropping running claims");
-	WakeAtCommit(queue, NULL);
+	if (CountsRunning(LimitsFor(queue)))
+		WakeAtCommit(queue, NULL);
 }
 
 /* ---------- pauses (also coord.fail's pause_key) ---------- */
@@ -744,7 +1032,7 @@ PositiveArg(FunctionCallInfo fcinfo, int argno, const char *what)
 
 /* ---------- SQL functions ---------- */
 
-/* Stale running rows of a queue go, and with no concurrency limit left all of them. */
+/* The free slots of a queue go, and those of a scope without a concurrency limit all. */
 static void
 TidyRunning(Datum queue)
 {
@@ -756,14 +1044,16 @@ TidyRunning(Datum queue)
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tidy,
 											 "DELETE FROM coord.job_running AS r WHERE r.queue OPERATOR(pg_catalog.=) $1 "
 											 "AND (NOT EXISTS (SELECT 1 FROM coord.job_limit AS l "
-											 "                 WHERE l.queue OPERATOR(pg_catalog.=) $1 AND l.concurrency IS NOT NULL) "
+											 "                 WHERE l.queue OPERATOR(pg_catalog.=) $1 "
+											 "                   AND l.per_key OPERATOR(pg_catalog.=) r.per_key "
+											 "                   AND l.concurrency IS NOT NULL) "
 											 "     OR NOT EXISTS (SELECT 1 FROM coord.job AS j "
 											 "                    WHERE j.id OPERATOR(pg_catalog.=) r.job_id "
 											 "                      AND j.token OPERATOR(pg_catalog.=) r.token "
 											 "                      AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
 											 "                           OR coord.job_claimed(j.id))))",
 											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "tidying running claims");
+				  SPI_OK_DELETE, "tidying slots");
 }
 
 /*
@@ -831,17 +1121,26 @@ coord_set_limit(PG_FUNCTION_ARGS)
 												 2, argtypes), args, nulls, false, 0),
 					  SPI_OK_DELETE, "set_limit");
 	TidyRunning(args[0]);
-	/* claims that run now count from now on: they were made before the limit */
+	/* claims running now take slots: they were made before the limit */
 	if (conc > 0)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_backfill,
-												 "INSERT INTO coord.job_running (job_id, queue, limit_key, token) "
-												 "SELECT j.id, j.queue, COALESCE(j.limit_key, ''), j.token FROM coord.job AS j "
-												 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
-												 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1 "
-												 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-												 "     OR coord.job_claimed(j.id)) "
-												 "ON CONFLICT (job_id) DO UPDATE SET token = EXCLUDED.token",
-												 1, argtypes), args, nulls, false, 0),
+												 "INSERT INTO coord.job_running (queue, per_key, limit_key, slot, job_id, token) "
+												 "SELECT j.queue, $2, j.k, COALESCE((SELECT pg_catalog.max(r.slot) FROM coord.job_running AS r "
+												 "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
+												 "    AND r.limit_key OPERATOR(pg_catalog.=) j.k), -1) "
+												 "  OPERATOR(pg_catalog.+) (pg_catalog.row_number() OVER (PARTITION BY j.k ORDER BY j.id))::pg_catalog.int4, "
+												 "  j.id, j.token "
+												 "FROM (SELECT x.*, CASE WHEN $2 THEN x.limit_key ELSE '' END AS k FROM coord.job AS x "
+												 "      WHERE pg_catalog.hashtextextended(x.queue, 0) OPERATOR(pg_catalog.=) "
+												 "            pg_catalog.hashtextextended($1, 0) AND x.queue OPERATOR(pg_catalog.=) $1 "
+												 "        AND (NOT $2 OR x.limit_key IS NOT NULL) "
+												 "        AND (x.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+												 "             OR coord.job_claimed(x.id))) AS j "
+												 "WHERE NOT EXISTS (SELECT 1 FROM coord.job_running AS r "
+												 "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
+												 "    AND r.job_id OPERATOR(pg_catalog.=) j.id AND r.token OPERATOR(pg_catalog.=) j.token) "
+												 "ON CONFLICT DO NOTHING",
+												 2, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT, "set_limit");
 	LimitsChanged(jobrels.limit, queue);
 	CoordSpiEnd(&sw);
@@ -1013,14 +1312,14 @@ SlotFree(Datum queue, Datum key, bool whole, const LimitSpec *s, TimestampTz now
 
 	args[0] = queue;
 	args[1] = key;
-	args[2] = BoolGetDatum(whole);
+	args[2] = BoolGetDatum(!whole);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots,
 											 "SELECT pg_catalog.count(*), pg_catalog.min(j.lease_until) "
 											 "FROM coord.job_running AS r "
 											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
 											 "AND j.token OPERATOR(pg_catalog.=) r.token "
-											 "WHERE r.queue OPERATOR(pg_catalog.=) $1 "
-											 "AND ($3 OR r.limit_key OPERATOR(pg_catalog.=) $2) "
+											 "WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $3 "
+											 "AND r.limit_key OPERATOR(pg_catalog.=) $2 "
 											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
 											 "     OR coord.job_claimed(j.id))",
 											 3, argtypes), args, NULL, true, 1),

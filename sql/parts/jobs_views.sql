@@ -23,7 +23,7 @@ COMMENT ON VIEW coord.jobs IS
 
 CREATE VIEW coord.limits AS
 WITH live AS (
-  SELECT r.queue, r.limit_key
+  SELECT r.queue, r.per_key, r.limit_key
     FROM coord.job_running AS r
     JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id AND j.token OPERATOR(pg_catalog.=) r.token
    WHERE COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false) OR coord.job_claimed(j.id)),
@@ -44,7 +44,8 @@ keys AS (
 SELECT k.queue, NULLIF(k.limit_key, '') AS limit_key, l.concurrency,
        (SELECT pg_catalog.count(*) FROM live AS v
          WHERE v.queue OPERATOR(pg_catalog.=) k.queue
-           AND (k.limit_key OPERATOR(pg_catalog.=) '' OR v.limit_key OPERATOR(pg_catalog.=) k.limit_key)) AS running,
+           AND v.per_key OPERATOR(pg_catalog.=) (k.limit_key OPERATOR(pg_catalog.<>) '')
+           AND v.limit_key OPERATOR(pg_catalog.=) k.limit_key) AS running,
        l.rate, l.per, l.burst,
        CASE WHEN l.rate IS NOT NULL THEN
          coord.bucket_tokens(b.tokens, b.refilled_at, l.rate, l.per, COALESCE(l.burst, l.rate)) END AS tokens,
