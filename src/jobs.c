@@ -6,10 +6,11 @@
  * Files.  The queue is a family of files: jobs.c (this one: the entry
  * points other than the claim, and the origin API for the concerns that
  * make jobs), jobs_claim.c (the claim and its frontiers), jobs_finish.c
- * (moving jobs to the history, and what runs when a job finishes) and
- * jobs_common.c (per-backend state, relations, wake-ups).  jobs_int.h is
- * shared by them only; jobs.h is the queue's interface.  This comment is the
- * protocol of all four.
+ * (moving jobs to the history, and what runs when a job finishes),
+ * jobs_common.c (per-backend state, relations, wake-ups) and jobs_limits.c
+ * (flow control: limits, pauses, buckets, slots; its own header says how a
+ * limit stays exact).  jobs_int.h is shared by them only; jobs.h is the
+ * queue's interface.  This comment is the protocol of the family.
  *
  * Tables.  coord.job holds live work only (scheduled, ready, running);
  * complete, fail-to-dead and cancel move a job to coord.job_history in the
@@ -42,6 +43,11 @@
  * starts and a bitmap scan for the UPDATE's ids; one statement is 6% fewer
  * instructions, the hashed index 14% more, the history insert through the
  * table AM 6%, the update through it 13%: 36% in all.
+ *
+ * Snoozes.  A fail with retry_after (HTTP 429, coord-agent's exit 75) uses
+ * up no attempt but counts a snooze; a job past max_snoozes snoozes, or
+ * whose retry would come after its expires_at, dies at that fail, and a
+ * claim (ClaimRow) or coord.tick that meets a job past expires_at kills it.
  *
  * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
  * fail and heartbeat act only when the token is still the job's, so a worker

@@ -141,6 +141,9 @@ static Oid	running_pkey = InvalidOid;
 static Oid	job_pkey = InvalidOid;
 static AttrNumber job_att_token,
 			job_att_lease_until;
+static AttrNumber run_att_slot,
+			run_att_job,
+			run_att_token;
 static SPIPlanPtr plan_bucket = NULL;
 static SPIPlanPtr plan_key_paused = NULL;
 static SPIPlanPtr plan_running_put = NULL;
@@ -366,6 +369,15 @@ LookupRunningRels(void)
 	running_rel = get_relname_relid("job_running", nsp);
 	if (!OidIsValid(running_rel))
 		elog(ERROR, "coord.job_running does not exist");
+	rel = table_open(running_rel, AccessShareLock);
+	run_att_slot = AttByName(RelationGetDescr(rel), "slot");
+	run_att_job = AttByName(RelationGetDescr(rel), "job_id");
+	run_att_token = AttByName(RelationGetDescr(rel), "token");
+	/* the scan keys name the primary key's columns by number */
+	if (AttByName(RelationGetDescr(rel), "queue") != 1 || AttByName(RelationGetDescr(rel), "per_key") != 2 ||
+		AttByName(RelationGetDescr(rel), "limit_key") != 3)
+		elog(ERROR, "coord.job_running does not start with queue, per_key, limit_key");
+	table_close(rel, AccessShareLock);
 }
 
 /* Is the claim of job id with token live (by snap)?  jrel: coord.job. */
@@ -443,9 +455,9 @@ ReadSlots(LimitScan *ls, KeyState *st, int32 **live, int *running)
 	while ((tup = systable_getnext(scan)) != NULL)
 	{
 		bool		isnull;
-		int32		slot = DatumGetInt32(heap_getattr(tup, 4, desc, &isnull));
-		int64		job = DatumGetInt64(heap_getattr(tup, 5, desc, &isnull));
-		int64		token = DatumGetInt64(heap_getattr(tup, 6, desc, &isnull));
+		int32		slot = DatumGetInt32(heap_getattr(tup, run_att_slot, desc, &isnull));
+		int64		job = DatumGetInt64(heap_getattr(tup, run_att_job, desc, &isnull));
+		int64		token = DatumGetInt64(heap_getattr(tup, run_att_token, desc, &isnull));
 
 		CHECK_FOR_INTERRUPTS();
 		if (nrows == cap)
@@ -799,8 +811,8 @@ TakeSlotRow(KeyState *sc, int32 slot, int64 job, int64 token)
 	ExecClearTuple(new);
 	memcpy(new->tts_values, old->tts_values, sizeof(Datum) * RelationGetDescr(rel)->natts);
 	memcpy(new->tts_isnull, old->tts_isnull, sizeof(bool) * RelationGetDescr(rel)->natts);
-	new->tts_values[4] = Int64GetDatum(job);	/* job_id */
-	new->tts_values[5] = Int64GetDatum(token);
+	new->tts_values[run_att_job - 1] = Int64GetDatum(job);
+	new->tts_values[run_att_token - 1] = Int64GetDatum(token);
 	ExecStoreVirtualTuple(new);
 	res = table_tuple_update(rel, tid, new, GetCurrentCommandId(true), GetActiveSnapshot(),
 							 InvalidSnapshot, true, &tmfd, &lockmode, &update_indexes);
