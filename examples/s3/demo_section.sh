@@ -327,7 +327,7 @@ s3_all_rc0() {   # NAME...: true if every one of them exited with 0
 # pauses the whole site for every crawler.  The sites' jobs are enqueued
 # round robin, so the 429 comes at once, while every site is busy.
 s3_round4() {   # QUICK(0|1)
-  local quick=$1 q=s3-crawl busy=busy.example.com limit=2 n_crawlers=8 fetch_ms=100
+  local quick=$1 q=s3-crawl busy=busy.example.com limit=2 n_crawlers=8 fetch_ms=150
   local pages busy_pages cool
   if [ "$quick" = 1 ]; then pages=50 busy_pages=10 cool=2; else pages=80 busy_pages=20 cool=3; fi
   local others=(news.example.org shop.example.net docs.example.io)

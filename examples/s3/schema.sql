@@ -127,8 +127,13 @@ BEGIN
         t := clock_timestamp();         -- one time for all rows of a sample
         INSERT INTO s3.limit_samples (at, limit_key, running_jobs, running, paused_until)
         SELECT t, COALESCE(r.limit_key, l.limit_key), COALESCE(r.n, 0), l.running, l.paused_until
+          -- claimed_at IS NOT NULL: coord.jobs tells running from the claim lock, live, but the
+          -- rows come from the statement's snapshot; a job claimed after the snapshot (in
+          -- the slot of one whose completion the snapshot does not see yet) would show as
+          -- running in its ready row, one more than ever ran at once
           FROM (SELECT j.limit_key, count(*) AS n FROM coord.jobs AS j
-                 WHERE j.queue = sample_limits.queue AND j.state = 'running' AND j.limit_key IS NOT NULL
+                 WHERE j.queue = sample_limits.queue AND j.state = 'running' AND j.claimed_at IS NOT NULL
+                   AND j.limit_key IS NOT NULL
                  GROUP BY j.limit_key) AS r
           FULL JOIN (SELECT l.limit_key, l.running, l.paused_until FROM coord.limits AS l
                       WHERE l.queue = sample_limits.queue AND l.limit_key IS NOT NULL) AS l
