@@ -907,9 +907,10 @@ limit_keys k0 .. k99, round robin; *lr* with \`coord.set_limit('lr', rate =>
 1000000, per_key => true)\` (every claim reads and writes its key's bucket,
 which never runs dry) and the same keys.  Each worker claims one job and
 completes it, two transactions (bench/limits-claim-*.sql).  A limited claim
-takes its key's transaction lock, counts the key's running claims (lk) or
-refills its bucket (lr), and records a running row that the completion
-deletes.  Target (issue 17): lk at least 0.8× lu." \
+takes its key's transaction lock, reads the key's slots (lk: two index
+lookups per slot) or refills its bucket (lr), and overwrites the slot it
+takes (a HOT update); the completion writes nothing for it.  Target (issue
+17): lk at least 0.8× lu." \
     "${BENCH_KNOBS}BENCH_SECTIONS=limits make bench" "$load_start"
   write_block limits "$OUT/limits.md"
   cp "$OUT/limits.md" "$OUT/$STAMP/"

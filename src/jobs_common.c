@@ -304,12 +304,20 @@ static void
 JobRelsInval(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
-		relid == jobrels.token_seq || relid == jobrels.limit || relid == jobrels.pause)
+		relid == jobrels.token_seq)
 	{
 		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
 		jobrels.limit = jobrels.pause = InvalidOid;
 		JobsClaimRelsInval();
 		JobsFinishRelsInval();
+		JobsLimitsInval();
+	}
+	else if (OidIsValid(relid) && (relid == jobrels.limit || relid == jobrels.pause))
+	{
+		/*
+		 * a limit or pause changed (jobs_limits.c invalidates them on
+		 * purpose)
+		 */
 		JobsLimitsInval();
 	}
 }

@@ -8,7 +8,7 @@
  *
  * Tables.  coord.job_limit (queue, per_key) holds the limits, coord.job_pause
  * (queue, limit_key; '' for the whole queue) the pauses, coord.job_bucket
- * (unlogged) the token buckets, coord.job_running the slots of concurrency
+ * the token buckets, coord.job_running the slots of concurrency
  * limits: a row per (queue, scope, slot number) naming the job and claim
  * token that took the slot last (scope: the whole queue, per_key false and
  * limit_key '', or one limit_key).  A slot is taken only while that claim is
@@ -949,9 +949,10 @@ LimitJobFinished(const char *queue)
 /* ---------- pauses (also coord.fail's pause_key) ---------- */
 
 static void
-LimitsChanged(Oid relid, const char *queue)
+LimitsChanged(bool pauses, const char *queue)
 {
-	CacheInvalidateRelcacheByRelid(relid);
+	LookupJobRels();
+	CacheInvalidateRelcacheByRelid(pauses ? jobrels.pause : jobrels.limit);
 	limits_anywhere = -1;
 	JobsLimitsInval();
 	if (queue != NULL)
@@ -1002,7 +1003,7 @@ LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
 												 "ON CONFLICT (queue, limit_key) DO UPDATE SET until = EXCLUDED.until",
 												 3, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT, "pausing");
-	LimitsChanged(jobrels.pause, NULL);
+	LimitsChanged(true, NULL);
 	return !was;
 }
 
@@ -1154,7 +1155,7 @@ coord_set_limit(PG_FUNCTION_ARGS)
 												 "ON CONFLICT DO NOTHING",
 												 2, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT, "set_limit");
-	LimitsChanged(jobrels.limit, queue);
+	LimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
 }
@@ -1189,7 +1190,7 @@ coord_drop_limit(PG_FUNCTION_ARGS)
 											 2, argtypes), args, NULL, false, 0),
 				  SPI_OK_DELETE, "drop_limit");
 	TidyRunning(args[0]);
-	LimitsChanged(jobrels.limit, queue);
+	LimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
 }
@@ -1279,7 +1280,7 @@ coord_resume(PG_FUNCTION_ARGS)
 					 errdetail("No live job, limit or pause names it.")));
 	}
 	else
-		LimitsChanged(jobrels.pause, queue);
+		LimitsChanged(true, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(was);
 }
@@ -1383,6 +1384,7 @@ coord_next_due(PG_FUNCTION_ARGS)
 				ngroups;
 	SPITupleTable *groups;
 
+	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(queue);
 	CoordSpiBegin(&sw);
 	ql = LimitsFor(queue);

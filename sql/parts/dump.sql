@@ -18,7 +18,7 @@ SELECT pg_catalog.pg_extension_config_dump('coord.request_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.schedule_defs', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_defs', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_runs', '');
--- Flow control: limits and pauses are dumped; buckets (unlogged) and
+-- Flow control: limits and pauses are dumped; buckets and
 -- running claims (sessions and leases of the old cluster) are not.
 SELECT pg_catalog.pg_extension_config_dump('coord.job_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.job_pause', '');

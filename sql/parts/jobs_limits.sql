@@ -37,8 +37,9 @@ REVOKE ALL ON coord.job_pause FROM PUBLIC;
 
 -- Token buckets: written only by a claim that holds the transaction lock
 -- of the (queue, key) (namespace 17220), so never contended on a row lock.
--- Unlogged: after a crash every bucket starts full again.
-CREATE UNLOGGED TABLE coord.job_bucket (
+-- Logged, not unlogged: coord.limits and coord.queue_stats read it, and an
+-- unlogged table cannot be read on a standby.
+CREATE TABLE coord.job_bucket (
     queue       text NOT NULL,
     limit_key   text NOT NULL,
     tokens      float8 NOT NULL,
