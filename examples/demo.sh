@@ -21,7 +21,7 @@ export PYTHON=${PYTHON:-/usr/bin/python3}
 SCENARIOS=(
   "S1|autonomous components: index and batch locks (was ZooKeeper/Curator)|demo_s1"
   "S2|apps: period-keyed dependency scheduling on a host (was a state manager + job managers)|demo_s2"
-  "S3|crawlers: the duplicate-work coordinator (was RabbitMQ + coordinator)|demo_s3"
+  "S3|crawlers: the duplicate-work coordinator, per-site limits, 429 pauses (was RabbitMQ + coordinator)|demo_s3"
   "S4|mail runners: claims, leases, weighted partition groups (was per-runner hash splits)|demo_s4"
   "S5|application-server scheduler: recurring events, one run at a time|demo_s5"
   "agent|coord-agent: S2 apps on two hosts, S1 components as agent tasks, the status view|demo_agent"

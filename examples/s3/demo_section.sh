@@ -15,7 +15,14 @@
 # then a downloader marks them done).  Round 2: done URLs are not fetched
 # again (every request answers false).  Round 3, once every URL has been done
 # for longer than stale_after: each URL is fetched again, and never before
-# its previous fetch went stale.
+# its previous fetch went stale.  Round 4 (s3_round4): the crawl frontier as
+# a pg_coord queue, one job per URL with limit_key => site and a per-site
+# concurrency limit of 2; 8 site crawlers over 4 sites, one of which answers
+# its first request with HTTP 429: the crawler fails the job with
+# pause_key => true, nothing more is fetched from that site until its
+# cool-down ends, the other sites go on at their limit meanwhile, the limit
+# is never exceeded (sampled every 10 ms, and from the fetch intervals), and
+# every URL is fetched exactly once.
 #
 # Prints a report with its checks and a last line starting with "S3:";
 # returns non-zero if a check failed.  `quick` is the smaller run for the
@@ -59,6 +66,7 @@ s3_start() {   # NAME python|bash|downloader ROUND [crawler options]
     bash)       cmd=(bash "$S3_DIR/crawler.sh" -n "$name" -f "$S3_URLS" -r "$round" "$@") ;;
     python)     cmd=("$PYTHON" "$S3_DIR/crawler.py" -n "$name" -f "$S3_URLS" -r "$round" "$@") ;;
     downloader) cmd=("$PYTHON" "$S3_DIR/downloader.py" -n "$name") ;;
+    site)       cmd=("$PYTHON" "$S3_DIR/site_crawler.py" -n "$name" "$@") ;;
   esac
   PGDATABASE=$S3_DB setsid "${cmd[@]}" >"$S3_LOGDIR/$name.r$round.log" 2>&1 &
   S3_PID[$name]=$!
@@ -290,9 +298,12 @@ s3_demo_run() {
                       || ' ' || (SELECT count(*) FROM s3.downloads) FROM coord.requests")
   s3_check "every URL is done again, nobody waits, the download queue is empty" '[ "$states" = "$n_urls $n_urls 0 0" ]'
 
+  s3_round4 "$quick"
+
   if [ "$S3_FAILED" = 0 ]; then
     echo "S3: ok, $S3_CHECKS checks: $n_urls URLs x 6 crawlers (4 python, 2 bash), round 1 fetched each exactly once (0 duplicates);" \
-         "SIGKILLed owner's URL taken over by the first waiter, $taker, after $taken_ms ms; done URLs not redone until stale"
+         "SIGKILLed owner's URL taken over by the first waiter, $taker, after $taken_ms ms; done URLs not redone until stale;" \
+         "round 4: $S3_R4_SUMMARY"
   else
     echo "  worker logs kept in $S3_LOGDIR"
     S3_REPORTED=1
@@ -304,4 +315,154 @@ s3_demo_run() {
 s3_all_rc0() {   # NAME...: true if every one of them exited with 0
   local n
   for n; do [ "${S3_RC[$n]:-x}" = 0 ] || return 1; done
+}
+
+# ------------------------------------------------------------ round 4
+# The crawl frontier as a pg_coord queue with flow control (issue 17): one
+# job per URL (key => url, limit_key => site), at most 2 fetches in flight
+# per site (coord.set_limit(queue, concurrency => 2, per_key => true)), 8
+# crawlers (4 session-bound, 4 with lease claims).  busy.example.com answers
+# its first request with 429 and Retry-After; the crawler calls
+# coord.fail(id, token, '429 ...', retry_after, pause_key => true), which
+# pauses the whole site for every crawler.  The sites' jobs are enqueued
+# round robin, so the 429 comes at once, while every site is busy.
+s3_round4() {   # QUICK(0|1)
+  local quick=$1 q=s3-crawl busy=busy.example.com limit=2 n_crawlers=8 fetch_ms=150
+  local pages busy_pages cool
+  if [ "$quick" = 1 ]; then pages=50 busy_pages=10 cool=2; else pages=80 busy_pages=20 cool=3; fi
+  local others=(news.example.org shop.example.net docs.example.io)
+  local o
+  s3_q "INSERT INTO s3.sites (site, answers_429, retry_after) VALUES ('$busy', 1, '$cool seconds')" >/dev/null
+  for o in "${others[@]}"; do s3_q "INSERT INTO s3.sites (site) VALUES ('$o')" >/dev/null; done
+  s3_q "SELECT coord.set_limit('$q', concurrency => $limit, per_key => true)" >/dev/null
+  local n_urls
+  n_urls=$(s3_q "
+    SELECT count(coord.enqueue('$q', jsonb_build_object('url', u.url, 'site', u.site),
+                               key => u.url, limit_key => u.site))
+      FROM (SELECT s.site, 'https://' || s.site || '/page-' || i || '.html' AS url, i
+              FROM s3.sites AS s,
+                   generate_series(1, CASE WHEN s.site = '$busy' THEN $busy_pages ELSE $pages END) AS i
+             ORDER BY i, s.site) AS u")
+  echo "  round 4: the crawl frontier as queue $q, one job per URL with limit_key => its site;"
+  echo "    coord.set_limit('$q', concurrency => $limit, per_key => true): at most $limit fetches in flight per site"
+  echo "    $n_urls URLs: ${others[*]} ($pages pages each), $busy ($busy_pages pages,"
+  echo "    answers its first request with 429, Retry-After $cool s); $n_crawlers site crawlers, fetches take ~$fetch_ms ms"
+
+  # the sampler: per-site running jobs and coord.limits every 10 ms, until the queue is empty
+  PGDATABASE=$S3_DB psql -qtAX -v ON_ERROR_STOP=1 -c "SELECT s3.sample_limits('$q', '60 seconds')" \
+    >"$S3_LOGDIR/sampler.r4.log" 2>&1 &
+  local sampler=$! i names=()
+  for ((i = 1; i <= n_crawlers; i++)); do
+    if ((i <= n_crawlers / 2)); then s3_start "sc-$i" site 4 -q "$q" -F "$fetch_ms"
+    else s3_start "sc-$i" site 4 -q "$q" -F "$fetch_ms" -l '30 seconds'; fi
+    names+=("sc-$i")
+  done
+  local waited_ok=0 sampled_ok=0
+  s3_wait 60 "${names[@]}" && waited_ok=1
+  wait "$sampler" && sampled_ok=1
+
+  # the 429 and its pause: [after the fail's commit, before the fail + retry_after)
+  local p0 p1 first_after pause_shown
+  IFS='|' read -r p0 p1 < <(s3_q "SELECT extract(epoch FROM after_commit), extract(epoch FROM before_fail + retry_after)
+                                     FROM s3.pauses ORDER BY before_fail LIMIT 1") || true
+  local t0
+  t0=$(s3_q "SELECT extract(epoch FROM min(claimed_at)) FROM s3.site_fetches")
+  rel() { awk -v t="$1" -v z="$t0" 'BEGIN { printf "%.2f", t - z }'; }
+  echo "    timeline, requests started per 0.5 s (claim times on the server's clock);" \
+       "$busy paused ($cool s) from $(rel "${p0:-0}") s to $(rel "${p1:-0}") s:"
+  psql -qX -P footer=off -d "$S3_DB" -c "
+    SELECT to_char(b.s, 'FM90.0') AS \"t (s)\",
+           $(for o in "${others[@]}" "$busy"; do
+               printf "count(*) FILTER (WHERE f.site = '%s') AS \"%s\", " "$o" "${o%%.*}"
+             done)
+           CASE WHEN b.s >= ${p0:-0} - $t0 AND b.s + 0.5 <= ${p1:-0} - $t0 THEN 'paused'
+                WHEN b.s + 0.5 > ${p0:-0} - $t0 AND b.s < ${p0:-0} - $t0 THEN 'paused from ' || to_char(${p0:-0} - $t0, 'FM90.00')
+                WHEN b.s + 0.5 > ${p1:-0} - $t0 AND b.s < ${p1:-0} - $t0 THEN 'paused until ' || to_char(${p1:-0} - $t0, 'FM90.00')
+                ELSE '' END AS \"busy: cool-down\",
+           string_agg(DISTINCT CASE WHEN f.status = 429 THEN f.url || ': 429' END, ' ') AS answers
+      FROM (SELECT generate_series(0, floor((extract(epoch FROM max(claimed_at)) - $t0) * 2)::int) * 0.5 AS s
+              FROM s3.site_fetches) AS b
+      LEFT JOIN s3.site_fetches AS f
+        ON extract(epoch FROM f.claimed_at) - $t0 >= b.s AND extract(epoch FROM f.claimed_at) - $t0 < b.s + 0.5
+     GROUP BY b.s ORDER BY b.s" | sed '/^$/d; s/^/      /'
+
+  local fetched during resumed_ms
+  fetched=$(s3_q "SELECT count(*) FILTER (WHERE status = 200) || ' ' || count(DISTINCT url) FILTER (WHERE status = 200)
+                         || ' ' || count(*) FILTER (WHERE status = 429)
+                         || ' ' || (SELECT count(*) FROM coord.jobs WHERE queue = '$q' AND state = 'done')
+                    FROM s3.site_fetches")
+  during=$(s3_q "SELECT count(*) FROM s3.site_fetches
+                  WHERE site = '$busy' AND claimed_at > to_timestamp(${p0:-0}) AND claimed_at < to_timestamp(${p1:-0})")
+  first_after=$(s3_q "SELECT extract(epoch FROM min(claimed_at)) FROM s3.site_fetches
+                       WHERE site = '$busy' AND claimed_at >= to_timestamp(${p1:-0})")
+  resumed_ms=$(awk -v a="${first_after:-0}" -v b="${p1:-0}" 'BEGIN { printf "%.0f", (a - b) * 1000 }')
+  # each other site's fetches in flight, averaged over the cool-down (from the fetch intervals)
+  local speeds slowest
+  speeds=$(s3_q "
+    SELECT string_agg(site || ' ' || round(busy_s / ($p1 - $p0), 2), ', ' ORDER BY site)
+      FROM (SELECT site, sum(greatest(0, extract(epoch FROM least(done_at, to_timestamp($p1)))
+                                         - greatest(extract(epoch FROM claimed_at), $p0))) AS busy_s
+              FROM s3.site_fetches WHERE site <> '$busy' GROUP BY site) AS s")
+  slowest=$(s3_q "
+    SELECT min(busy_s / ($p1 - $p0))
+      FROM (SELECT site, sum(greatest(0, extract(epoch FROM least(done_at, to_timestamp($p1)))
+                                         - greatest(extract(epoch FROM claimed_at), $p0))) AS busy_s
+              FROM s3.site_fetches WHERE site <> '$busy' GROUP BY site) AS s")
+  # the limit: samples of coord.jobs and coord.limits, and the exact overlap of the fetch intervals
+  # what coord.limits said in the middle of the cool-down (the sample nearest to it)
+  echo "    coord.limits in the middle of the cool-down (a sample of s3.sample_limits, $(rel "$(awk -v a="$p0" -v b="$p1" 'BEGIN { printf "%.3f", (a + b) / 2 }')") s):"
+  psql -qX -P footer=off -d "$S3_DB" -c "
+    SELECT limit_key, running_jobs AS \"running (coord.jobs)\", running AS \"running (coord.limits)\",
+           CASE WHEN paused_until IS NOT NULL
+                THEN 'until ' || to_char(extract(epoch FROM paused_until) - $t0, 'FM90.00') || ' s' END AS paused
+      FROM s3.limit_samples
+     WHERE at = (SELECT at FROM s3.limit_samples
+                  ORDER BY abs(extract(epoch FROM at) - ($p0 + $p1) / 2) LIMIT 1)
+     ORDER BY limit_key" | sed '/^$/d; s/^/      /'
+  local sampled overlap
+  sampled=$(s3_q "SELECT count(DISTINCT at) || ' ' || COALESCE(max(running_jobs), 0) || ' ' || COALESCE(max(running), 0)
+                    FROM s3.limit_samples")
+  overlap=$(s3_q "
+    SELECT max(c) FROM (SELECT sum(d) OVER (PARTITION BY site ORDER BY t, d ROWS UNBOUNDED PRECEDING) AS c
+                          FROM (SELECT site, claimed_at AS t, 1 AS d FROM s3.site_fetches
+                                UNION ALL SELECT site, done_at, -1 FROM s3.site_fetches) AS e) AS x")
+  pause_shown=$(s3_q "SELECT count(*) FROM s3.limit_samples
+                       WHERE limit_key = '$busy' AND at > to_timestamp($p0) AND at < to_timestamp($p1)
+                         AND paused_until BETWEEN to_timestamp($p1) AND to_timestamp($p0) + interval '$cool seconds'")
+  local snoozed
+  snoozed=$(s3_q "SELECT j.state || ' ' || j.snoozes || ' ' || j.attempt FROM coord.jobs AS j
+                   WHERE j.id = (SELECT job_id FROM s3.pauses ORDER BY before_fail LIMIT 1)")
+  local states
+  states=$(s3_q "SELECT string_agg(state || ' ' || n, ', ' ORDER BY state)
+                   FROM (SELECT state, count(*) AS n FROM coord.jobs WHERE queue = '$q' GROUP BY state) AS s")
+  local sum200 sum429
+  sum200=$(cat "$S3_LOGDIR"/sc-*.r4.log | sed -n 's/.* finished: \([0-9]*\) fetched.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  sum429=$(cat "$S3_LOGDIR"/sc-*.r4.log | sed -n 's/.* fetched, \([0-9]*\) answered 429.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+  local n200 ndist n429 ndone nsamples max_jobs max_running
+  read -r n200 ndist n429 ndone <<<"$fetched"
+  read -r nsamples max_jobs max_running <<<"$sampled"
+  echo "    the 429: $(s3_q "SELECT url || ' by ' || crawler FROM s3.site_fetches WHERE status = 429 ORDER BY id LIMIT 1");" \
+       "requests to $busy during its cool-down: $during; first one after it: ${resumed_ms} ms after it ended"
+  echo "    the other sites during the cool-down, fetches in flight on average (limit $limit): $speeds"
+  echo "    per-site limit: largest count in $nsamples samples of coord.jobs $max_jobs, of coord.limits.running" \
+       "$max_running; largest overlap of fetch intervals $overlap"
+  echo "    fetches: $n200 of $n_urls URLs ($ndist distinct) answered 200, $n429 answered 429; jobs: $states;" \
+       "the 429'd job: state, snoozes, attempt = $snoozed"
+
+  s3_check "round 4: every site crawler exited 0, the sampler ran to the end" \
+    '[ $waited_ok = 1 ] && [ $sampled_ok = 1 ] && s3_all_rc0 "${names[@]}"'
+  s3_check "round 4: $busy answered 429 once; coord.fail with pause_key answered scheduled, and the job shows 1 snooze, no attempt used" \
+    '[ "$n429" = 1 ] && [ "$(s3_q "SELECT state FROM s3.pauses")" = scheduled ] && [ "$snoozed" = "done 1 1" ]'
+  s3_check "round 4: after the 429, nothing was fetched from $busy until its $cool s cool-down ended" \
+    '[ -n "$p0" ] && [ "$during" = 0 ]'
+  s3_check "round 4: coord.limits showed $busy paused until the cool-down's end" '[ "${pause_shown:-0}" -gt 0 ]'
+  s3_check "round 4: $busy was fetched from again within 1 s after its cool-down" \
+    '[ -n "$first_after" ] && [ "$resumed_ms" -ge 0 ] && [ "$resumed_ms" -lt 1000 ]'
+  s3_check "round 4: the other sites went on at full speed meanwhile (each >= 1.5 of $limit fetches in flight on average)" \
+    'awk -v v="${slowest:-0}" "BEGIN { exit !(v >= 1.5) }"'
+  s3_check "round 4: the per-site limit of $limit was reached and never exceeded (samples and fetch intervals)" \
+    '[ "$nsamples" -gt 10 ] && [ "$max_jobs" = "$limit" ] && [ "$max_running" -le "$limit" ] && [ "$overlap" = "$limit" ]'
+  s3_check "round 4: every URL fetched exactly once ($n_urls answered 200, 0 duplicates), every job done" \
+    '[ "$n200" = "$n_urls" ] && [ "$ndist" = "$n_urls" ] && [ "$ndone" = "$n_urls" ] && [ "$sum200" = "$n_urls" ] && [ "$sum429" = 1 ]'
+  S3_R4_SUMMARY="$n_urls URLs over 4 sites (limit $limit per site) fetched exactly once by $n_crawlers crawlers; 0 fetches from $busy during its $cool s cool-down after a 429, the other sites at >= $(printf '%.2f' "$slowest") of $limit in flight meanwhile"
 }

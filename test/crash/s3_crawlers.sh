@@ -4,7 +4,11 @@
 # wait for it.  Passes when the first waiter takes over, the rest answer
 # false, every URL is fetched exactly once, done URLs are not fetched again
 # while fresh, and are fetched again once stale (never before the previous
-# fetch of the URL went stale).  Needs the
+# fetch of the URL went stale).  Round 4 (issue 17): 8 site crawlers work
+# off a queue with a per-site concurrency limit of 2, and one site answers
+# 429: nothing is fetched from it during its cool-down, the other sites go
+# on at their limit, the limit is never exceeded, every URL is fetched
+# exactly once.  Needs the
 # cluster in the PG* environment (test/run.sh sets it); creates and drops its
 # own database.  The last line of output is a one-line summary.
 set -euo pipefail
@@ -42,12 +46,29 @@ check=$(psql -qtAX -v ON_ERROR_STOP=1 -d "$S3_DB" -c "
                  FROM s3.fetches GROUP BY round) AS f ON f.round = r" 2>&1) || check="query failed: $check"
 want="1:20/0 2:0/0 3:20 early:0"
 
+# Round 4 from the tables: URLs answered 200 / distinct / answered 429, the
+# busy site's requests during its pause, the largest overlap of fetch
+# intervals of one site, and jobs not done.
+check4=$(psql -qtAX -v ON_ERROR_STOP=1 -d "$S3_DB" -c "
+  SELECT 'r4:' || count(*) FILTER (WHERE f.status = 200) || '/' || count(DISTINCT f.url) FILTER (WHERE f.status = 200)
+         || '/' || count(*) FILTER (WHERE f.status = 429)
+         || ' paused:' || (SELECT count(*) FROM s3.site_fetches AS g, s3.pauses AS p
+                            WHERE g.site = p.site AND g.claimed_at > p.after_commit
+                              AND g.claimed_at < p.before_fail + p.retry_after)
+         || ' overlap:' || (SELECT max(c) FROM (SELECT sum(d) OVER (PARTITION BY site ORDER BY t, d ROWS UNBOUNDED PRECEDING) AS c
+                                                  FROM (SELECT site, claimed_at AS t, 1 AS d FROM s3.site_fetches
+                                                        UNION ALL SELECT site, done_at, -1 FROM s3.site_fetches) AS e) AS x)
+         || ' live:' || (SELECT count(*) FROM coord.jobs WHERE queue = 's3-crawl' AND state <> 'done')
+    FROM s3.site_fetches AS f" 2>&1) || check4="query failed: $check4"
+want4="r4:160/160/1 paused:0 overlap:2 live:0"
+
 ok=$(grep -c '^  ok ' "$report" || true)
 failed=$(grep -c '^  FAIL ' "$report" || true)
 rm -f "$report"
-if [ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$ok" -gt 0 ] && [ "$check" = "$want" ]; then
-  echo "s3_crawlers: $ok checks passed; 20 URLs fetched exactly once by 6 crawlers across a SIGKILL, first waiter took over, not redone until stale"
+if [ "$rc" = 0 ] && [ "$failed" = 0 ] && [ "$ok" -gt 0 ] && [ "$check" = "$want" ] && [ "$check4" = "$want4" ]; then
+  echo "s3_crawlers: $ok checks passed; 20 URLs fetched exactly once by 6 crawlers across a SIGKILL, first waiter took over, not redone until stale;" \
+       "160 URLs over 4 sites with a per-site limit of 2 fetched exactly once, nothing from the 429 site during its cool-down ($check4)"
 else
-  echo "s3_crawlers: FAILED ($failed of $((ok + failed)) checks failed, scenario exit $rc, fetches per round '$check', want '$want')"
+  echo "s3_crawlers: FAILED ($failed of $((ok + failed)) checks failed, scenario exit $rc, fetches per round '$check', want '$want'; round 4 '$check4', want '$want4')"
   exit 1
 fi
