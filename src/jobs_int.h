@@ -99,6 +99,7 @@ typedef struct KeyState
 	bool		locked_here;
 	bool		has_bucket;
 	bool		has_conc;
+	TimestampTz bucket_at;		/* tokens are as of this time (has_bucket) */
 	int			room;			/* claims it may take in all */
 	int			pending;		/* taken by this call */
 	int32	   *free;			/* free slot numbers (has_conc) */

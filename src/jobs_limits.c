@@ -67,6 +67,9 @@
  * Buckets.  tokens as of refilled_at, refilled lazily on the server's clock
  * (rate per `per`, at most burst); written only under the key's lock, so a
  * bucket is never contended on a row lock: a busy key reads as "not now".
+ * A claim writes its tokens as of the later of its start and the stored
+ * time: a claim that began earlier but reached the key later never moves
+ * refilled_at back (which would refill that gap twice).
  *
  * Wake-ups.  A finished or failed job of a queue with a concurrency limit,
  * coord.resume, coord.set_limit and coord.drop_limit wake the queue's idle
@@ -585,6 +588,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	{
 		double		tokens = spec->burst;
 
+		st->bucket_at = ls->now;
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket,
 												 "SELECT tokens, refilled_at FROM coord.job_bucket "
 												 "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
@@ -596,6 +600,14 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 			TimestampTz at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
 			tokens = BucketNow(t, at, ls->now, spec);
+
+			/*
+			 * A claim that began after ours may have written a later time
+			 * already: the tokens are as of that time, and writing our
+			 * earlier one back would refill the gap twice.
+			 */
+			if (at > ls->now)
+				st->bucket_at = at;
 		}
 		st->has_bucket = true;
 		st->tokens = tokens;
@@ -765,7 +777,7 @@ PutBucket(LimitScan *ls, KeyState *st)
 	args[0] = CStringGetTextDatum(ls->queue);
 	args[1] = PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen));
 	args[2] = Float8GetDatum(st->tokens - st->pending);
-	args[3] = TimestampTzGetDatum(ls->now);
+	args[3] = TimestampTzGetDatum(st->bucket_at);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket_put,
 											 "INSERT INTO coord.job_bucket AS b (queue, limit_key, tokens, refilled_at) "
 											 "VALUES ($1, $2, $3, $4) ON CONFLICT (queue, limit_key) DO UPDATE "
