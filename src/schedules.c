@@ -124,7 +124,7 @@ ParseCron(const char *expr, CoordCron *out)
  * "at or after" at the zone's very first transition, hence the second try.
  */
 static bool
-ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
+ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
 {
 	const pg_tz *tz = (const pg_tz *) arg;
 	pg_time_t	from = (pg_time_t) t;

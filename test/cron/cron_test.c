@@ -931,7 +931,8 @@ static FakeZone fake_zones[] = {
 	{"2011-12-30T10:00:00Z", "2012-06-01T00:00:00Z"}, {14 * 3600, -10 * 3600}},
 	/* a change of abbreviation only */
 	{"abbreviation change", 3600, 1, {"2026-06-01T00:00:00Z"}, {3600}},
-	/* local mean time before 1970 (America/Chicago until 1883): not whole minutes */
+
+	/* local mean time (America/Chicago until 1883): not whole minutes */
 	{"Chicago LMT", -21036, 1, {"1883-11-18T18:00:00Z"}, {-6 * 3600}},
 	/* filled in by run_tz_random */
 	{"synthetic", 0, 0, {NULL}, {0}},
@@ -964,7 +965,7 @@ static int	fake_calls = 0;
 
 /* CoordCronZone.next_change over a FakeZone, by a plain scan. */
 static bool
-fake_next_change(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
+fake_next_change(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
 {
 	const FakeZone *z = (const FakeZone *) arg;
 	int32_t		off = z->initial;
@@ -1011,7 +1012,10 @@ typedef struct TzCase
 #define TZ(z, e, a, n)	{z, e, a, n}
 
 static const TzCase tz_cases[] = {
-	/* America/Chicago: 2026-03-08 02:00 CST -> 03:00 CDT (08:00Z); 2026-11-01 02:00 CDT -> 01:00 CST (07:00Z) */
+	/*
+	 * America/Chicago: 2026-03-08 02:00 CST -> 03:00 CDT (08:00Z); 2026-11-01
+	 * 02:00 CDT -> 01:00 CST (07:00Z)
+	 */
 	TZ(Z_CHICAGO, "30 2 * * *", "2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
 	TZ(Z_CHICAGO, "30 2 * * *", "2026-03-08T08:00:00Z", "2026-03-09T07:30:00Z"),
 	TZ(Z_CHICAGO, "0 2 * * *", "2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
@@ -1031,7 +1035,11 @@ static const TzCase tz_cases[] = {
 	TZ(Z_CHICAGO, "0 2 * * *", "2026-10-31T12:00:00Z", "2026-11-01T08:00:00Z"),
 	TZ(Z_CHICAGO, "0 0 * * *", "2026-11-01T05:00:00Z", "2026-11-02T06:00:00Z"),
 	TZ(Z_CHICAGO, "0 0 1 * *", "2026-10-15T00:00:00Z", "2026-11-01T05:00:00Z"),
-	/* Europe/Berlin: 2026-03-29 02:00 CET -> 03:00 CEST (01:00Z); 2026-10-25 03:00 CEST -> 02:00 CET (01:00Z) */
+
+	/*
+	 * Europe/Berlin: 2026-03-29 02:00 CET -> 03:00 CEST (01:00Z); 2026-10-25
+	 * 03:00 CEST -> 02:00 CET (01:00Z)
+	 */
 	TZ(Z_BERLIN, "30 2 * * *", "2026-03-28T12:00:00Z", "2026-03-29T01:00:00Z"),
 	TZ(Z_BERLIN, "30 2 * * *", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"),
 	TZ(Z_BERLIN, "0 3 * * *", "2026-03-28T12:00:00Z", "2026-03-29T01:00:00Z"),
@@ -1040,7 +1048,12 @@ static const TzCase tz_cases[] = {
 	TZ(Z_BERLIN, "0 3 * * *", "2026-10-24T12:00:00Z", "2026-10-25T02:00:00Z"),
 	TZ(Z_BERLIN, "0 * * * *", "2026-10-25T00:00:00Z", "2026-10-25T02:00:00Z"),
 	TZ(Z_BERLIN, "0 6 * * 0", "2026-03-27T00:00:00Z", "2026-03-29T04:00:00Z"),
-	/* Australia/Lord_Howe: 2026-04-05 02:00 +11 -> 01:30 +10:30 (2026-04-04T15:00Z); 2026-10-04 02:00 +10:30 -> 02:30 +11 (2026-10-03T15:30Z) */
+
+	/*
+	 * Australia/Lord_Howe: 2026-04-05 02:00 +11 -> 01:30 +10:30
+	 * (2026-04-04T15:00Z); 2026-10-04 02:00 +10:30 -> 02:30 +11
+	 * (2026-10-03T15:30Z)
+	 */
 	TZ(Z_LORD_HOWE, "15 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
 	TZ(Z_LORD_HOWE, "0 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
 	TZ(Z_LORD_HOWE, "30 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
@@ -1059,7 +1072,11 @@ static const TzCase tz_cases[] = {
 	TZ(Z_KOLKATA, "0 0 1 1 *", "2026-06-01T00:00:00Z", "2026-12-31T18:30:00Z"),
 	TZ(Z_KOLKATA, "15 * * * *", "2026-01-01T00:00:00Z", "2026-01-01T00:45:00Z"),
 	TZ(Z_KOLKATA, "0 9 * * 1", "2026-11-01T00:00:00Z", "2026-11-02T03:30:00Z"),
-	/* fake zones of the harness only (values checked against PostgreSQL's real zones where they exist) */
+
+	/*
+	 * fake zones of the harness only (values checked against PostgreSQL's
+	 * real zones where they exist)
+	 */
 	TZ(Z_APIA, "0 12 30 12 *", "2011-12-29T00:00:00Z", "2011-12-30T10:00:00Z"),
 	TZ(Z_APIA, "0 0 * * *", "2011-12-29T12:00:00Z", "2011-12-30T10:00:00Z"),
 	TZ(Z_APIA, "0 0 * * *", "2011-12-30T10:00:00Z", "2011-12-31T10:00:00Z"),
