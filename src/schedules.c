@@ -166,6 +166,10 @@ ScheduleZone(const char *name, char **canonical)
 	pg_tz	   *tz = NULL;
 	long int	gmtoff;
 
+	if (strlen(name) > TZ_STRLEN_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone name is longer than %d bytes", TZ_STRLEN_MAX)));
 	if (name[0] != '\0')
 		tz = pg_tzset(name);
 	if (tz == NULL)

@@ -13,7 +13,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(96);
+SELECT plan(97);
 
 -- surface: tz is the new last argument, DEFAULT 'UTC'; the view shows it
 SELECT function_returns('coord', 'cron_next', ARRAY['text', 'timestamp with time zone', 'text'],
@@ -128,6 +128,8 @@ SELECT throws_ok($$SELECT coord.cron_next('* * * * *', '2026-01-01Z', '')$$, '22
                  'time zone "" not recognized', 'cron_next: an empty zone');
 SELECT throws_ok($$SELECT coord.cron_next('* * * * *', '2026-01-01Z', '../../etc/passwd')$$, '22023',
                  'time zone "../../etc/passwd" not recognized', 'cron_next: a path is no zone');
+SELECT throws_ok($$SELECT coord.cron_next('* * * * *', '2026-01-01Z', repeat('x', 256))$$, '22023',
+                 'time zone name is longer than 255 bytes', 'cron_next: a zone name of 256 bytes');
 SELECT throws_ok($$SELECT coord.cron_next('* * * * *', '2026-01-01Z', NULL)$$, '22004', 'tz must not be null',
                  'cron_next: tz NULL');
 SELECT throws_ok($$SELECT coord.schedule('tz-bad', 'tzq', cron => '0 0 * * *', tz => 'America/Chicagoo')$$, '22023',
