@@ -353,3 +353,43 @@ GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.permit_status(boolean) TO coord_monitor;
 GRANT SELECT ON coord.semaphores TO coord_admin;
 GRANT SELECT ON coord.semaphores TO coord_monitor;
+
+-- ---------- time zones for schedules and cron (issue 18; sql/parts/schedules.sql) ----------
+-- coord.schedule and coord.cron_next gain tz as a new last argument with a
+-- DEFAULT: the old signatures are dropped and recreated, so calls written
+-- for 0.2.0 (positional or named) mean what they meant, UTC.
+ALTER TABLE coord.schedule_defs ADD COLUMN tz text NOT NULL DEFAULT 'UTC';
+COMMENT ON COLUMN coord.schedule_defs.tz IS
+  'Time zone whose wall time the cron fields match (PostgreSQL''s name for it); UTC for every schedules';
+
+DROP FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text);
+CREATE FUNCTION coord.schedule(name text, queue text, every interval DEFAULT NULL, cron text DEFAULT NULL,
+                               payload jsonb DEFAULT '{}', starts_at timestamptz DEFAULT NULL,
+                               fixed_rate boolean DEFAULT false, host text DEFAULT NULL,
+                               tz text DEFAULT 'UTC')
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text) IS
+  'Creates or replaces a recurring event (every interval of absolute time, or a 5-field cron expression in the wall time of tz); at most one instance is outstanding';
+REVOKE ALL ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text)
+  TO coord_admin;
+
+DROP FUNCTION coord.cron_next(text, timestamptz);
+CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.now(), tz text DEFAULT 'UTC')
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_cron_next_sql'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.cron_next(text, timestamptz, text) IS
+  'The first fire time of a 5-field cron expression strictly after after, its fields matching the wall time of tz (a skipped time fires at the end of the gap, a repeated one at its first occurrence); NULL if it never fires';
+REVOKE ALL ON FUNCTION coord.cron_next(text, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.cron_next(text, timestamptz, text) TO coord_worker, coord_monitor;
+
+CREATE OR REPLACE VIEW coord.schedules AS
+SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run_at, s.last_state,
+       COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
+         OR COALESCE(coord.job_claimed(j.id), false) AS running,
+       j.id AS job_id, s.payload, s.host, s.starts_at, s.last_error, s.tz
+  FROM coord.schedule_defs AS s
+  LEFT JOIN coord.job AS j
+    ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);
+GRANT SELECT (tz) ON coord.schedules TO coord_monitor;
