@@ -202,7 +202,7 @@ TmFromTs(TimestampTz t, struct pg_tm *tm)
  * (as schedules.c does for cron).
  */
 static bool
-ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
+ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
 {
 	const pg_tz *tz = (const pg_tz *) arg;
 	pg_time_t	secs = (pg_time_t) (t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0));

@@ -71,9 +71,9 @@ typedef struct AppGraph
 /* periods (apps.c) */
 extern Grain GrainFromName(const char *s);
 extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
-extern TimestampTz PeriodTrunc(Grain g, TimestampTz t);	/* UTC */
+extern TimestampTz PeriodTrunc(Grain g, TimestampTz t); /* UTC */
 extern TimestampTz PeriodNext(Grain g, TimestampTz start);	/* UTC */
-extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t);	/* d's zone */
+extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t); /* d's zone */
 extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
 
 /* the graph (apps.c) */
