@@ -6,11 +6,16 @@
  *
  * An app is a row of coord.app_defs.  It has a period length, its grain:
  * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
- * yearly; all in UTC), or, for an app without `starts`, the coarsest period
+ * yearly; local calendar periods of the app's tz, UTC by default: see
+ * apps_periods.c), or, for an app without `starts`, the coarsest period
  * named in `depends`.  A run is one (app, period): a row of coord.app_runs
  * (created once, never again once it is there) and a job with the origin
- * "a:<app>:<YYYY-MM-DD-HH24MI>" and the key "<YYYY-MM-DD-HH24MI>-<app>" in
- * the app's queue, for the app's host.
+ * "a:<app>:<label>" and the key "<label>-<app>" in the app's queue, for the
+ * app's host; the label is "YYYY-MM-DD-HH24MI" of the UTC start for a UTC
+ * app, the local start and UTC offset ("2026-11-01-0100-0500") otherwise
+ * (coord_period_label), and the finish hook reads the start back from it.
+ * An app with runs keeps its zone: define_app refuses another (55000) until
+ * the app is dropped, since the new periods would overlap the runs.
  *
  * Who creates runs:
  *	- coord.tick(now) creates the runs of time-driven apps (starts, no
@@ -30,7 +35,9 @@
  * declared with period g: with g no coarser than D's grain, U's periods that
  * start inside P; with g coarser than D's grain, U's periods that start
  * inside the g-period containing P's start (an hourly app depending on a
- * daily one waits for that day's run).  Only U's periods from U's first
+ * daily one waits for that day's run).  P and the g-period are D's, in D's
+ * zone, with their real boundaries (a Chicago day of 23 or 25 hours); U's
+ * periods are enumerated in U's zone, one AppPeriodNext at a time.  Only U's periods from U's first
  * period on count, and there must be at least one.  An app with `starts` gets
  * no run for a period that begins after the latest tick's now.
  *
