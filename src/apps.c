@@ -1787,12 +1787,20 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 
 	{
 		char	   *tz = text_to_cstring(PG_GETARG_TEXT_PP(8));
+		bool		known;
 
 		if (strlen(tz) > TZ_STRLEN_MAX)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("time zone name is longer than %d bytes", TZ_STRLEN_MAX)));
-		if (!LookupZone(tz, &ad->def.zone, &ad->def.tz))
+		known = LookupZone(tz, &ad->def.zone, &ad->def.tz);
+
+		if (!known && tz[0] != '\0' && pg_tzset(tz) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone \"%s\" appears to use leap seconds", tz),
+					 errdetail("PostgreSQL does not support leap seconds.")));
+		if (!known)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("time zone \"%s\" not recognized", tz),

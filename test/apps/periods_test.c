@@ -277,6 +277,30 @@ Fail(const char *zone, const char *what, long long a, long long b)
 	printf("FAIL %s: %s: got %lld, expected %lld\n", zone, what, a, b);
 }
 
+/* A zone whose offsets have seconds: one change at 1883-11-18 18:00Z. */
+typedef struct LmtZone
+{
+	int32_t		before;
+	int32_t		after;
+} LmtZone;
+
+static const LmtZone lmt_forward = {-21036, -21600};
+static const LmtZone lmt_backward = {-21600, -21036};
+
+static bool
+LmtNextChange(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
+{
+	const LmtZone *z = (const LmtZone *) arg;
+	int64_t		at = Ts(1883, 11, 18, 18, 0);
+
+	*off_at_t = t < at ? z->before : z->after;
+	if (t >= at)
+		return false;
+	*when = at;
+	*off_after = z->after;
+	return true;
+}
+
 static void
 ZoneOf(const TableZone *tz, AppZone *z, const AppZone **zp)
 {
@@ -292,13 +316,10 @@ ZoneOf(const TableZone *tz, AppZone *z, const AppZone **zp)
  * and each label reads back to its start.
  */
 static void
-PartitionCheck(const TableZone *tz, int year)
+PartitionCheck(const char *name, const AppZone *zp, int year)
 {
-	AppZone		z;
-	const AppZone *zp;
 	int			g;
 
-	ZoneOf(tz, &z, &zp);
 	for (g = G_HOURLY; g <= G_YEARLY; g++)
 	{
 		int64_t		p,
@@ -307,7 +328,7 @@ PartitionCheck(const TableZone *tz, int year)
 
 		if (!coord_period_trunc((Grain) g, Ts(year, 1, 1, 0, 0), zp, &p))
 		{
-			Fail(tz->name, "trunc of the year's first instant failed", 0, 1);
+			Fail(name, "trunc of the year's first instant failed", 0, 1);
 			continue;
 		}
 		while (p < end && ok)
@@ -320,20 +341,20 @@ PartitionCheck(const TableZone *tz, int year)
 			ok = coord_period_next((Grain) g, p, zp, &n) && n > p;
 			if (!ok)
 			{
-				Fail(tz->name, "next is not later", (long long) n, (long long) p);
+				Fail(name, "next is not later", (long long) n, (long long) p);
 				break;
 			}
 			if (!coord_period_trunc((Grain) g, p, zp, &s) || s != p)
-				ok = false, Fail(tz->name, "trunc of a start", (long long) s, (long long) p);
+				ok = false, Fail(name, "trunc of a start", (long long) s, (long long) p);
 			if (!coord_period_trunc((Grain) g, p + (n - p) / 2, zp, &s) || s != p)
-				ok = false, Fail(tz->name, "trunc of a middle", (long long) s, (long long) p);
+				ok = false, Fail(name, "trunc of a middle", (long long) s, (long long) p);
 			if (!coord_period_trunc((Grain) g, n - 1, zp, &s) || s != p)
-				ok = false, Fail(tz->name, "trunc of a last microsecond", (long long) s, (long long) p);
+				ok = false, Fail(name, "trunc of a last microsecond", (long long) s, (long long) p);
 			if (g > G_HOURLY && (!coord_period_trunc((Grain) (g == G_MONTHLY ? G_DAILY : g - 1), p, zp, &s) || s != p))
-				ok = false, Fail(tz->name, "a coarser start is not a finer start", (long long) s, (long long) p);
+				ok = false, Fail(name, "a coarser start is not a finer start", (long long) s, (long long) p);
 			coord_period_label(p, zp, label);
 			if (!coord_period_parse_label(label, &back) || back != p)
-				ok = false, Fail(tz->name, label, (long long) back, (long long) p);
+				ok = false, Fail(name, label, (long long) back, (long long) p);
 			checks += 6;
 			p = n;
 		}
@@ -405,13 +426,37 @@ ZoneTests(void)
 			Fail(c->zone->name, "length (minutes)", (long long) ((b - a) / MIN), (long long) c->length_min);
 		checks += 2;
 	}
-	PartitionCheck(&chicago, 2026);
-	PartitionCheck(&berlin, 2026);
-	PartitionCheck(&lordhowe, 2026);
-	PartitionCheck(&kolkata, 2026);
-	PartitionCheck(&midnight, 2026);
-	PartitionCheck(&apia, 2011);
-	PartitionCheck(NULL, 2026);
+	{
+		static const TableZone *const zones[] = {&chicago, &berlin, &lordhowe, &kolkata, &midnight, &utc, NULL};
+		AppZone		z;
+		const AppZone *zp;
+		AppZone		lmt = {LmtNextChange, (void *) &lmt_forward};
+		AppZone		lmt_back = {LmtNextChange, (void *) &lmt_backward};
+		char		label[COORD_PERIOD_LABEL_LEN];
+		int64_t		t = 0;
+
+		for (i = 0; i < sizeof(zones) / sizeof(zones[0]); i++)
+		{
+			ZoneOf(zones[i], &z, &zp);
+			PartitionCheck(zones[i] ? zones[i]->name : "NULL (UTC)", zp, 2026);
+		}
+		ZoneOf(&apia, &z, &zp);
+		PartitionCheck(apia.name, zp, 2011);
+		/* offsets with seconds: Chicago's local mean time, and the reverse */
+		PartitionCheck("LMT -05:50:36 to -06:00", &lmt, 1883);
+		PartitionCheck("-06:00 to LMT -05:50:36", &lmt_back, 1883);
+		if (!coord_period_trunc(G_DAILY, Ts(1883, 6, 1, 12, 0), &lmt, &t))
+			Fail("LMT", "trunc", 0, 1);
+		coord_period_label(t, &lmt, label);
+		if (strcmp(label, "1883-06-01-0000-055036") != 0)
+			failures++, printf("FAIL LMT: label %s\n", label);
+		if (!coord_period_trunc(G_HOURLY, Ts(1883, 11, 18, 18, 0), &lmt_back, &t))
+			Fail("LMT", "trunc", 0, 1);
+		coord_period_label(t, &lmt_back, label);
+		if (strcmp(label, "1883-11-18-120924-055036") != 0)
+			failures++, printf("FAIL LMT back: label %s\n", label);
+		checks += 2;
+	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 	{
 		int64_t		t;

@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'Pacific/Auckland';
 BEGIN;
-SELECT plan(63);
+SELECT plan(64);
 
 -- surface
 SELECT function_returns('coord', 'define_app',
@@ -48,6 +48,9 @@ SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => 'Mars/Olympus_Mon
 SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => '')$$, '22023',
                  'time zone "" not recognized', 'an empty zone name');
 SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => NULL)$$, '22004', 'tz must not be null', 'tz NULL');
+-- "appears to use leap seconds" where the system's zoneinfo has right/, else "not recognized"
+SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => 'right/UTC')$$, '22023', NULL,
+                 'a zone with leap seconds is refused');
 SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => repeat('A', 256))$$, '22023',
                  'time zone name is longer than 255 bytes', 'a zone name over 255 bytes');
 
