@@ -393,3 +393,32 @@ SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run
   LEFT JOIN coord.job AS j
     ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);
 GRANT SELECT (tz) ON coord.schedules TO coord_monitor;
+
+-- ---------- apps in a time zone, and their deadline (issue 18; sql/parts/apps.sql) ----------
+-- coord.define_app gains tz and deadline as new last arguments with
+-- DEFAULTs: the old signature is dropped and recreated, so calls written
+-- for 0.2.0 (positional or named) mean what they meant, UTC and no
+-- deadline.  Stored apps get tz 'UTC': their periods, run keys and job
+-- origins stay exactly as they were.
+ALTER TABLE coord.app_defs ADD COLUMN tz text NOT NULL DEFAULT 'UTC';
+ALTER TABLE coord.app_defs ADD COLUMN deadline interval;
+COMMENT ON COLUMN coord.app_defs.tz IS
+  'Time zone whose local calendar periods the app runs for (PostgreSQL''s name for it); UTC by default';
+COMMENT ON COLUMN coord.app_defs.deadline IS
+  'How long after its period ends a run may be unfinished before it is late; stored only (alerts are future work)';
+COMMENT ON TABLE coord.app_runs IS
+  'One row per (app, period) that has a run, created once: live while its job (origin a:<app>:<YYYY-MM-DD-HH24MI>, with the UTC offset after it in a zone other than UTC) is, then done, dead or cancelled';
+
+DROP FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb);
+CREATE FUNCTION coord.define_app(name text, starts text DEFAULT NULL, depends jsonb DEFAULT '{}',
+                                 timeout interval DEFAULT NULL, host text DEFAULT NULL,
+                                 queue text DEFAULT 'apps', catchup_from timestamptz DEFAULT NULL,
+                                 conf jsonb DEFAULT '{}', tz text DEFAULT 'UTC',
+                                 deadline interval DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'coord_define_app'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) IS
+  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly local period of tz (a local day has 23, 24 or 25 hours), created when the period starts or when the runs it depends on are done; deadline is stored (its alerts are future work); changing tz of an app with runs is refused';
+REVOKE ALL ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval)
+  TO coord_admin;

@@ -6,11 +6,16 @@
  *
  * An app is a row of coord.app_defs.  It has a period length, its grain:
  * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
- * yearly; all in UTC), or, for an app without `starts`, the coarsest period
+ * yearly; local calendar periods of the app's tz, UTC by default: see
+ * apps_periods.c), or, for an app without `starts`, the coarsest period
  * named in `depends`.  A run is one (app, period): a row of coord.app_runs
  * (created once, never again once it is there) and a job with the origin
- * "a:<app>:<YYYY-MM-DD-HH24MI>" and the key "<YYYY-MM-DD-HH24MI>-<app>" in
- * the app's queue, for the app's host.
+ * "a:<app>:<label>" and the key "<label>-<app>" in the app's queue, for the
+ * app's host; the label is "YYYY-MM-DD-HH24MI" of the UTC start for a UTC
+ * app, the local start and UTC offset ("2026-11-01-0100-0500") otherwise
+ * (coord_period_label), and the finish hook reads the start back from it.
+ * An app with runs keeps its zone: define_app refuses another (55000) until
+ * the app is dropped, since the new periods would overlap the runs.
  *
  * Who creates runs:
  *	- coord.tick(now) creates the runs of time-driven apps (starts, no
@@ -30,7 +35,9 @@
  * declared with period g: with g no coarser than D's grain, U's periods that
  * start inside P; with g coarser than D's grain, U's periods that start
  * inside the g-period containing P's start (an hourly app depending on a
- * daily one waits for that day's run).  Only U's periods from U's first
+ * daily one waits for that day's run).  P and the g-period are D's, in D's
+ * zone, with their real boundaries (a Chicago day of 23 or 25 hours); U's
+ * periods are enumerated in U's zone, one AppPeriodNext at a time.  Only U's periods from U's first
  * period on count, and there must be at least one.  An app with `starts` gets
  * no run for a period that begins after the latest tick's now.
  *
@@ -75,6 +82,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -96,6 +104,8 @@
 #define APP_MAX_LIVE_RUNS	24
 /* Periods a tick looks at per app, creating or repairing. */
 #define APP_TICK_STEPS		200
+/* pg_time_t is seconds since 1970, TimestampTz microseconds since 2000 */
+#define APP_UNIX_EPOCH_SECS	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
 
@@ -167,7 +177,7 @@ static SPIPlanPtr plan_set_error = NULL;
 PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
 
-/* ---------- periods (UTC) ---------- */
+/* ---------- periods (in an app's zone; apps_periods.c) ---------- */
 
 Grain
 GrainFromName(const char *s)
@@ -191,87 +201,156 @@ TmFromTs(TimestampTz t, struct pg_tm *tm)
 				 errmsg("timestamp out of range for an app period")));
 }
 
-static TimestampTz
-TsFromTm(struct pg_tm *tm)
+/*
+ * apps_periods.c's view of a PostgreSQL zone (AppZone.next_change): the
+ * offset at t and the first change strictly after t.  Changes fall on whole
+ * seconds, so the second holding t decides.  pg_next_dst_boundary answers
+ * "at or after" at the zone's very first transition, hence the second try
+ * (as schedules.c does for cron).
+ */
+static bool
+ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
 {
-	Timestamp	t;
+	const pg_tz *tz = (const pg_tz *) arg;
+	pg_time_t	secs = (pg_time_t) (t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0));
+	pg_time_t	from = secs + APP_UNIX_EPOCH_SECS;
+	pg_time_t	boundary = 0;
+	long int	before_off = 0;
+	long int	after_off = 0;
+	int			before_dst;
+	int			after_dst;
+	int			r;
 
-	if (tm->tm_year < 1 || tm->tm_year > 9999 || tm2timestamp(tm, 0, NULL, &t) != 0)
+	r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
+							 &after_off, &after_dst, tz);
+	if (r == 1 && boundary <= from)
+	{
+		from++;
+		r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
+								 &after_off, &after_dst, tz);
+	}
+	if (r < 0)
+		elog(ERROR, "could not find the next UTC offset change of a time zone after " INT64_FORMAT,
+			 (int64) t);
+	*off_at_t = (int32_t) before_off;
+	if (r == 0)
+		return false;
+	*when = ((int64_t) boundary - APP_UNIX_EPOCH_SECS) * USECS_PER_SEC;
+	*off_after = (int32_t) after_off;
+	return true;
+}
+
+/*
+ * The zone a tz name names: false if PostgreSQL knows none by it (or one
+ * with leap seconds).  *zone is NULL for a zone that is UTC at every
+ * instant, so such apps keep UTC's periods and labels; *canonical gets the
+ * name as PostgreSQL spells it (America/Chicago for america/chicago),
+ * which is what is stored and compared.  'UTC' itself needs no lookup.
+ */
+static bool
+LookupZone(const char *name, pg_tz **zone, char **canonical)
+{
+	pg_tz	   *tz = NULL;
+	long int	gmtoff;
+
+	*zone = NULL;
+	if (strcmp(name, "UTC") == 0)
+	{
+		*canonical = pstrdup("UTC");
+		return true;
+	}
+	if (name[0] != '\0' && strlen(name) <= TZ_STRLEN_MAX)
+		tz = pg_tzset(name);
+	if (tz == NULL || !pg_tz_acceptable(tz))
+		return false;
+	*canonical = pstrdup(pg_get_timezone_name(tz));
+	if (!(pg_get_timezone_offset(tz, &gmtoff) && gmtoff == 0))
+		*zone = tz;
+	return true;
+}
+
+/* The periods of g in zone (NULL: UTC); 22008 outside app periods' years. */
+static TimestampTz
+ZonedTrunc(const pg_tz *zone, Grain g, TimestampTz t)
+{
+	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	int64_t		out;
+
+	if (g == G_NONE)
+		elog(ERROR, "app period without a grain");
+	if (TIMESTAMP_NOT_FINITE(t) || !coord_period_trunc(g, t, zone ? &z : NULL, &out))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range for an app period"),
 				 errdetail("App periods lie in the years 1 to 9999.")));
-	return (TimestampTz) t;
+	return (TimestampTz) out;
 }
 
-/* The start of the period of grain g that contains t. */
+static TimestampTz
+ZonedNext(const pg_tz *zone, Grain g, TimestampTz start)
+{
+	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	int64_t		out;
+
+	if (g == G_NONE)
+		elog(ERROR, "app period without a grain");
+	if (TIMESTAMP_NOT_FINITE(start) || !coord_period_next(g, start, zone ? &z : NULL, &out))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range for an app period"),
+				 errdetail("App periods lie in the years 1 to 9999.")));
+	return (TimestampTz) out;
+}
+
+/* d's zone, or an error when its stored name is not a zone any more */
+static const pg_tz *
+AppZoneOf(const AppDef *d)
+{
+	if (d->zone_bad)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" of app \"%s\" not recognized", d->tz, d->name),
+				 errhint("Define the app again with a tz from pg_timezone_names.")));
+	return d->zone;
+}
+
+/* The start of the period of grain g that contains t (UTC: coord.grid). */
 TimestampTz
 PeriodTrunc(Grain g, TimestampTz t)
 {
-	struct pg_tm tm;
-	TimestampTz r;
-
-	TmFromTs(t, &tm);
-	tm.tm_sec = 0;
-	tm.tm_min = 0;
-	if (g >= G_DAILY)
-		tm.tm_hour = 0;
-	if (g >= G_MONTHLY)
-		tm.tm_mday = 1;
-	if (g == G_YEARLY)
-		tm.tm_mon = 1;
-	r = TsFromTm(&tm);
-	if (g == G_WEEKLY)
-	{
-		int			dow = j2day(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday)); /* 0 = Sunday */
-
-		r -= (int64) ((dow + 6) % 7) * USECS_PER_DAY;
-	}
-	return r;
+	return ZonedTrunc(NULL, g, t);
 }
 
-/* The start of the period after the one starting at start. */
+/* The start of the period after the one starting at start (UTC). */
 TimestampTz
 PeriodNext(Grain g, TimestampTz start)
 {
-	struct pg_tm tm;
-
-	switch (g)
-	{
-		case G_HOURLY:
-			return start + USECS_PER_HOUR;
-		case G_DAILY:
-			return start + USECS_PER_DAY;
-		case G_WEEKLY:
-			return start + 7 * USECS_PER_DAY;
-		case G_MONTHLY:
-			TmFromTs(start, &tm);
-			if (++tm.tm_mon > 12)
-			{
-				tm.tm_mon = 1;
-				tm.tm_year++;
-			}
-			return TsFromTm(&tm);
-		case G_YEARLY:
-			TmFromTs(start, &tm);
-			tm.tm_year++;
-			return TsFromTm(&tm);
-		default:
-			elog(ERROR, "app period without a grain");
-	}
-	return 0;
+	return ZonedNext(NULL, g, start);
 }
 
-/* The first period start of grain g at or after t. */
-static TimestampTz
-PeriodCeil(Grain g, TimestampTz t)
+/* The same in d's zone: its local calendar periods. */
+TimestampTz
+AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t)
 {
-	TimestampTz s = PeriodTrunc(g, t);
-
-	return s == t ? s : PeriodNext(g, s);
+	return ZonedTrunc(AppZoneOf(d), g, t);
 }
 
-/* "YYYY-MM-DD-HH24MI" of a period start (UTC) */
+TimestampTz
+AppPeriodNext(const AppDef *d, Grain g, TimestampTz start)
+{
+	return ZonedNext(AppZoneOf(d), g, start);
+}
+
+/* The first period start of grain g at or after t, in d's zone. */
+static TimestampTz
+AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t)
+{
+	TimestampTz s = AppPeriodTrunc(d, g, t);
+
+	return s == t ? s : AppPeriodNext(d, g, s);
+}
+
+/* "YYYY-MM-DD-HH24MI" of a period start (UTC): period locks */
 static char *
 PeriodLabel(TimestampTz t)
 {
@@ -281,16 +360,36 @@ PeriodLabel(TimestampTz t)
 	return psprintf("%04d-%02d-%02d-%02d%02d", tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min);
 }
 
+/*
+ * The label of d's period starting at start in keys and origins: UTC apps
+ * as PeriodLabel, others their local time and UTC offset
+ * ("2026-11-01-0100-0500"), which tells the two 01:00 hours of a fall-back
+ * night apart.
+ */
 static char *
-RunOrigin(const char *app, TimestampTz start)
+AppPeriodLabel(const AppDef *d, TimestampTz start)
 {
-	return psprintf(COORD_ORIGIN_APP "%s:%s", app, PeriodLabel(start));
+	const pg_tz *zone = AppZoneOf(d);
+	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	char	   *buf;
+
+	if (zone == NULL)
+		return PeriodLabel(start);
+	buf = palloc(COORD_PERIOD_LABEL_LEN);
+	coord_period_label(start, &z, buf);
+	return buf;
 }
 
 static char *
-RunKey(const char *app, TimestampTz start)
+RunOrigin(const AppDef *d, TimestampTz start)
 {
-	return psprintf("%s-%s", PeriodLabel(start), app);
+	return psprintf(COORD_ORIGIN_APP "%s:%s", d->name, AppPeriodLabel(d, start));
+}
+
+static char *
+RunKey(const AppDef *d, TimestampTz start)
+{
+	return psprintf("%s-%s", AppPeriodLabel(d, start), d->name);
 }
 
 /* ---------- the graph of apps ---------- */
@@ -347,7 +446,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 	memset(g, 0, sizeof(*g));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
 											 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-											 "first_period, next_period, last_error IS NOT NULL "
+											 "first_period, next_period, last_error IS NOT NULL, tz "
 											 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 											 0, NULL), NULL, NULL, false, 0),
 				  SPI_OK_SELECT, "reading apps");
@@ -363,6 +462,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		bool		isnull;
 		Datum		v;
 		char	   *starts;
+		char	   *canonical;
 
 		d->name = SPI_getvalue(row, tt->tupdesc, 1);
 		starts = SPI_getvalue(row, tt->tupdesc, 2);
@@ -378,6 +478,9 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		d->next_null = isnull;
 		d->next_period = isnull ? 0 : DatumGetTimestampTz(v);
 		d->has_error = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 9, &isnull));
+		/* a name no longer known fails this app's period work only */
+		d->tz = SPI_getvalue(row, tt->tupdesc, 10);
+		d->zone_bad = !LookupZone(d->tz, &d->zone, &canonical);
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 											 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
@@ -740,17 +843,17 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 										 * period at the next tick */
 		if (dep->grain > d->grain)
 		{
-			wstart = PeriodTrunc(dep->grain, start);
-			wend = PeriodNext(dep->grain, wstart);
+			wstart = AppPeriodTrunc(d, dep->grain, start);
+			wend = AppPeriodNext(d, dep->grain, wstart);
 		}
 		else
 		{
 			wstart = start;
 			wend = end;
 		}
-		s = PeriodCeil(u->grain, Max(wstart, u->first_period));
+		s = AppPeriodCeil(u, u->grain, Max(wstart, u->first_period));
 		starts = palloc(sizeof(Datum) * cap);
-		for (; s < wend; s = PeriodNext(u->grain, s))
+		for (; s < wend; s = AppPeriodNext(u, u->grain, s))
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (nstarts == cap)
@@ -818,7 +921,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (attempt == 0 && k < n)
 		{
 			ereport(WARNING,
-					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
 					 errdetail("With them the payload would have more than %d bytes; read them from coord.runs.",
 							   COORD_PAYLOAD_MAX_BYTES)));
 			continue;
@@ -841,7 +944,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
 			break;
 		ereport(WARNING,
-				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
 				 errdetail("With them the payload would have %d bytes, over the limit of %d; read them from coord.runs.",
 						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES)));
 	}
@@ -860,7 +963,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 static int64
 EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 {
-	char	   *origin = RunOrigin(d->name, start);
+	char	   *origin = RunOrigin(d, start);
 	int64		id;
 
 	/*
@@ -868,7 +971,7 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 	 * clock ticks use
 	 */
 	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
-							APP_MAX_ATTEMPTS, origin, RunKey(d->name, start));
+							APP_MAX_ATTEMPTS, origin, RunKey(d, start));
 	if (id == 0)
 		id = CoordOriginJob(origin);
 	return id;
@@ -883,7 +986,7 @@ static RunOutcome
 CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	bool		check = (flags & PERIOD_CHECK_UPSTREAMS) != 0;
-	TimestampTz end = PeriodNext(d->grain, start);
+	TimestampTz end = AppPeriodNext(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
@@ -991,22 +1094,18 @@ AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
 
 /* ---------- the finish hook ---------- */
 
+/* "a:<app>:<label>" (RunOrigin): the app and its period's start */
 static bool
 ParseOrigin(const char *origin, char **app, TimestampTz *start)
 {
 	const char *body = origin + strlen(COORD_ORIGIN_APP);
 	const char *colon = strrchr(body, ':');
-	struct pg_tm tm;
-	char		extra;
+	int64_t		t;
 
-	if (colon == NULL || colon == body)
-		return false;
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(colon + 1, "%4d-%2d-%2d-%2d%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			   &tm.tm_hour, &tm.tm_min, &extra) != 5)
+	if (colon == NULL || colon == body || !coord_period_parse_label(colon + 1, &t))
 		return false;
 	*app = pnstrdup(body, colon - body);
-	*start = TsFromTm(&tm);
+	*start = (TimestampTz) t;
 	return true;
 }
 
@@ -1036,16 +1135,16 @@ DependentRuns(void *arg)
 			continue;
 		if (d->deps[j].grain > d->grain)
 		{
-			from = PeriodTrunc(d->deps[j].grain, a->start);
-			to = PeriodNext(d->deps[j].grain, from);
-			from = PeriodCeil(d->grain, from);
+			from = AppPeriodTrunc(d, d->deps[j].grain, a->start);
+			to = AppPeriodNext(d, d->deps[j].grain, from);
+			from = AppPeriodCeil(d, d->grain, from);
 		}
 		else
 		{
-			from = PeriodTrunc(d->grain, a->start);
-			to = PeriodNext(d->grain, from);
+			from = AppPeriodTrunc(d, d->grain, a->start);
+			to = AppPeriodNext(d, d->grain, from);
 		}
-		for (p = from; p < to; p = PeriodNext(d->grain, p))
+		for (p = from; p < to; p = AppPeriodNext(d, d->grain, p))
 			(void) TryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
 	}
 }
@@ -1299,7 +1398,7 @@ RepairOrphan(void *arg)
 	OrphanArgs *a = (OrphanArgs *) arg;
 	AppDef	   *d = a->d;
 	TimestampTz start = a->start;
-	TimestampTz end = PeriodNext(d->grain, start);
+	TimestampTz end = AppPeriodNext(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
@@ -1425,7 +1524,7 @@ AppTick(void *arg)
 			 * no catchup_from: the app starts with the period of its first
 			 * tick
 			 */
-			d->first_period = PeriodTrunc(d->grain, now);
+			d->first_period = AppPeriodTrunc(d, d->grain, now);
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
@@ -1466,7 +1565,7 @@ AppTick(void *arg)
 				case RUN_UPSTREAM_MISSING:
 					break;
 			}
-			p = PeriodNext(d->grain, p);
+			p = AppPeriodNext(d, d->grain, p);
 			if (contiguous)
 			{
 				d->next_period = p;
@@ -1606,9 +1705,37 @@ typedef struct AppDefinition
 								 * conf; the periods to store */
 	Jsonb	   *depends;		/* as given: stored as it is */
 	Interval   *timeout;		/* NULL: none */
+	Interval   *deadline;		/* NULL: none; stored only (alerts: future) */
 	bool		has_catchup;
 	TimestampTz catchup;		/* catchup_from, when has_catchup */
 } AppDefinition;
+
+/*
+ * A deadline is a positive span of finite length; like timeout, a month
+ * counts 30 days.  Only stored for now: the alerts that use it are future
+ * work (README, Apps).
+ */
+static Interval *
+CheckDeadline(Interval *span, const char *app)
+{
+	int64		days = (int64) span->month * DAYS_PER_MONTH + span->day;
+	int64		usec;
+
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &usec) ||
+		pg_add_s64_overflow(usec, span->time, &usec))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("deadline of app \"%s\" must be finite", app),
+				 errdetail("The value given was %s, longer than any span of timestamps.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(span))))));
+	if (usec <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("deadline of app \"%s\" must be positive", app),
+				 errdetail("The value given was %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(span))))));
+	return span;
+}
 
 /* The arguments but depends' items (before SPI). */
 static void
@@ -1624,6 +1751,7 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 2, "depends");
 	CoordRequireArg(fcinfo, 7, "conf");
+	CoordRequireArg(fcinfo, 8, "tz");
 	if (starts_s)
 	{
 		starts = GrainFromName(starts_s);
@@ -1656,6 +1784,30 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("catchup_from must be a finite time")));
 	}
+
+	{
+		char	   *tz = text_to_cstring(PG_GETARG_TEXT_PP(8));
+		bool		known;
+
+		if (strlen(tz) > TZ_STRLEN_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone name is longer than %d bytes", TZ_STRLEN_MAX)));
+		known = LookupZone(tz, &ad->def.zone, &ad->def.tz);
+
+		if (!known && tz[0] != '\0' && pg_tzset(tz) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone \"%s\" appears to use leap seconds", tz),
+					 errdetail("PostgreSQL does not support leap seconds.")));
+		if (!known)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("time zone \"%s\" not recognized", tz),
+					 errhint("Use a name from pg_timezone_names, such as America/Chicago, or UTC.")));
+	}
+	if (!PG_ARGISNULL(9))
+		ad->deadline = CheckDeadline(PG_GETARG_INTERVAL_P(9), name);
 
 	ad->def.name = name;
 	ad->def.starts = starts;
@@ -1750,8 +1902,8 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 	nd->grain = DerivedGrain(nd);
 
 	{
-		TimestampTz p = PeriodTrunc(nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
-		TimestampTz e = PeriodNext(nd->grain, p);
+		TimestampTz p = AppPeriodTrunc(nd, nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
+		TimestampTz e = AppPeriodNext(nd, nd->grain, p);
 
 		(void) RunPayload(nd, p, e, NULL, NULL, 0);
 	}
@@ -1780,19 +1932,58 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 	return exists;
 }
 
-/* The grain coord.app_defs holds for a stored app (locking its row). */
+/*
+ * The grain and zone name coord.app_defs holds for a stored app (locking
+ * its row), and whether it has runs.
+ */
 static Grain
-StoredGrain(const char *name)
+StoredGrain(const char *name, char **tz, bool *has_runs)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
+	bool		isnull;
 
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-											 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+											 "SELECT grain, tz, EXISTS (SELECT 1 FROM coord.app_runs AS r "
+											 "WHERE r.app OPERATOR(pg_catalog.=) a.name) "
+											 "FROM coord.app_defs AS a WHERE a.name OPERATOR(pg_catalog.=) $1 FOR UPDATE OF a",
 											 1, argtypes), args, NULL, false, 1),
 				  SPI_OK_SELECT, "define_app");
+	*tz = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	*has_runs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/*
+ * Whether the new definition's zone gives other periods than the stored
+ * one (a stored name no longer known counts as other); 55000 when it does
+ * and the app has runs: they are keyed by the old zone's periods, and
+ * periods of the new zone would overlap them.  The way to ask for it
+ * anyway is to drop the app (its runs go) and define it again: no
+ * argument makes define_app forget runs.
+ */
+static bool
+ZoneChanged(const AppDef *nd, const char *stored_tz, bool has_runs)
+{
+	pg_tz	   *old_zone;
+	char	   *old_name;
+
+	if (strcmp(stored_tz, nd->tz) == 0)
+		return false;
+	/* UTC and a zone that is UTC always (Etc/UTC) have the same periods */
+	if (LookupZone(stored_tz, &old_zone, &old_name) && old_zone == NULL && nd->zone == NULL)
+		return false;
+	if (has_runs)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot change the time zone of app \"%s\" from %s to %s because it has runs",
+						nd->name, stored_tz, nd->tz),
+				 errdetail("Its runs are for periods of %s; periods of %s have other boundaries.",
+						   stored_tz, nd->tz),
+				 errhint("To start over in %s, drop the app with coord.drop_app (its runs go with it) and define it again; "
+						 "catchup_from recreates earlier periods.", nd->tz)));
+	return true;
 }
 
 /* Inserts the definition, or updates the stored one when it differs. */
@@ -1800,9 +1991,10 @@ static void
 WriteDefinition(const AppDefinition *ad, bool exists)
 {
 	const AppDef *nd = &ad->def;
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[11];
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID,
+	TEXTOID, INTERVALOID};
+	Datum		args[13];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	args[0] = CStringGetTextDatum(nd->name);
 	args[1] = nd->starts ? CStringGetTextDatum(grain_names[nd->starts]) : (Datum) 0;
@@ -1821,6 +2013,9 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	args[9] = TimestampTzGetDatum(nd->next_period);
 	nulls[9] = nd->next_null ? 'n' : ' ';
 	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
+	args[11] = CStringGetTextDatum(nd->tz);
+	args[12] = ad->deadline ? IntervalPGetDatum(ad->deadline) : (Datum) 0;
+	nulls[12] = ad->deadline ? ' ' : 'n';
 
 	/*
 	 * An update writes only a definition that differs; the comparison is
@@ -1830,28 +2025,28 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	if (!exists)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
 												 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
-												 "catchup_from, conf, first_period, next_period, grain) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-												 11, argtypes), args, nulls, false, 0),
+												 "catchup_from, conf, first_period, next_period, grain, tz, deadline) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+												 13, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT, "define_app");
 	else
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_update_def,
 												 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
 												 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
-												 "grain = $11, "
+												 "grain = $11, tz = $12, deadline = $13, "
 												 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
 												 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
 												 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
-												 "a.catchup_from, a.conf, a.first_period, a.next_period) OPERATOR(pg_catalog.<>) "
+												 "a.catchup_from, a.conf, a.first_period, a.next_period, a.tz, a.deadline) OPERATOR(pg_catalog.<>) "
 												 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
-												 "$8, $9, $10)",
-												 11, argtypes), args, nulls, false, 0),
+												 "$8, $9, $10, $12, $13)",
+												 13, argtypes), args, nulls, false, 0),
 					  SPI_OK_UPDATE, "define_app");
 }
 
 /*
  * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
- * conf): creates or replaces an app.  The same definition again changes
+ * conf, tz, deadline): creates or replaces an app.  The same definition again changes
  * nothing; a changed one applies to runs created from then on.  Parse,
  * validate (alone and in the graph), decide where runs start
  * (coord_app_periods, pure), write; under the definitions lock from the
@@ -1875,10 +2070,19 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	/* where runs start: catchup_from, else the first tick's period */
 	pin.exists = exists;
-	pin.stored_grain = exists ? StoredGrain(ad.def.name) : G_NONE;
+	pin.stored_grain = G_NONE;
+	pin.zone_changed = false;
+	if (exists)
+	{
+		char	   *stored_tz;
+		bool		has_runs;
+
+		pin.stored_grain = StoredGrain(ad.def.name, &stored_tz, &has_runs);
+		pin.zone_changed = ZoneChanged(&ad.def, stored_tz, has_runs);
+	}
 	pin.grain = ad.def.grain;
 	pin.has_catchup = ad.has_catchup;
-	pin.catchup_start = ad.has_catchup ? PeriodTrunc(ad.def.grain, ad.catchup) : 0;
+	pin.catchup_start = ad.has_catchup ? AppPeriodTrunc(&ad.def, ad.def.grain, ad.catchup) : 0;
 	periods = coord_app_periods(&pin);
 	ad.def.first_null = periods.first_null;
 	ad.def.first_period = periods.first_period;
