@@ -1357,7 +1357,13 @@ SignalDependents(AppGraph *g, const char *dep, TimestampTz t)
 		a.g = g;
 		a.d = &g->apps[i];
 		a.upstream = dep;
-		a.start = t;
+
+		/*
+		 * as an upstream run's start: the start of the signal's period, which
+		 * places it in the windows (a week that begins in one month and ends
+		 * in the next is the first month's)
+		 */
+		a.start = PeriodTrunc(g->apps[i].deps[j].grain, t);
 		(void) AppIsolated(a.d->name, "a signal", DependentRuns, &a);
 	}
 }

@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(70);
+SELECT plan(75);
 
 -- surface
 SELECT function_returns('coord', 'signal', ARRAY['text', 'timestamp with time zone', 'jsonb'], 'boolean');
@@ -89,6 +89,17 @@ SELECT is((SELECT string_agg(to_char(period_start, 'HH24'), ',' ORDER BY period_
 SELECT ok(coord.signal('tap-day', '2024-01-02Z'), 'the signal of 2024-01-02');
 SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sc'), 3,
           'makes its 00:00 run (the latest tick''s), not the later ones');
+
+-- weeks under a month: the weeks that begin in it, as for an app upstream
+SELECT lives_ok($$SELECT coord.define_app('tap-sm', 'monthly', '{"@tap-wk": "weekly"}', queue => 'tap-sq',
+                                          catchup_from => '2024-01-01Z')$$, 'a monthly app on weekly signals');
+SELECT is((SELECT count(*)::int FROM unnest(ARRAY['2024-01-01Z', '2024-01-09Z', '2024-01-15Z', '2024-01-22Z']::timestamptz[]) AS w
+            WHERE coord.signal('tap-wk', w)), 4, 'the signals of the weeks of January 1, 8, 15 and 22');
+SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sm'), 0, 'no monthly run: the week of January 29 is missing');
+SELECT ok(coord.signal('tap-wk', '2024-02-02Z'), 'a signal on February 2, inside the week that began on January 29');
+SELECT results_eq($$SELECT period_start, period_end FROM coord.runs WHERE app = 'tap-sm'$$,
+                  $$VALUES ('2024-01-01Z'::timestamptz, '2024-02-01Z'::timestamptz)$$,
+                  'completes January (the week is the month''s it begins in)');
 
 -- an app and a signal: the run waits for both, whichever comes last
 SELECT lives_ok($$SELECT coord.define_app('tap-sup', 'hourly', queue => 'tap-supq', catchup_from => '2024-01-01Z')$$,
