@@ -1224,6 +1224,7 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 
 	if (*budget < 0)
 		return (Datum) 0;
+	/* each payload costs 8 bytes and more: rows past budget / 8 cannot fit */
 	args[0] = CStringGetTextDatum(signal);
 	args[1] = TimestampTzGetDatum(from);
 	args[2] = TimestampTzGetDatum(to);
@@ -1231,7 +1232,7 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 											 "SELECT payload FROM coord.app_signals WHERE name OPERATOR(pg_catalog.=) $1 "
 											 "AND period_start OPERATOR(pg_catalog.>=) $2 "
 											 "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
-											 3, argtypes), args, NULL, false, 0),
+											 3, argtypes), args, NULL, false, *budget / 8 + 2),
 				  SPI_OK_SELECT, "reading signals");
 	n = SPI_processed;
 	elems = palloc(sizeof(Datum) * Max(n, 1));

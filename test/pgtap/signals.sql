@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(75);
+SELECT plan(78);
 
 -- surface
 SELECT function_returns('coord', 'signal', ARRAY['text', 'timestamp with time zone', 'jsonb'], 'boolean');
@@ -77,6 +77,19 @@ SELECT results_eq($$SELECT jsonb_array_length(j.payload->'upstream'->'@tap-hr'),
                       FROM coord.runs AS r JOIN coord.job AS j ON j.id = r.job_id WHERE r.app = 'tap-sd'$$,
                   $$VALUES (24, '{"h": 0}'::jsonb, '{"h": 23}'::jsonb)$$,
                   'its payload: the day''s 24 signal payloads in period order');
+
+-- payloads that do not fit a run's payload are left out, as upstream results are
+SELECT lives_ok($$SELECT coord.define_app('tap-sbig', 'daily', '{"@tap-big": "hourly"}', queue => 'tap-sq',
+                                          catchup_from => '2024-01-01Z')$$, 'a daily app on large hourly signals');
+SET client_min_messages = error;
+SELECT is((SELECT count(*)::int FROM generate_series(0, 23) AS h
+            WHERE coord.signal('tap-big', '2024-01-01Z'::timestamptz + h * interval '1 hour',
+                               jsonb_build_object('p', repeat(h::text, 50000)))), 24, '24 signals of 50 kB each');
+SET client_min_messages = warning;
+SELECT results_eq($$SELECT j.payload->'upstream', j.payload->>'app' FROM coord.runs AS r JOIN coord.job AS j ON j.id = r.job_id
+                     WHERE r.app = 'tap-sbig'$$,
+                  $$VALUES ('{}'::jsonb, 'tap-sbig'::text)$$,
+                  'the run is made; the 1.2 MB of payloads are left out of its payload');
 
 -- a coarser dependency: hourly runs wait for their day's signal
 SELECT lives_ok($$SELECT coord.define_app('tap-sc', 'hourly', '{"@tap-day": "daily"}', queue => 'tap-sq',
