@@ -43,6 +43,7 @@ SQL_FRAGMENTS = \
 	sql/parts/leases.sql \
 	sql/parts/partitions.sql \
 	sql/parts/semaphores.sql \
+	sql/parts/signals.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

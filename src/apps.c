@@ -27,6 +27,8 @@
  *	  and then, for each app that depends on this one, checks the periods
  *	  the run belongs to and creates their runs when every upstream run in
  *	  them is done;
+ *	- coord.signal (an external input, "@name" in depends) works as the
+ *	  finish hook does, in the signalling transaction (section "signals");
  *	- coord.tick also repairs: dependency-driven periods from next_period
  *	  on whose upstreams are all done but that have no run (a lost race, an
  *	  app defined after its upstreams finished), and runs whose job vanished.
@@ -173,9 +175,13 @@ static SPIPlanPtr plan_drop_runs = NULL;
 static SPIPlanPtr plan_drop_def = NULL;
 static SPIPlanPtr plan_dep_items = NULL;
 static SPIPlanPtr plan_set_error = NULL;
+static SPIPlanPtr plan_signal_insert = NULL;
+static SPIPlanPtr plan_signal_count = NULL;
+static SPIPlanPtr plan_signal_payloads = NULL;
 
 PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
+PG_FUNCTION_INFO_V1(coord_signal);
 
 /* ---------- periods (in an app's zone; apps_periods.c) ---------- */
 
@@ -802,6 +808,10 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 	return out;
 }
 
+static bool IsSignalDep(const char *dep);
+static UpstreamState CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz end,
+								  Datum *name, Datum *result, int64 *budget);
+
 /*
  * Whether every upstream run of period [start, end) of d is done; when
  * UPSTREAM_DONE, names[]/results[] get each upstream's results in period
@@ -836,6 +846,18 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 					nfailed;
 
 		CHECK_FOR_INTERRUPTS();
+		if (IsSignalDep(dep->app))
+		{
+			UpstreamState sr = CheckSignals(d, dep, start, end,
+											names && r == UPSTREAM_DONE ? &names[i] : NULL,
+											names && r == UPSTREAM_DONE ? &results[i] : NULL, &budget);
+
+			if (sr == UPSTREAM_MISSING)
+				return sr;
+			if (sr == UPSTREAM_PENDING)
+				r = UPSTREAM_PENDING;
+			continue;
+		}
 		if (u == NULL)
 			return UPSTREAM_MISSING;	/* dropped */
 		if (u->first_null)
@@ -1225,6 +1247,312 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 		graph_users--;
 	}
 	PG_END_TRY();
+}
+
+/* ---------- signals: external inputs ---------- */
+
+/*
+ * A dependency written "@name": "<grain>" is on the signal source name, not
+ * on an app (app names cannot hold '@').  coord.signal(name, t, payload)
+ * stores the row (name, t) of coord.app_signals once and, in the same
+ * transaction, runs the dependents' check-and-create exactly as the
+ * completion of an upstream run does (Dependents: DependentRuns, TryPeriod
+ * with the (D, P) lock kept to commit, CheckUpstreams); so two signals, or
+ * a signal and an upstream completion, that complete one period at once
+ * create its run once: the second to take (D, P) sees the first's commit.
+ * Lock order: the signal's row (its primary key entry), then the (D, P)
+ * locks as a completion takes them.  A transaction that signals several
+ * periods can deadlock with another signalling the same ones in another
+ * order; PostgreSQL's detector aborts one of them.
+ *
+ * Which signals period P of app D needs, for "@name" declared with grain g:
+ * the windows are those of an app upstream of grain g (CheckUpstreams), and
+ * each g-period of the window needs at least one signal whose period_start
+ * lies in it.  A signal source has no zone of its own either: its
+ * g-periods are D's, in D's zone (hourly signals under a daily app in
+ * America/Chicago: the 23, 24 or 25 real hours of that Chicago day, each
+ * needing a signal that starts inside it).  A signal source has no first
+ * period of its own: it counts
+ * from D's first period on (catchup_from, else D's first tick), so every
+ * g-period of the window counts; signals for periods before D's first one
+ * are kept but make no run.  The payloads of the window's signals go into
+ * the run's payload as an upstream's results do: "upstream": {"@name":
+ * [payload, ...]} in period_start order.
+ */
+static bool
+IsSignalDep(const char *dep)
+{
+	return dep[0] == '@';
+}
+
+/* A signal name has the syntax of other names (CoordNameArg). */
+static void
+CheckSignalName(const char *signal, const char *app)
+{
+	int			len = strlen(signal);
+	int			i;
+
+	for (i = 0; i < len; i++)
+	{
+		char		c = signal[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == ':' || c == '/'))
+			break;
+	}
+	if (len == 0 || len > COORD_NAME_MAX || i < len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid signal name \"%s\" in the depends of app \"%s\"", signal, app),
+				 errdetail("A signal name has 1 to %d bytes: letters, digits and the characters _ - . : /.",
+						   COORD_NAME_MAX),
+				 errhint("Write a dependency on a signal as \"@name\": \"<period>\".")));
+}
+
+/*
+ * The payloads of signal's signals in [from, to), in period_start order, as
+ * a JSON array, within *budget (as UpstreamResults: over it, 0 and *budget
+ * negative).
+ */
+static Datum
+SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budget)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	Datum	   *elems;
+	bool	   *enulls;
+	uint64		n,
+				r;
+	bool		isnull;
+
+	if (*budget < 0)
+		return (Datum) 0;
+	/* each payload costs 8 bytes and more: rows past budget / 8 cannot fit */
+	args[0] = CStringGetTextDatum(signal);
+	args[1] = TimestampTzGetDatum(from);
+	args[2] = TimestampTzGetDatum(to);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_payloads,
+											 "SELECT payload FROM coord.app_signals WHERE name OPERATOR(pg_catalog.=) $1 "
+											 "AND period_start OPERATOR(pg_catalog.>=) $2 "
+											 "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
+											 3, argtypes), args, NULL, false, *budget / 8 + 2),
+				  SPI_OK_SELECT, "reading signals");
+	n = SPI_processed;
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	enulls = palloc0(sizeof(bool) * Max(n, 1));
+	for (r = 0; r < n; r++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+		*budget -= (int64) toast_raw_datum_size(elems[r]) + 8;
+		if (*budget < 0)
+			return (Datum) 0;
+		elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
+	}
+	{
+		int			dims[1] = {(int) n};
+		int			lbs[1] = {1};
+		Oid			jargtypes[1] = {JSONBARRAYOID};
+		Datum		jargs[1];
+
+		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
+													  TYPALIGN_INT));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
+												 "SELECT pg_catalog.to_jsonb($1)",
+												 1, jargtypes), jargs, NULL, false, 1),
+					  SPI_OK_SELECT, "reading signals");
+		return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
+								 false, -1);
+	}
+}
+
+/*
+ * CheckUpstreams for a dependency on a signal: UPSTREAM_DONE when each
+ * dep->grain period of the window has a signal; then *name and *result
+ * (when name is not NULL) get "@signal" and the window's payloads.
+ */
+static UpstreamState
+CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz end,
+			 Datum *name, Datum *result, int64 *budget)
+{
+	TimestampTz wstart,
+				wend,
+				s;
+	Datum	   *starts;
+	Datum	   *ends;
+	int			nstarts = 0,
+				cap = 64;
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		args[3];
+	bool		isnull;
+	int64		nmet;
+
+	/*
+	 * the window, as for an app upstream of this grain; the signal's periods
+	 * are d's, in d's zone (a signal source has no zone of its own)
+	 */
+	if (dep->grain > d->grain)
+	{
+		wstart = AppPeriodTrunc(d, dep->grain, start);
+		wend = AppPeriodNext(d, dep->grain, wstart);
+	}
+	else
+	{
+		wstart = start;
+		wend = end;
+	}
+	starts = palloc(sizeof(Datum) * cap);
+	ends = palloc(sizeof(Datum) * cap);
+	for (s = AppPeriodCeil(d, dep->grain, wstart); s < wend; s = AppPeriodNext(d, dep->grain, s))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nstarts == cap)
+		{
+			cap *= 2;
+			starts = repalloc(starts, sizeof(Datum) * cap);
+			ends = repalloc(ends, sizeof(Datum) * cap);
+		}
+		starts[nstarts] = TimestampTzGetDatum(s);
+		ends[nstarts++] = TimestampTzGetDatum(AppPeriodNext(d, dep->grain, s));
+	}
+	if (nstarts == 0)
+		return UPSTREAM_MISSING;
+	args[0] = CStringGetTextDatum(dep->app + 1);
+	args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(ends, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	/* the periods of the window that have a signal */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_count,
+											 "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS w(s, e) "
+											 "WHERE EXISTS (SELECT 1 FROM coord.app_signals AS x "
+											 "WHERE x.name OPERATOR(pg_catalog.=) $1 "
+											 "AND x.period_start OPERATOR(pg_catalog.>=) w.s "
+											 "AND x.period_start OPERATOR(pg_catalog.<) w.e)",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading signals");
+	nmet = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (nmet != nstarts)
+		return UPSTREAM_PENDING;
+	if (name != NULL)
+	{
+		*name = CStringGetTextDatum(dep->app);
+		*result = SignalPayloads(dep->app + 1, DatumGetTimestampTz(starts[0]),
+								 DatumGetTimestampTz(ends[nstarts - 1]), budget);
+	}
+	return UPSTREAM_DONE;
+}
+
+/*
+ * DependentRuns for a signal at a->start: first, as an upstream run's
+ * start, the start of the signal's period in the dependent's zone, which
+ * places it in the windows (a week that begins in one month and ends in the
+ * next is the first month's).  Inside the subtransaction, so that an app
+ * whose zone is gone fails alone.
+ */
+static void
+SignalDependentRuns(void *arg)
+{
+	DependentArgs *a = (DependentArgs *) arg;
+	int			j;
+
+	for (j = 0; j < a->d->ndeps; j++)
+		if (strcmp(a->d->deps[j].app, a->upstream) == 0)
+			break;
+	Assert(j < a->d->ndeps);
+	a->start = AppPeriodTrunc(a->d, a->d->deps[j].grain, a->start);
+	DependentRuns(a);
+}
+
+/*
+ * Each dependent of "@signal", for a signal at t (inside SPI, as the
+ * owner): the runs of its periods that t may complete, each dependent
+ * isolated as for a completion.  The signal's period is the dependent's:
+ * an hourly signal under a daily app in America/Chicago counts in the
+ * Chicago day holding it.
+ */
+static void
+SignalDependents(AppGraph *g, const char *dep, TimestampTz t)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < g->n; i++)
+	{
+		DependentArgs a;
+
+		for (j = 0; j < g->apps[i].ndeps; j++)
+			if (strcmp(g->apps[i].deps[j].app, dep) == 0)
+				break;
+		if (j == g->apps[i].ndeps)
+			continue;
+		a.g = g;
+		a.d = &g->apps[i];
+		a.upstream = dep;
+		a.start = t;
+		(void) AppIsolated(a.d->name, "a signal", SignalDependentRuns, &a);
+	}
+}
+
+/*
+ * coord.signal(name, period_start, payload): records the signal (false, and
+ * nothing changes, when (name, period_start) was signalled already) and
+ * creates the runs it completes, in this transaction.
+ */
+Datum
+coord_signal(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "signal", false);
+	TimestampTz t;
+	Jsonb	   *payload;
+	char	   *who;
+	Oid			argtypes[4] = {TEXTOID, TIMESTAMPTZOID, JSONBOID, TEXTOID};
+	Datum		args[4];
+	CoordUserSwitch sw;
+	bool		inserted;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 1, "period_start");
+	CoordRequireArg(fcinfo, 2, "payload");
+	t = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("period_start must be a finite time")));
+	/* in the years of app periods (1 to 9999) */
+	(void) PeriodTrunc(G_YEARLY, t);
+	payload = PG_GETARG_JSONB_P(2);
+	CoordCheckSize("signal payload", VARSIZE(payload), COORD_RESULT_MAX_BYTES);
+	who = GetUserNameFromId(GetUserId(), false);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = TimestampTzGetDatum(t);
+	args[2] = JsonbPGetDatum(payload);
+	args[3] = CStringGetTextDatum(who);
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_insert,
+											 "INSERT INTO coord.app_signals (name, period_start, payload, signalled_by) "
+											 "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+											 4, argtypes), args, NULL, false, 0),
+				  SPI_OK_INSERT, "signal");
+	inserted = (SPI_processed == 1);
+	if (inserted)
+	{
+		char	   *dep = psprintf("@%s", name);
+		AppGraph   *g = CachedGraph();
+
+		g->horizon_loaded = false;	/* the latest tick, as of now */
+		graph_users++;
+		PG_TRY();
+		{
+			SignalDependents(g, dep, t);
+		}
+		PG_FINALLY();
+		{
+			graph_users--;
+		}
+		PG_END_TRY();
+	}
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(inserted);
 }
 
 /* ---------- coord.tick's share ---------- */
@@ -1672,10 +2000,12 @@ ValidateGraph(AppGraph *g)
 
 		for (j = 0; j < d->ndeps; j++)
 		{
-			AppDef	   *u = FindApp(g, d->deps[j].app);
+			AppDef	   *u;
 
 			CHECK_FOR_INTERRUPTS();
-
+			if (IsSignalDep(d->deps[j].app))
+				continue;		/* checked by ParseDepends */
+			u = FindApp(g, d->deps[j].app);
 			if (u == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1818,6 +2148,8 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	ad->def.first_null = ad->def.next_null = true;
 }
 
+static void CheckSignalName(const char *signal, const char *app);
+
 /* depends: an object of app names and periods (inside SPI) */
 static void
 ParseDepends(AppDefinition *ad)
@@ -1866,6 +2198,8 @@ ParseDepends(AppDefinition *ad)
 					 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
 					 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
 							   val ? val : "null")));
+		if (dep[0] == '@')
+			CheckSignalName(dep + 1, name);
 		if (strcmp(dep, name) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_RECURSION),

@@ -153,3 +153,8 @@ GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) T
 -- reach coord_monitor through the loop above).
 GRANT EXECUTE ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;
+-- Signals (external inputs of apps): coord_admin only.  An outside system
+-- that reports its inputs gets EXECUTE on coord.signal alone, granted to
+-- its own role (SECURITY.md), not a coord_* role; coord.signals reaches
+-- coord_monitor through the loop above, without payload.
+GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;
