@@ -11,6 +11,7 @@ OBJS = \
 	src/common_args.o \
 	src/common_lock.o \
 	src/common_spi.o \
+	src/common_tz.o \
 	src/locks.o \
 	src/requests.o \
 	src/jobs.o \

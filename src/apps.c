@@ -15,7 +15,10 @@
  * app, the local start and UTC offset ("2026-11-01-0100-0500") otherwise
  * (coord_period_label), and the finish hook reads the start back from it.
  * An app with runs keeps its zone: define_app refuses another (55000) until
- * the app is dropped, since the new periods would overlap the runs.
+ * the app is dropped, since the new periods would overlap the runs.  Zone
+ * names are resolved, and offset changes found, by common_tz.c, as for cron
+ * schedules.  A signal source has no zone: "@name" periods are the
+ * dependent app's, in its zone.
  *
  * Who creates runs:
  *	- coord.tick(now) creates the runs of time-driven apps (starts, no
@@ -106,8 +109,6 @@
 #define APP_MAX_LIVE_RUNS	24
 /* Periods a tick looks at per app, creating or repairing. */
 #define APP_TICK_STEPS		200
-/* pg_time_t is seconds since 1970, TimestampTz microseconds since 2000 */
-#define APP_UNIX_EPOCH_SECS	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
 
@@ -207,79 +208,11 @@ TmFromTs(TimestampTz t, struct pg_tm *tm)
 				 errmsg("timestamp out of range for an app period")));
 }
 
-/*
- * apps_periods.c's view of a PostgreSQL zone (AppZone.next_change): the
- * offset at t and the first change strictly after t.  Changes fall on whole
- * seconds, so the second holding t decides.  pg_next_dst_boundary answers
- * "at or after" at the zone's very first transition, hence the second try
- * (as schedules.c does for cron).
- */
-static bool
-ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
-{
-	const pg_tz *tz = (const pg_tz *) arg;
-	pg_time_t	secs = (pg_time_t) (t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0));
-	pg_time_t	from = secs + APP_UNIX_EPOCH_SECS;
-	pg_time_t	boundary = 0;
-	long int	before_off = 0;
-	long int	after_off = 0;
-	int			before_dst;
-	int			after_dst;
-	int			r;
-
-	r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
-							 &after_off, &after_dst, tz);
-	if (r == 1 && boundary <= from)
-	{
-		from++;
-		r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
-								 &after_off, &after_dst, tz);
-	}
-	if (r < 0)
-		elog(ERROR, "could not find the next UTC offset change of a time zone after " INT64_FORMAT,
-			 (int64) t);
-	*off_at_t = (int32_t) before_off;
-	if (r == 0)
-		return false;
-	*when = ((int64_t) boundary - APP_UNIX_EPOCH_SECS) * USECS_PER_SEC;
-	*off_after = (int32_t) after_off;
-	return true;
-}
-
-/*
- * The zone a tz name names: false if PostgreSQL knows none by it (or one
- * with leap seconds).  *zone is NULL for a zone that is UTC at every
- * instant, so such apps keep UTC's periods and labels; *canonical gets the
- * name as PostgreSQL spells it (America/Chicago for america/chicago),
- * which is what is stored and compared.  'UTC' itself needs no lookup.
- */
-static bool
-LookupZone(const char *name, pg_tz **zone, char **canonical)
-{
-	pg_tz	   *tz = NULL;
-	long int	gmtoff;
-
-	*zone = NULL;
-	if (strcmp(name, "UTC") == 0)
-	{
-		*canonical = pstrdup("UTC");
-		return true;
-	}
-	if (name[0] != '\0' && strlen(name) <= TZ_STRLEN_MAX)
-		tz = pg_tzset(name);
-	if (tz == NULL || !pg_tz_acceptable(tz))
-		return false;
-	*canonical = pstrdup(pg_get_timezone_name(tz));
-	if (!(pg_get_timezone_offset(tz, &gmtoff) && gmtoff == 0))
-		*zone = tz;
-	return true;
-}
-
 /* The periods of g in zone (NULL: UTC); 22008 outside app periods' years. */
 static TimestampTz
 ZonedTrunc(const pg_tz *zone, Grain g, TimestampTz t)
 {
-	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
 	int64_t		out;
 
 	if (g == G_NONE)
@@ -295,7 +228,7 @@ ZonedTrunc(const pg_tz *zone, Grain g, TimestampTz t)
 static TimestampTz
 ZonedNext(const pg_tz *zone, Grain g, TimestampTz start)
 {
-	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
 	int64_t		out;
 
 	if (g == G_NONE)
@@ -376,7 +309,7 @@ static char *
 AppPeriodLabel(const AppDef *d, TimestampTz start)
 {
 	const pg_tz *zone = AppZoneOf(d);
-	AppZone		z = {ZoneNextChange, unconstify(pg_tz *, zone)};
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
 	char	   *buf;
 
 	if (zone == NULL)
@@ -486,7 +419,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		d->has_error = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 9, &isnull));
 		/* a name no longer known fails this app's period work only */
 		d->tz = SPI_getvalue(row, tt->tupdesc, 10);
-		d->zone_bad = !LookupZone(d->tz, &d->zone, &canonical);
+		d->zone_bad = !CoordZoneLookup(d->tz, &d->zone, &canonical);
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 											 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
@@ -2115,27 +2048,7 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 					 errmsg("catchup_from must be a finite time")));
 	}
 
-	{
-		char	   *tz = text_to_cstring(PG_GETARG_TEXT_PP(8));
-		bool		known;
-
-		if (strlen(tz) > TZ_STRLEN_MAX)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("time zone name is longer than %d bytes", TZ_STRLEN_MAX)));
-		known = LookupZone(tz, &ad->def.zone, &ad->def.tz);
-
-		if (!known && tz[0] != '\0' && pg_tzset(tz) != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("time zone \"%s\" appears to use leap seconds", tz),
-					 errdetail("PostgreSQL does not support leap seconds.")));
-		if (!known)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("time zone \"%s\" not recognized", tz),
-					 errhint("Use a name from pg_timezone_names, such as America/Chicago, or UTC.")));
-	}
+	ad->def.zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(8)), &ad->def.tz);
 	if (!PG_ARGISNULL(9))
 		ad->deadline = CheckDeadline(PG_GETARG_INTERVAL_P(9), name);
 
@@ -2306,7 +2219,7 @@ ZoneChanged(const AppDef *nd, const char *stored_tz, bool has_runs)
 	if (strcmp(stored_tz, nd->tz) == 0)
 		return false;
 	/* UTC and a zone that is UTC always (Etc/UTC) have the same periods */
-	if (LookupZone(stored_tz, &old_zone, &old_name) && old_zone == NULL && nd->zone == NULL)
+	if (CoordZoneLookup(stored_tz, &old_zone, &old_name) && old_zone == NULL && nd->zone == NULL)
 		return false;
 	if (has_runs)
 		ereport(ERROR,

@@ -30,9 +30,10 @@
  * re-checks "claimed" after waiting for a concurrent claim's row lock.
  *
  * Time zones.  A cron schedule's fields match local wall time in its zone
- * (column tz, PostgreSQL's time zone database through pg_tzset): cron.c
- * does the search on wall-clock fields and asks ZoneNextChange, a thin
- * layer over pg_next_dst_boundary, where the UTC offset changes.  Every
+ * (column tz, PostgreSQL's time zone database, resolved by CoordZoneArg in
+ * common_tz.c as apps' zones are): cron.c does the search on wall-clock
+ * fields and asks CoordZoneNextChangeUnix, a thin layer over
+ * pg_next_dst_boundary, where the UTC offset changes.  Every
  * slot (first, after a redefinition, after a finish, a tick's repair) goes
  * through CronNext with the stored zone.  An `every` schedule is absolute
  * time, so a zone other than UTC is refused for it rather than ignored.
@@ -118,76 +119,6 @@ ParseCron(const char *expr, CoordCron *out)
 						 "or is one of @hourly, @daily, @weekly, @monthly, @yearly.")));
 }
 
-/*
- * cron.c's view of a PostgreSQL zone (CoordCronZone.next_change): the offset
- * at t and the first change strictly after t.  pg_next_dst_boundary answers
- * "at or after" at the zone's very first transition, hence the second try.
- */
-static bool
-ZoneNextChange(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
-{
-	const pg_tz *tz = (const pg_tz *) arg;
-	pg_time_t	from = (pg_time_t) t;
-	pg_time_t	boundary = 0;
-	long int	before_off = 0;
-	long int	after_off = 0;
-	int			before_dst;
-	int			after_dst;
-	int			r;
-
-	r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
-							 &after_off, &after_dst, tz);
-	if (r == 1 && boundary <= from)
-	{
-		from = (pg_time_t) t + 1;
-		r = pg_next_dst_boundary(&from, &before_off, &before_dst, &boundary,
-								 &after_off, &after_dst, tz);
-	}
-	if (r < 0)
-		elog(ERROR, "could not find the next UTC offset change of a time zone after " INT64_FORMAT,
-			 (int64) t);
-	*off_at_t = (int32_t) before_off;
-	if (r == 0)
-		return false;
-	*when = (int64_t) boundary;
-	*off_after = (int32_t) after_off;
-	return true;
-}
-
-/*
- * The zone named by a tz argument, or 22023.  NULL for a zone that is UTC at
- * every instant, so that UTC schedules take cron.c's plain path; *canonical
- * gets the name as PostgreSQL spells it (America/Chicago for
- * america/chicago), which is what is stored and compared.
- */
-static pg_tz *
-ScheduleZone(const char *name, char **canonical)
-{
-	pg_tz	   *tz = NULL;
-	long int	gmtoff;
-
-	if (strlen(name) > TZ_STRLEN_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("time zone name is longer than %d bytes", TZ_STRLEN_MAX)));
-	if (name[0] != '\0')
-		tz = pg_tzset(name);
-	if (tz == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("time zone \"%s\" not recognized", name),
-				 errhint("Use a name from pg_timezone_names, such as America/Chicago, or UTC.")));
-	if (!pg_tz_acceptable(tz))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("time zone \"%s\" appears to use leap seconds", name),
-				 errdetail("PostgreSQL does not support leap seconds.")));
-	*canonical = pstrdup(pg_get_timezone_name(tz));
-	if (pg_get_timezone_offset(tz, &gmtoff) && gmtoff == 0)
-		return NULL;
-	return tz;
-}
-
 /* The first fire time strictly after `after`, or DT_NOEND when there is none. */
 static TimestampTz
 CronNext(const CoordCron *c, const pg_tz *zone, TimestampTz after)
@@ -200,7 +131,7 @@ CronNext(const CoordCron *c, const pg_tz *zone, TimestampTz after)
 	secs = after / USECS_PER_SEC;
 	if (after % USECS_PER_SEC < 0)
 		secs--;
-	z.next_change = ZoneNextChange;
+	z.next_change = CoordZoneNextChangeUnix;
 	z.arg = unconstify(pg_tz *, zone);
 	next = coord_cron_next_tz(c, secs + UNIX_EPOCH_OFFSET_SECS, zone ? &z : NULL);
 	/* -1 is "never"; other times before 1970 are negative too */
@@ -351,7 +282,7 @@ GetSchedule(const char *name, ScheduleDef *d)
 	v = SPI_getbinval(row, desc, 11, &isnull);
 	d->last_null = isnull;
 	d->last_run_at = isnull ? 0 : DatumGetTimestampTz(v);
-	d->zone = ScheduleZone(SPI_getvalue(row, desc, 12), &d->tz);
+	d->zone = CoordZoneArg(SPI_getvalue(row, desc, 12), &d->tz);
 	return true;
 }
 
@@ -545,7 +476,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 		d.cron = text_to_cstring(PG_GETARG_TEXT_PP(3));
 		ParseCron(d.cron, &d.parsed);
 	}
-	d.zone = ScheduleZone(text_to_cstring(PG_GETARG_TEXT_PP(8)), &d.tz);
+	d.zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(8)), &d.tz);
 	if (d.cron == NULL && d.zone != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -677,7 +608,7 @@ coord_cron_next_sql(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 1, "after");
 	CoordRequireArg(fcinfo, 2, "tz");
 	ParseCron(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
-	zone = ScheduleZone(text_to_cstring(PG_GETARG_TEXT_PP(2)), &tzname);
+	zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(2)), &tzname);
 	after = PG_GETARG_TIMESTAMPTZ(1);
 	if (TIMESTAMP_NOT_FINITE(after))
 		ereport(ERROR,

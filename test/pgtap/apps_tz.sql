@@ -10,7 +10,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'Pacific/Auckland';
 BEGIN;
-SELECT plan(64);
+SELECT plan(67);
 
 -- surface
 SELECT function_returns('coord', 'define_app',
@@ -53,6 +53,36 @@ SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => 'right/UTC')$$, '
                  'a zone with leap seconds is refused');
 SELECT throws_ok($$SELECT coord.define_app('x', 'daily', tz => repeat('A', 256))$$, '22023',
                  'time zone name is longer than 255 bytes', 'a zone name over 255 bytes');
+
+-- schedules and apps resolve zone names alike (common_tz.c): the same
+-- SQLSTATE and message for each bad name
+CREATE FUNCTION pg_temp.tap_tz_error(q text) RETURNS text LANGUAGE plpgsql AS $f$
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE || ' ' || SQLERRM;
+END
+$f$;
+SELECT results_eq(
+  $$SELECT pg_temp.tap_tz_error(format('SELECT coord.define_app(%L, %L, tz => %L)', 'x', 'daily', n))
+      FROM unnest(ARRAY['Mars/Olympus_Mons', '', repeat('A', 256), 'right/UTC', '../../etc/passwd']) WITH ORDINALITY AS u(n, i)
+     ORDER BY i$$,
+  $$SELECT pg_temp.tap_tz_error(format('SELECT coord.cron_next(%L, %L, %L)', '0 0 * * *', '2026-01-01Z', n))
+      FROM unnest(ARRAY['Mars/Olympus_Mons', '', repeat('A', 256), 'right/UTC', '../../etc/passwd']) WITH ORDINALITY AS u(n, i)
+     ORDER BY i$$,
+  'define_app and cron_next: the same errors for bad zone names');
+SELECT results_eq(
+  $$SELECT pg_temp.tap_tz_error(format('SELECT coord.schedule(%L, %L, cron => %L, tz => %L)', 'x', 'q', '0 0 * * *', n))
+      FROM unnest(ARRAY['Mars/Olympus_Mons', '', repeat('A', 256), 'right/UTC', '../../etc/passwd']) WITH ORDINALITY AS u(n, i)
+     ORDER BY i$$,
+  $$SELECT pg_temp.tap_tz_error(format('SELECT coord.define_app(%L, %L, tz => %L)', 'x', 'daily', n))
+      FROM unnest(ARRAY['Mars/Olympus_Mons', '', repeat('A', 256), 'right/UTC', '../../etc/passwd']) WITH ORDINALITY AS u(n, i)
+     ORDER BY i$$,
+  'schedule and define_app: the same errors for bad zone names');
+SELECT is((SELECT count(*)::int FROM unnest(ARRAY['Mars/Olympus_Mons', '', repeat('A', 256), 'right/UTC', '../../etc/passwd']) AS n
+            WHERE pg_temp.tap_tz_error(format('SELECT coord.define_app(%L, %L, tz => %L)', 'x', 'daily', n)) LIKE '22023 time zone %'),
+          5, 'each is 22023 with a time zone message');
 
 -- deadline: positive and finite
 SELECT throws_ok($$SELECT coord.define_app('x', 'daily', deadline => '0')$$, '22023',
