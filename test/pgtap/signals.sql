@@ -2,7 +2,10 @@
 -- depends, the coord.signals view): every argument and error with its
 -- SQLSTATE, false on repeat, rollups, the run made in the signalling
 -- transaction with the payloads in its payload, the tick's repair of a
--- signal older than its app, and who may signal.  Explicit times in 2024;
+-- signal older than its app, and who may signal; a daily app in
+-- America/Chicago on hourly signals, whose periods are its own local hours
+-- (25 on 2026-11-01, 23 on 2026-03-08), and one in Asia/Kolkata, whose
+-- local hours begin at :30 UTC.  Explicit times in 2024 and 2026;
 -- nothing depends on the wall clock.
 \set ON_ERROR_STOP 1
 \pset format unaligned
@@ -10,7 +13,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(78);
+SELECT plan(98);
 
 -- surface
 SELECT function_returns('coord', 'signal', ARRAY['text', 'timestamp with time zone', 'jsonb'], 'boolean');
@@ -186,6 +189,62 @@ SELECT results_eq($$SELECT s.signalled_by, r.state FROM coord.signals AS s
                       JOIN coord.runs AS r ON r.app = 'tap-sh' AND r.period_start = s.period_start
                      WHERE s.name = 'tap-feed' AND s.period_start = '2024-01-01 12:00Z'$$,
                   $$VALUES ('tap_s_feeder'::text, 'ready'::text)$$, 'its signal made the run, recorded as its');
+
+-- a dependent in a zone: the signal's periods are the dependent's, in its
+-- zone.  2026-11-01 in Chicago is 25 hours, 05:00Z (00:00 CDT) to
+-- 2026-11-02 06:00Z (00:00 CST), with two 01:00 hours (06:00Z CDT, 07:00Z
+-- CST); a UTC-sized day of 24 hourly signals does not complete it.
+SELECT lives_ok($$SELECT coord.define_app('tap-sz', 'daily', '{"@tap-cz": "hourly"}', queue => 'tap-szq',
+                                          catchup_from => '2026-11-01 05:00Z', tz => 'America/Chicago')$$,
+                'a daily app in America/Chicago on hourly signals');
+SELECT is(coord.tick('2026-11-02 06:30Z') >= 0, true, 'a tick after its local day (the horizon)');
+SELECT is((SELECT count(*)::int FROM generate_series(0, 23) AS h
+            WHERE h <> 2 AND coord.signal('tap-cz', '2026-11-01 05:00Z'::timestamptz + h * interval '1 hour',
+                                          jsonb_build_object('h', h))), 23,
+          '23 hourly signals, 00:00 CDT to 22:00 CST, all but the second 01:00 hour');
+SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sz'), 0, 'no daily run');
+SELECT ok(coord.signal('tap-cz', '2026-11-01 07:30Z', '{"h": 2}'), 'the second 01:00 hour (01:30 CST)');
+SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sz'), 0,
+          'still no daily run: 24 hours are met, the day has 25');
+SELECT ok(coord.signal('tap-cz', '2026-11-02 06:00Z', '{"h": "next day"}'), 'a signal at 00:00 CST of 2026-11-02');
+SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sz'), 0, 'belongs to the next local day');
+SELECT ok(coord.signal('tap-cz', '2026-11-02 05:15Z', '{"h": 24}'), 'the 25th hour (23:15 CST)');
+SELECT results_eq($$SELECT r.period_start, r.period_end, j.key FROM coord.runs AS r JOIN coord.job AS j ON j.id = r.job_id
+                     WHERE r.app = 'tap-sz'$$,
+                  $$VALUES ('2026-11-01 05:00Z'::timestamptz, '2026-11-02 06:00Z'::timestamptz,
+                            '2026-11-01-0000-0500-tap-sz'::text)$$,
+                  'the last signal makes the run of the 25-hour local day');
+SELECT results_eq($$SELECT jsonb_array_length(j.payload->'upstream'->'@tap-cz'), j.payload->'upstream'->'@tap-cz'->2,
+                           j.payload->'upstream'->'@tap-cz'->24
+                      FROM coord.runs AS r JOIN coord.job AS j ON j.id = r.job_id WHERE r.app = 'tap-sz'$$,
+                  $$VALUES (25, '{"h": 2}'::jsonb, '{"h": 24}'::jsonb)$$,
+                  'its payload: the 25 payloads of its day in period order, not the next day''s');
+SELECT ok(NOT coord.signal('tap-cz', '2026-11-01 07:30Z'), 'the same signal again: false');
+SELECT is((SELECT count(*)::int FROM coord.runs WHERE app = 'tap-sz'), 1, 'one run for the day');
+-- spring forward: 2026-03-08 in Chicago is 23 hours, 06:00Z to 2026-03-09 05:00Z
+SELECT lives_ok($$SELECT coord.define_app('tap-sz3', 'daily', '{"@tap-cz3": "hourly"}', queue => 'tap-szq',
+                                          catchup_from => '2026-03-08 06:00Z', tz => 'America/Chicago')$$,
+                'a daily Chicago app from 2026-03-08');
+SELECT is((SELECT count(*)::int FROM generate_series(0, 22) AS h
+            WHERE coord.signal('tap-cz3', '2026-03-08 06:00Z'::timestamptz + h * interval '1 hour')), 23,
+          '23 hourly signals, 00:00 CST to 23:00 CDT');
+SELECT results_eq($$SELECT period_start, period_end FROM coord.runs WHERE app = 'tap-sz3'$$,
+                  $$VALUES ('2026-03-08 06:00Z'::timestamptz, '2026-03-09 05:00Z'::timestamptz)$$,
+                  'complete the 23-hour local day');
+-- Kolkata (+05:30): the local hours are not UTC hours; the day of
+-- 2026-01-01 runs from 2025-12-31 18:30Z, its hours start at :30 UTC
+SELECT lives_ok($$SELECT coord.define_app('tap-szk', 'daily', '{"@tap-ck": "hourly"}', queue => 'tap-szq',
+                                          catchup_from => '2025-12-31 18:30Z', tz => 'Asia/Kolkata')$$,
+                'a daily Kolkata app on hourly signals');
+SELECT ok(coord.signal('tap-ck', '2025-12-31 18:15Z'), 'a signal at 23:45 IST of the day before');
+SELECT is((SELECT count(*)::int FROM generate_series(0, 23) AS h
+            WHERE coord.signal('tap-ck', '2025-12-31 18:30Z'::timestamptz + h * interval '1 hour')), 24,
+          '24 signals at the local hours 00:00 to 23:00 IST');
+SELECT results_eq($$SELECT r.period_start, r.period_end, j.key, jsonb_array_length(j.payload->'upstream'->'@tap-ck')
+                      FROM coord.runs AS r JOIN coord.job AS j ON j.id = r.job_id WHERE r.app = 'tap-szk'$$,
+                  $$VALUES ('2025-12-31 18:30Z'::timestamptz, '2026-01-01 18:30Z'::timestamptz,
+                            '2026-01-01-0000+0530-tap-szk'::text, 24)$$,
+                  'complete the local day, judged in the app''s hours (UTC hours would need 18:00Z to 19:00Z)');
 
 SELECT * FROM finish();
 ROLLBACK;
