@@ -11,6 +11,7 @@ OBJS = \
 	src/common_args.o \
 	src/common_lock.o \
 	src/common_spi.o \
+	src/common_tz.o \
 	src/locks.o \
 	src/requests.o \
 	src/jobs.o \
@@ -45,6 +46,7 @@ SQL_FRAGMENTS = \
 	sql/parts/leases.sql \
 	sql/parts/partitions.sql \
 	sql/parts/semaphores.sql \
+	sql/parts/signals.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -639,3 +639,109 @@ GRANT SELECT ON coord.limits TO coord_admin, coord_monitor;
 GRANT SELECT (limit_key, snoozes, expires_at) ON coord.jobs TO coord_monitor;
 SELECT pg_catalog.pg_extension_config_dump('coord.job_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.job_pause', '');
+-- ---------- time zones for schedules and cron (issue 18; sql/parts/schedules.sql) ----------
+-- coord.schedule and coord.cron_next gain tz as a new last argument with a
+-- DEFAULT: the old signatures are dropped and recreated, so calls written
+-- for 0.2.0 (positional or named) mean what they meant, UTC.
+ALTER TABLE coord.schedule_defs ADD COLUMN tz text NOT NULL DEFAULT 'UTC';
+COMMENT ON COLUMN coord.schedule_defs.tz IS
+  'Time zone whose wall time the cron fields match (PostgreSQL''s name for it); UTC for every schedules';
+
+DROP FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text);
+CREATE FUNCTION coord.schedule(name text, queue text, every interval DEFAULT NULL, cron text DEFAULT NULL,
+                               payload jsonb DEFAULT '{}', starts_at timestamptz DEFAULT NULL,
+                               fixed_rate boolean DEFAULT false, host text DEFAULT NULL,
+                               tz text DEFAULT 'UTC')
+RETURNS bigint AS 'MODULE_PATHNAME', 'coord_schedule'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text) IS
+  'Creates or replaces a recurring event (every interval of absolute time, or a 5-field cron expression in the wall time of tz); at most one instance is outstanding';
+REVOKE ALL ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text)
+  TO coord_admin;
+
+DROP FUNCTION coord.cron_next(text, timestamptz);
+CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.now(), tz text DEFAULT 'UTC')
+RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_cron_next_sql'
+LANGUAGE C STABLE PARALLEL SAFE;
+COMMENT ON FUNCTION coord.cron_next(text, timestamptz, text) IS
+  'The first fire time of a 5-field cron expression strictly after after, its fields matching the wall time of tz (a skipped time fires at the end of the gap, a repeated one at its first occurrence); NULL if it never fires';
+REVOKE ALL ON FUNCTION coord.cron_next(text, timestamptz, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.cron_next(text, timestamptz, text) TO coord_worker, coord_monitor;
+
+CREATE OR REPLACE VIEW coord.schedules AS
+SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run_at, s.last_state,
+       COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
+         OR COALESCE(coord.job_claimed(j.id), false) AS running,
+       j.id AS job_id, s.payload, s.host, s.starts_at, s.last_error, s.tz
+  FROM coord.schedule_defs AS s
+  LEFT JOIN coord.job AS j
+    ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);
+GRANT SELECT (tz) ON coord.schedules TO coord_monitor;
+
+-- ---------- apps in a time zone, and their deadline (issue 18; sql/parts/apps.sql) ----------
+-- coord.define_app gains tz and deadline as new last arguments with
+-- DEFAULTs: the old signature is dropped and recreated, so calls written
+-- for 0.2.0 (positional or named) mean what they meant, UTC and no
+-- deadline.  Stored apps get tz 'UTC': their periods, run keys and job
+-- origins stay exactly as they were.
+ALTER TABLE coord.app_defs ADD COLUMN tz text NOT NULL DEFAULT 'UTC';
+ALTER TABLE coord.app_defs ADD COLUMN deadline interval;
+COMMENT ON COLUMN coord.app_defs.tz IS
+  'Time zone whose local calendar periods the app runs for (PostgreSQL''s name for it); UTC by default';
+COMMENT ON COLUMN coord.app_defs.deadline IS
+  'How long after its period ends a run may be unfinished before it is late; stored only (alerts are future work)';
+COMMENT ON TABLE coord.app_runs IS
+  'One row per (app, period) that has a run, created once: live while its job (origin a:<app>:<YYYY-MM-DD-HH24MI>, with the UTC offset after it in a zone other than UTC) is, then done, dead or cancelled';
+
+DROP FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb);
+CREATE FUNCTION coord.define_app(name text, starts text DEFAULT NULL, depends jsonb DEFAULT '{}',
+                                 timeout interval DEFAULT NULL, host text DEFAULT NULL,
+                                 queue text DEFAULT 'apps', catchup_from timestamptz DEFAULT NULL,
+                                 conf jsonb DEFAULT '{}', tz text DEFAULT 'UTC',
+                                 deadline interval DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'coord_define_app'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) IS
+  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly local period of tz (a local day has 23, 24 or 25 hours), created when the period starts or when the runs it depends on are done; deadline is stored (its alerts are future work); changing tz of an app with runs is refused';
+REVOKE ALL ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval)
+  TO coord_admin;
+
+-- ---------- signals: external inputs of apps (sql/parts/signals.sql; issue 18) ----------
+-- A dependency written "@name": "<grain>" in coord.define_app's depends is
+-- met, for each period of that grain, by a row of coord.app_signals whose
+-- period_start lies in it (src/apps.c, section "signals").
+CREATE TABLE coord.app_signals (
+    name         text NOT NULL,
+    period_start timestamptz NOT NULL,
+    payload      jsonb NOT NULL,
+    signalled_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    signalled_by text NOT NULL,
+    PRIMARY KEY (name, period_start)
+);
+COMMENT ON TABLE coord.app_signals IS
+  'External inputs: one row per (signal, period_start) given to coord.signal, kept for the apps that depend on "@name"';
+COMMENT ON COLUMN coord.app_signals.signalled_by IS 'The role that called coord.signal';
+REVOKE ALL ON coord.app_signals FROM PUBLIC;
+
+CREATE FUNCTION coord.signal(name text, period_start timestamptz, payload jsonb DEFAULT '{}')
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_signal'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.signal(text, timestamptz, jsonb) IS
+  'An external input for the period containing period_start: meets the dependencies written "@name" and creates the runs it completes, in this transaction; false if already signalled';
+
+CREATE VIEW coord.signals AS
+SELECT s.name, s.period_start, s.signalled_at, s.signalled_by, s.payload,
+       ARRAY(SELECT d.name FROM coord.app_defs AS d
+              WHERE d.depends OPERATOR(pg_catalog.?) ('@' OPERATOR(pg_catalog.||) s.name)
+              ORDER BY d.name COLLATE pg_catalog."C") AS apps
+  FROM coord.app_signals AS s;
+COMMENT ON VIEW coord.signals IS
+  'Signals given to coord.signal, with the apps that depend on each (written "@name" in their depends)';
+-- users' state: dumped (sql/parts/dump.sql explains)
+SELECT pg_catalog.pg_extension_config_dump('coord.app_signals', '');
+REVOKE ALL ON FUNCTION coord.signal(text, timestamptz, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;
+GRANT SELECT ON coord.signals TO coord_admin;
+GRANT SELECT (name, period_start, signalled_at, signalled_by, apps) ON coord.signals TO coord_monitor;

@@ -6,11 +6,19 @@
  *
  * An app is a row of coord.app_defs.  It has a period length, its grain:
  * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
- * yearly; all in UTC), or, for an app without `starts`, the coarsest period
+ * yearly; local calendar periods of the app's tz, UTC by default: see
+ * apps_periods.c), or, for an app without `starts`, the coarsest period
  * named in `depends`.  A run is one (app, period): a row of coord.app_runs
  * (created once, never again once it is there) and a job with the origin
- * "a:<app>:<YYYY-MM-DD-HH24MI>" and the key "<YYYY-MM-DD-HH24MI>-<app>" in
- * the app's queue, for the app's host.
+ * "a:<app>:<label>" and the key "<label>-<app>" in the app's queue, for the
+ * app's host; the label is "YYYY-MM-DD-HH24MI" of the UTC start for a UTC
+ * app, the local start and UTC offset ("2026-11-01-0100-0500") otherwise
+ * (coord_period_label), and the finish hook reads the start back from it.
+ * An app with runs keeps its zone: define_app refuses another (55000) until
+ * the app is dropped, since the new periods would overlap the runs.  Zone
+ * names are resolved, and offset changes found, by common_tz.c, as for cron
+ * schedules.  A signal source has no zone: "@name" periods are the
+ * dependent app's, in its zone.
  *
  * Who creates runs:
  *	- coord.tick(now) creates the runs of time-driven apps (starts, no
@@ -22,6 +30,8 @@
  *	  and then, for each app that depends on this one, checks the periods
  *	  the run belongs to and creates their runs when every upstream run in
  *	  them is done;
+ *	- coord.signal (an external input, "@name" in depends) works as the
+ *	  finish hook does, in the signalling transaction (section "signals");
  *	- coord.tick also repairs: dependency-driven periods from next_period
  *	  on whose upstreams are all done but that have no run (a lost race, an
  *	  app defined after its upstreams finished), and runs whose job vanished.
@@ -30,7 +40,9 @@
  * declared with period g: with g no coarser than D's grain, U's periods that
  * start inside P; with g coarser than D's grain, U's periods that start
  * inside the g-period containing P's start (an hourly app depending on a
- * daily one waits for that day's run).  Only U's periods from U's first
+ * daily one waits for that day's run).  P and the g-period are D's, in D's
+ * zone, with their real boundaries (a Chicago day of 23 or 25 hours); U's
+ * periods are enumerated in U's zone, one AppPeriodNext at a time.  Only U's periods from U's first
  * period on count, and there must be at least one.  An app with `starts` gets
  * no run for a period that begins after the latest tick's now.
  *
@@ -75,6 +87,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -163,11 +176,15 @@ static SPIPlanPtr plan_drop_runs = NULL;
 static SPIPlanPtr plan_drop_def = NULL;
 static SPIPlanPtr plan_dep_items = NULL;
 static SPIPlanPtr plan_set_error = NULL;
+static SPIPlanPtr plan_signal_insert = NULL;
+static SPIPlanPtr plan_signal_count = NULL;
+static SPIPlanPtr plan_signal_payloads = NULL;
 
 PG_FUNCTION_INFO_V1(coord_define_app);
 PG_FUNCTION_INFO_V1(coord_drop_app);
+PG_FUNCTION_INFO_V1(coord_signal);
 
-/* ---------- periods (UTC) ---------- */
+/* ---------- periods (in an app's zone; apps_periods.c) ---------- */
 
 Grain
 GrainFromName(const char *s)
@@ -191,87 +208,88 @@ TmFromTs(TimestampTz t, struct pg_tm *tm)
 				 errmsg("timestamp out of range for an app period")));
 }
 
+/* The periods of g in zone (NULL: UTC); 22008 outside app periods' years. */
 static TimestampTz
-TsFromTm(struct pg_tm *tm)
+ZonedTrunc(const pg_tz *zone, Grain g, TimestampTz t)
 {
-	Timestamp	t;
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
+	int64_t		out;
 
-	if (tm->tm_year < 1 || tm->tm_year > 9999 || tm2timestamp(tm, 0, NULL, &t) != 0)
+	if (g == G_NONE)
+		elog(ERROR, "app period without a grain");
+	if (TIMESTAMP_NOT_FINITE(t) || !coord_period_trunc(g, t, zone ? &z : NULL, &out))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("timestamp out of range for an app period"),
 				 errdetail("App periods lie in the years 1 to 9999.")));
-	return (TimestampTz) t;
+	return (TimestampTz) out;
 }
 
-/* The start of the period of grain g that contains t. */
+static TimestampTz
+ZonedNext(const pg_tz *zone, Grain g, TimestampTz start)
+{
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
+	int64_t		out;
+
+	if (g == G_NONE)
+		elog(ERROR, "app period without a grain");
+	if (TIMESTAMP_NOT_FINITE(start) || !coord_period_next(g, start, zone ? &z : NULL, &out))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range for an app period"),
+				 errdetail("App periods lie in the years 1 to 9999.")));
+	return (TimestampTz) out;
+}
+
+/* d's zone, or an error when its stored name is not a zone any more */
+static const pg_tz *
+AppZoneOf(const AppDef *d)
+{
+	if (d->zone_bad)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time zone \"%s\" of app \"%s\" not recognized", d->tz, d->name),
+				 errhint("Define the app again with a tz from pg_timezone_names.")));
+	return d->zone;
+}
+
+/* The start of the period of grain g that contains t (UTC: coord.grid). */
 TimestampTz
 PeriodTrunc(Grain g, TimestampTz t)
 {
-	struct pg_tm tm;
-	TimestampTz r;
-
-	TmFromTs(t, &tm);
-	tm.tm_sec = 0;
-	tm.tm_min = 0;
-	if (g >= G_DAILY)
-		tm.tm_hour = 0;
-	if (g >= G_MONTHLY)
-		tm.tm_mday = 1;
-	if (g == G_YEARLY)
-		tm.tm_mon = 1;
-	r = TsFromTm(&tm);
-	if (g == G_WEEKLY)
-	{
-		int			dow = j2day(date2j(tm.tm_year, tm.tm_mon, tm.tm_mday)); /* 0 = Sunday */
-
-		r -= (int64) ((dow + 6) % 7) * USECS_PER_DAY;
-	}
-	return r;
+	return ZonedTrunc(NULL, g, t);
 }
 
-/* The start of the period after the one starting at start. */
+/* The start of the period after the one starting at start (UTC). */
 TimestampTz
 PeriodNext(Grain g, TimestampTz start)
 {
-	struct pg_tm tm;
-
-	switch (g)
-	{
-		case G_HOURLY:
-			return start + USECS_PER_HOUR;
-		case G_DAILY:
-			return start + USECS_PER_DAY;
-		case G_WEEKLY:
-			return start + 7 * USECS_PER_DAY;
-		case G_MONTHLY:
-			TmFromTs(start, &tm);
-			if (++tm.tm_mon > 12)
-			{
-				tm.tm_mon = 1;
-				tm.tm_year++;
-			}
-			return TsFromTm(&tm);
-		case G_YEARLY:
-			TmFromTs(start, &tm);
-			tm.tm_year++;
-			return TsFromTm(&tm);
-		default:
-			elog(ERROR, "app period without a grain");
-	}
-	return 0;
+	return ZonedNext(NULL, g, start);
 }
 
-/* The first period start of grain g at or after t. */
-static TimestampTz
-PeriodCeil(Grain g, TimestampTz t)
+/* The same in d's zone: its local calendar periods. */
+TimestampTz
+AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t)
 {
-	TimestampTz s = PeriodTrunc(g, t);
-
-	return s == t ? s : PeriodNext(g, s);
+	return ZonedTrunc(AppZoneOf(d), g, t);
 }
 
-/* "YYYY-MM-DD-HH24MI" of a period start (UTC) */
+TimestampTz
+AppPeriodNext(const AppDef *d, Grain g, TimestampTz start)
+{
+	return ZonedNext(AppZoneOf(d), g, start);
+}
+
+/* The first period start of grain g at or after t, in d's zone. */
+static TimestampTz
+AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t)
+{
+	TimestampTz s = AppPeriodTrunc(d, g, t);
+
+	return s == t ? s : AppPeriodNext(d, g, s);
+}
+
+/* "YYYY-MM-DD-HH24MI" of a period start (UTC): period locks */
 static char *
 PeriodLabel(TimestampTz t)
 {
@@ -281,16 +299,36 @@ PeriodLabel(TimestampTz t)
 	return psprintf("%04d-%02d-%02d-%02d%02d", tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min);
 }
 
+/*
+ * The label of d's period starting at start in keys and origins: UTC apps
+ * as PeriodLabel, others their local time and UTC offset
+ * ("2026-11-01-0100-0500"), which tells the two 01:00 hours of a fall-back
+ * night apart.
+ */
 static char *
-RunOrigin(const char *app, TimestampTz start)
+AppPeriodLabel(const AppDef *d, TimestampTz start)
 {
-	return psprintf(COORD_ORIGIN_APP "%s:%s", app, PeriodLabel(start));
+	const pg_tz *zone = AppZoneOf(d);
+	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
+	char	   *buf;
+
+	if (zone == NULL)
+		return PeriodLabel(start);
+	buf = palloc(COORD_PERIOD_LABEL_LEN);
+	coord_period_label(start, &z, buf);
+	return buf;
 }
 
 static char *
-RunKey(const char *app, TimestampTz start)
+RunOrigin(const AppDef *d, TimestampTz start)
 {
-	return psprintf("%s-%s", PeriodLabel(start), app);
+	return psprintf(COORD_ORIGIN_APP "%s:%s", d->name, AppPeriodLabel(d, start));
+}
+
+static char *
+RunKey(const AppDef *d, TimestampTz start)
+{
+	return psprintf("%s-%s", AppPeriodLabel(d, start), d->name);
 }
 
 /* ---------- the graph of apps ---------- */
@@ -347,7 +385,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 	memset(g, 0, sizeof(*g));
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
 											 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-											 "first_period, next_period, last_error IS NOT NULL "
+											 "first_period, next_period, last_error IS NOT NULL, tz "
 											 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
 											 0, NULL), NULL, NULL, false, 0),
 				  SPI_OK_SELECT, "reading apps");
@@ -363,6 +401,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		bool		isnull;
 		Datum		v;
 		char	   *starts;
+		char	   *canonical;
 
 		d->name = SPI_getvalue(row, tt->tupdesc, 1);
 		starts = SPI_getvalue(row, tt->tupdesc, 2);
@@ -378,6 +417,9 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		d->next_null = isnull;
 		d->next_period = isnull ? 0 : DatumGetTimestampTz(v);
 		d->has_error = DatumGetBool(SPI_getbinval(row, tt->tupdesc, 9, &isnull));
+		/* a name no longer known fails this app's period work only */
+		d->tz = SPI_getvalue(row, tt->tupdesc, 10);
+		d->zone_bad = !CoordZoneLookup(d->tz, &d->zone, &canonical);
 	}
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
 											 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
@@ -699,6 +741,10 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 	return out;
 }
 
+static bool IsSignalDep(const char *dep);
+static UpstreamState CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz end,
+								  Datum *name, Datum *result, int64 *budget);
+
 /*
  * Whether every upstream run of period [start, end) of d is done; when
  * UPSTREAM_DONE, names[]/results[] get each upstream's results in period
@@ -733,6 +779,18 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 					nfailed;
 
 		CHECK_FOR_INTERRUPTS();
+		if (IsSignalDep(dep->app))
+		{
+			UpstreamState sr = CheckSignals(d, dep, start, end,
+											names && r == UPSTREAM_DONE ? &names[i] : NULL,
+											names && r == UPSTREAM_DONE ? &results[i] : NULL, &budget);
+
+			if (sr == UPSTREAM_MISSING)
+				return sr;
+			if (sr == UPSTREAM_PENDING)
+				r = UPSTREAM_PENDING;
+			continue;
+		}
 		if (u == NULL)
 			return UPSTREAM_MISSING;	/* dropped */
 		if (u->first_null)
@@ -740,17 +798,17 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 										 * period at the next tick */
 		if (dep->grain > d->grain)
 		{
-			wstart = PeriodTrunc(dep->grain, start);
-			wend = PeriodNext(dep->grain, wstart);
+			wstart = AppPeriodTrunc(d, dep->grain, start);
+			wend = AppPeriodNext(d, dep->grain, wstart);
 		}
 		else
 		{
 			wstart = start;
 			wend = end;
 		}
-		s = PeriodCeil(u->grain, Max(wstart, u->first_period));
+		s = AppPeriodCeil(u, u->grain, Max(wstart, u->first_period));
 		starts = palloc(sizeof(Datum) * cap);
-		for (; s < wend; s = PeriodNext(u->grain, s))
+		for (; s < wend; s = AppPeriodNext(u, u->grain, s))
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (nstarts == cap)
@@ -818,7 +876,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (attempt == 0 && k < n)
 		{
 			ereport(WARNING,
-					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
 					 errdetail("With them the payload would have more than %d bytes; read them from coord.runs.",
 							   COORD_PAYLOAD_MAX_BYTES)));
 			continue;
@@ -841,7 +899,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
 			break;
 		ereport(WARNING,
-				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, PeriodLabel(start)),
+				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
 				 errdetail("With them the payload would have %d bytes, over the limit of %d; read them from coord.runs.",
 						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES)));
 	}
@@ -860,7 +918,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 static int64
 EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 {
-	char	   *origin = RunOrigin(d->name, start);
+	char	   *origin = RunOrigin(d, start);
 	int64		id;
 
 	/*
@@ -868,7 +926,7 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 	 * clock ticks use
 	 */
 	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
-							APP_MAX_ATTEMPTS, origin, RunKey(d->name, start));
+							APP_MAX_ATTEMPTS, origin, RunKey(d, start));
 	if (id == 0)
 		id = CoordOriginJob(origin);
 	return id;
@@ -883,7 +941,7 @@ static RunOutcome
 CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	bool		check = (flags & PERIOD_CHECK_UPSTREAMS) != 0;
-	TimestampTz end = PeriodNext(d->grain, start);
+	TimestampTz end = AppPeriodNext(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
@@ -991,22 +1049,18 @@ AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
 
 /* ---------- the finish hook ---------- */
 
+/* "a:<app>:<label>" (RunOrigin): the app and its period's start */
 static bool
 ParseOrigin(const char *origin, char **app, TimestampTz *start)
 {
 	const char *body = origin + strlen(COORD_ORIGIN_APP);
 	const char *colon = strrchr(body, ':');
-	struct pg_tm tm;
-	char		extra;
+	int64_t		t;
 
-	if (colon == NULL || colon == body)
-		return false;
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(colon + 1, "%4d-%2d-%2d-%2d%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			   &tm.tm_hour, &tm.tm_min, &extra) != 5)
+	if (colon == NULL || colon == body || !coord_period_parse_label(colon + 1, &t))
 		return false;
 	*app = pnstrdup(body, colon - body);
-	*start = TsFromTm(&tm);
+	*start = (TimestampTz) t;
 	return true;
 }
 
@@ -1036,16 +1090,16 @@ DependentRuns(void *arg)
 			continue;
 		if (d->deps[j].grain > d->grain)
 		{
-			from = PeriodTrunc(d->deps[j].grain, a->start);
-			to = PeriodNext(d->deps[j].grain, from);
-			from = PeriodCeil(d->grain, from);
+			from = AppPeriodTrunc(d, d->deps[j].grain, a->start);
+			to = AppPeriodNext(d, d->deps[j].grain, from);
+			from = AppPeriodCeil(d, d->grain, from);
 		}
 		else
 		{
-			from = PeriodTrunc(d->grain, a->start);
-			to = PeriodNext(d->grain, from);
+			from = AppPeriodTrunc(d, d->grain, a->start);
+			to = AppPeriodNext(d, d->grain, from);
 		}
-		for (p = from; p < to; p = PeriodNext(d->grain, p))
+		for (p = from; p < to; p = AppPeriodNext(d, d->grain, p))
 			(void) TryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
 	}
 }
@@ -1126,6 +1180,312 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 		graph_users--;
 	}
 	PG_END_TRY();
+}
+
+/* ---------- signals: external inputs ---------- */
+
+/*
+ * A dependency written "@name": "<grain>" is on the signal source name, not
+ * on an app (app names cannot hold '@').  coord.signal(name, t, payload)
+ * stores the row (name, t) of coord.app_signals once and, in the same
+ * transaction, runs the dependents' check-and-create exactly as the
+ * completion of an upstream run does (Dependents: DependentRuns, TryPeriod
+ * with the (D, P) lock kept to commit, CheckUpstreams); so two signals, or
+ * a signal and an upstream completion, that complete one period at once
+ * create its run once: the second to take (D, P) sees the first's commit.
+ * Lock order: the signal's row (its primary key entry), then the (D, P)
+ * locks as a completion takes them.  A transaction that signals several
+ * periods can deadlock with another signalling the same ones in another
+ * order; PostgreSQL's detector aborts one of them.
+ *
+ * Which signals period P of app D needs, for "@name" declared with grain g:
+ * the windows are those of an app upstream of grain g (CheckUpstreams), and
+ * each g-period of the window needs at least one signal whose period_start
+ * lies in it.  A signal source has no zone of its own either: its
+ * g-periods are D's, in D's zone (hourly signals under a daily app in
+ * America/Chicago: the 23, 24 or 25 real hours of that Chicago day, each
+ * needing a signal that starts inside it).  A signal source has no first
+ * period of its own: it counts
+ * from D's first period on (catchup_from, else D's first tick), so every
+ * g-period of the window counts; signals for periods before D's first one
+ * are kept but make no run.  The payloads of the window's signals go into
+ * the run's payload as an upstream's results do: "upstream": {"@name":
+ * [payload, ...]} in period_start order.
+ */
+static bool
+IsSignalDep(const char *dep)
+{
+	return dep[0] == '@';
+}
+
+/* A signal name has the syntax of other names (CoordNameArg). */
+static void
+CheckSignalName(const char *signal, const char *app)
+{
+	int			len = strlen(signal);
+	int			i;
+
+	for (i = 0; i < len; i++)
+	{
+		char		c = signal[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '_' || c == '-' || c == '.' || c == ':' || c == '/'))
+			break;
+	}
+	if (len == 0 || len > COORD_NAME_MAX || i < len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid signal name \"%s\" in the depends of app \"%s\"", signal, app),
+				 errdetail("A signal name has 1 to %d bytes: letters, digits and the characters _ - . : /.",
+						   COORD_NAME_MAX),
+				 errhint("Write a dependency on a signal as \"@name\": \"<period>\".")));
+}
+
+/*
+ * The payloads of signal's signals in [from, to), in period_start order, as
+ * a JSON array, within *budget (as UpstreamResults: over it, 0 and *budget
+ * negative).
+ */
+static Datum
+SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budget)
+{
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		args[3];
+	Datum	   *elems;
+	bool	   *enulls;
+	uint64		n,
+				r;
+	bool		isnull;
+
+	if (*budget < 0)
+		return (Datum) 0;
+	/* each payload costs 8 bytes and more: rows past budget / 8 cannot fit */
+	args[0] = CStringGetTextDatum(signal);
+	args[1] = TimestampTzGetDatum(from);
+	args[2] = TimestampTzGetDatum(to);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_payloads,
+											 "SELECT payload FROM coord.app_signals WHERE name OPERATOR(pg_catalog.=) $1 "
+											 "AND period_start OPERATOR(pg_catalog.>=) $2 "
+											 "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
+											 3, argtypes), args, NULL, false, *budget / 8 + 2),
+				  SPI_OK_SELECT, "reading signals");
+	n = SPI_processed;
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	enulls = palloc0(sizeof(bool) * Max(n, 1));
+	for (r = 0; r < n; r++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+		*budget -= (int64) toast_raw_datum_size(elems[r]) + 8;
+		if (*budget < 0)
+			return (Datum) 0;
+		elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
+	}
+	{
+		int			dims[1] = {(int) n};
+		int			lbs[1] = {1};
+		Oid			jargtypes[1] = {JSONBARRAYOID};
+		Datum		jargs[1];
+
+		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
+													  TYPALIGN_INT));
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
+												 "SELECT pg_catalog.to_jsonb($1)",
+												 1, jargtypes), jargs, NULL, false, 1),
+					  SPI_OK_SELECT, "reading signals");
+		return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
+								 false, -1);
+	}
+}
+
+/*
+ * CheckUpstreams for a dependency on a signal: UPSTREAM_DONE when each
+ * dep->grain period of the window has a signal; then *name and *result
+ * (when name is not NULL) get "@signal" and the window's payloads.
+ */
+static UpstreamState
+CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz end,
+			 Datum *name, Datum *result, int64 *budget)
+{
+	TimestampTz wstart,
+				wend,
+				s;
+	Datum	   *starts;
+	Datum	   *ends;
+	int			nstarts = 0,
+				cap = 64;
+	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		args[3];
+	bool		isnull;
+	int64		nmet;
+
+	/*
+	 * the window, as for an app upstream of this grain; the signal's periods
+	 * are d's, in d's zone (a signal source has no zone of its own)
+	 */
+	if (dep->grain > d->grain)
+	{
+		wstart = AppPeriodTrunc(d, dep->grain, start);
+		wend = AppPeriodNext(d, dep->grain, wstart);
+	}
+	else
+	{
+		wstart = start;
+		wend = end;
+	}
+	starts = palloc(sizeof(Datum) * cap);
+	ends = palloc(sizeof(Datum) * cap);
+	for (s = AppPeriodCeil(d, dep->grain, wstart); s < wend; s = AppPeriodNext(d, dep->grain, s))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (nstarts == cap)
+		{
+			cap *= 2;
+			starts = repalloc(starts, sizeof(Datum) * cap);
+			ends = repalloc(ends, sizeof(Datum) * cap);
+		}
+		starts[nstarts] = TimestampTzGetDatum(s);
+		ends[nstarts++] = TimestampTzGetDatum(AppPeriodNext(d, dep->grain, s));
+	}
+	if (nstarts == 0)
+		return UPSTREAM_MISSING;
+	args[0] = CStringGetTextDatum(dep->app + 1);
+	args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(ends, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	/* the periods of the window that have a signal */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_count,
+											 "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS w(s, e) "
+											 "WHERE EXISTS (SELECT 1 FROM coord.app_signals AS x "
+											 "WHERE x.name OPERATOR(pg_catalog.=) $1 "
+											 "AND x.period_start OPERATOR(pg_catalog.>=) w.s "
+											 "AND x.period_start OPERATOR(pg_catalog.<) w.e)",
+											 3, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading signals");
+	nmet = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (nmet != nstarts)
+		return UPSTREAM_PENDING;
+	if (name != NULL)
+	{
+		*name = CStringGetTextDatum(dep->app);
+		*result = SignalPayloads(dep->app + 1, DatumGetTimestampTz(starts[0]),
+								 DatumGetTimestampTz(ends[nstarts - 1]), budget);
+	}
+	return UPSTREAM_DONE;
+}
+
+/*
+ * DependentRuns for a signal at a->start: first, as an upstream run's
+ * start, the start of the signal's period in the dependent's zone, which
+ * places it in the windows (a week that begins in one month and ends in the
+ * next is the first month's).  Inside the subtransaction, so that an app
+ * whose zone is gone fails alone.
+ */
+static void
+SignalDependentRuns(void *arg)
+{
+	DependentArgs *a = (DependentArgs *) arg;
+	int			j;
+
+	for (j = 0; j < a->d->ndeps; j++)
+		if (strcmp(a->d->deps[j].app, a->upstream) == 0)
+			break;
+	Assert(j < a->d->ndeps);
+	a->start = AppPeriodTrunc(a->d, a->d->deps[j].grain, a->start);
+	DependentRuns(a);
+}
+
+/*
+ * Each dependent of "@signal", for a signal at t (inside SPI, as the
+ * owner): the runs of its periods that t may complete, each dependent
+ * isolated as for a completion.  The signal's period is the dependent's:
+ * an hourly signal under a daily app in America/Chicago counts in the
+ * Chicago day holding it.
+ */
+static void
+SignalDependents(AppGraph *g, const char *dep, TimestampTz t)
+{
+	int			i,
+				j;
+
+	for (i = 0; i < g->n; i++)
+	{
+		DependentArgs a;
+
+		for (j = 0; j < g->apps[i].ndeps; j++)
+			if (strcmp(g->apps[i].deps[j].app, dep) == 0)
+				break;
+		if (j == g->apps[i].ndeps)
+			continue;
+		a.g = g;
+		a.d = &g->apps[i];
+		a.upstream = dep;
+		a.start = t;
+		(void) AppIsolated(a.d->name, "a signal", SignalDependentRuns, &a);
+	}
+}
+
+/*
+ * coord.signal(name, period_start, payload): records the signal (false, and
+ * nothing changes, when (name, period_start) was signalled already) and
+ * creates the runs it completes, in this transaction.
+ */
+Datum
+coord_signal(PG_FUNCTION_ARGS)
+{
+	char	   *name = CoordNameArg(fcinfo, 0, "signal", false);
+	TimestampTz t;
+	Jsonb	   *payload;
+	char	   *who;
+	Oid			argtypes[4] = {TEXTOID, TIMESTAMPTZOID, JSONBOID, TEXTOID};
+	Datum		args[4];
+	CoordUserSwitch sw;
+	bool		inserted;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 1, "period_start");
+	CoordRequireArg(fcinfo, 2, "payload");
+	t = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("period_start must be a finite time")));
+	/* in the years of app periods (1 to 9999) */
+	(void) PeriodTrunc(G_YEARLY, t);
+	payload = PG_GETARG_JSONB_P(2);
+	CoordCheckSize("signal payload", VARSIZE(payload), COORD_RESULT_MAX_BYTES);
+	who = GetUserNameFromId(GetUserId(), false);
+
+	args[0] = CStringGetTextDatum(name);
+	args[1] = TimestampTzGetDatum(t);
+	args[2] = JsonbPGetDatum(payload);
+	args[3] = CStringGetTextDatum(who);
+	CoordSpiBegin(&sw);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_insert,
+											 "INSERT INTO coord.app_signals (name, period_start, payload, signalled_by) "
+											 "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+											 4, argtypes), args, NULL, false, 0),
+				  SPI_OK_INSERT, "signal");
+	inserted = (SPI_processed == 1);
+	if (inserted)
+	{
+		char	   *dep = psprintf("@%s", name);
+		AppGraph   *g = CachedGraph();
+
+		g->horizon_loaded = false;	/* the latest tick, as of now */
+		graph_users++;
+		PG_TRY();
+		{
+			SignalDependents(g, dep, t);
+		}
+		PG_FINALLY();
+		{
+			graph_users--;
+		}
+		PG_END_TRY();
+	}
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(inserted);
 }
 
 /* ---------- coord.tick's share ---------- */
@@ -1299,7 +1659,7 @@ RepairOrphan(void *arg)
 	OrphanArgs *a = (OrphanArgs *) arg;
 	AppDef	   *d = a->d;
 	TimestampTz start = a->start;
-	TimestampTz end = PeriodNext(d->grain, start);
+	TimestampTz end = AppPeriodNext(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
@@ -1425,7 +1785,7 @@ AppTick(void *arg)
 			 * no catchup_from: the app starts with the period of its first
 			 * tick
 			 */
-			d->first_period = PeriodTrunc(d->grain, now);
+			d->first_period = AppPeriodTrunc(d, d->grain, now);
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
@@ -1466,7 +1826,7 @@ AppTick(void *arg)
 				case RUN_UPSTREAM_MISSING:
 					break;
 			}
-			p = PeriodNext(d->grain, p);
+			p = AppPeriodNext(d, d->grain, p);
 			if (contiguous)
 			{
 				d->next_period = p;
@@ -1573,10 +1933,12 @@ ValidateGraph(AppGraph *g)
 
 		for (j = 0; j < d->ndeps; j++)
 		{
-			AppDef	   *u = FindApp(g, d->deps[j].app);
+			AppDef	   *u;
 
 			CHECK_FOR_INTERRUPTS();
-
+			if (IsSignalDep(d->deps[j].app))
+				continue;		/* checked by ParseDepends */
+			u = FindApp(g, d->deps[j].app);
 			if (u == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1606,9 +1968,37 @@ typedef struct AppDefinition
 								 * conf; the periods to store */
 	Jsonb	   *depends;		/* as given: stored as it is */
 	Interval   *timeout;		/* NULL: none */
+	Interval   *deadline;		/* NULL: none; stored only (alerts: future) */
 	bool		has_catchup;
 	TimestampTz catchup;		/* catchup_from, when has_catchup */
 } AppDefinition;
+
+/*
+ * A deadline is a positive span of finite length; like timeout, a month
+ * counts 30 days.  Only stored for now: the alerts that use it are future
+ * work (README, Apps).
+ */
+static Interval *
+CheckDeadline(Interval *span, const char *app)
+{
+	int64		days = (int64) span->month * DAYS_PER_MONTH + span->day;
+	int64		usec;
+
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &usec) ||
+		pg_add_s64_overflow(usec, span->time, &usec))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("deadline of app \"%s\" must be finite", app),
+				 errdetail("The value given was %s, longer than any span of timestamps.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(span))))));
+	if (usec <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("deadline of app \"%s\" must be positive", app),
+				 errdetail("The value given was %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(span))))));
+	return span;
+}
 
 /* The arguments but depends' items (before SPI). */
 static void
@@ -1624,6 +2014,7 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 2, "depends");
 	CoordRequireArg(fcinfo, 7, "conf");
+	CoordRequireArg(fcinfo, 8, "tz");
 	if (starts_s)
 	{
 		starts = GrainFromName(starts_s);
@@ -1657,6 +2048,10 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 					 errmsg("catchup_from must be a finite time")));
 	}
 
+	ad->def.zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(8)), &ad->def.tz);
+	if (!PG_ARGISNULL(9))
+		ad->deadline = CheckDeadline(PG_GETARG_INTERVAL_P(9), name);
+
 	ad->def.name = name;
 	ad->def.starts = starts;
 	ad->def.queue = queue;
@@ -1665,6 +2060,8 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	ad->def.has_timeout = (ad->timeout != NULL);
 	ad->def.first_null = ad->def.next_null = true;
 }
+
+static void CheckSignalName(const char *signal, const char *app);
 
 /* depends: an object of app names and periods (inside SPI) */
 static void
@@ -1714,6 +2111,8 @@ ParseDepends(AppDefinition *ad)
 					 errmsg("invalid period for the dependency of app \"%s\" on app \"%s\"", name, dep),
 					 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
 							   val ? val : "null")));
+		if (dep[0] == '@')
+			CheckSignalName(dep + 1, name);
 		if (strcmp(dep, name) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_RECURSION),
@@ -1750,8 +2149,8 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 	nd->grain = DerivedGrain(nd);
 
 	{
-		TimestampTz p = PeriodTrunc(nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
-		TimestampTz e = PeriodNext(nd->grain, p);
+		TimestampTz p = AppPeriodTrunc(nd, nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
+		TimestampTz e = AppPeriodNext(nd, nd->grain, p);
 
 		(void) RunPayload(nd, p, e, NULL, NULL, 0);
 	}
@@ -1780,19 +2179,58 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 	return exists;
 }
 
-/* The grain coord.app_defs holds for a stored app (locking its row). */
+/*
+ * The grain and zone name coord.app_defs holds for a stored app (locking
+ * its row), and whether it has runs.
+ */
 static Grain
-StoredGrain(const char *name)
+StoredGrain(const char *name, char **tz, bool *has_runs)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
+	bool		isnull;
 
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-											 "SELECT grain FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+											 "SELECT grain, tz, EXISTS (SELECT 1 FROM coord.app_runs AS r "
+											 "WHERE r.app OPERATOR(pg_catalog.=) a.name) "
+											 "FROM coord.app_defs AS a WHERE a.name OPERATOR(pg_catalog.=) $1 FOR UPDATE OF a",
 											 1, argtypes), args, NULL, false, 1),
 				  SPI_OK_SELECT, "define_app");
+	*tz = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	*has_runs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/*
+ * Whether the new definition's zone gives other periods than the stored
+ * one (a stored name no longer known counts as other); 55000 when it does
+ * and the app has runs: they are keyed by the old zone's periods, and
+ * periods of the new zone would overlap them.  The way to ask for it
+ * anyway is to drop the app (its runs go) and define it again: no
+ * argument makes define_app forget runs.
+ */
+static bool
+ZoneChanged(const AppDef *nd, const char *stored_tz, bool has_runs)
+{
+	pg_tz	   *old_zone;
+	char	   *old_name;
+
+	if (strcmp(stored_tz, nd->tz) == 0)
+		return false;
+	/* UTC and a zone that is UTC always (Etc/UTC) have the same periods */
+	if (CoordZoneLookup(stored_tz, &old_zone, &old_name) && old_zone == NULL && nd->zone == NULL)
+		return false;
+	if (has_runs)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot change the time zone of app \"%s\" from %s to %s because it has runs",
+						nd->name, stored_tz, nd->tz),
+				 errdetail("Its runs are for periods of %s; periods of %s have other boundaries.",
+						   stored_tz, nd->tz),
+				 errhint("To start over in %s, drop the app with coord.drop_app (its runs go with it) and define it again; "
+						 "catchup_from recreates earlier periods.", nd->tz)));
+	return true;
 }
 
 /* Inserts the definition, or updates the stored one when it differs. */
@@ -1800,9 +2238,10 @@ static void
 WriteDefinition(const AppDefinition *ad, bool exists)
 {
 	const AppDef *nd = &ad->def;
-	Oid			argtypes[11] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[11];
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[13] = {TEXTOID, TEXTOID, JSONBOID, INTERVALOID, TEXTOID, TEXTOID, TIMESTAMPTZOID, JSONBOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID,
+	TEXTOID, INTERVALOID};
+	Datum		args[13];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	args[0] = CStringGetTextDatum(nd->name);
 	args[1] = nd->starts ? CStringGetTextDatum(grain_names[nd->starts]) : (Datum) 0;
@@ -1821,6 +2260,9 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	args[9] = TimestampTzGetDatum(nd->next_period);
 	nulls[9] = nd->next_null ? 'n' : ' ';
 	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
+	args[11] = CStringGetTextDatum(nd->tz);
+	args[12] = ad->deadline ? IntervalPGetDatum(ad->deadline) : (Datum) 0;
+	nulls[12] = ad->deadline ? ' ' : 'n';
 
 	/*
 	 * An update writes only a definition that differs; the comparison is
@@ -1830,28 +2272,28 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	if (!exists)
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
 												 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
-												 "catchup_from, conf, first_period, next_period, grain) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-												 11, argtypes), args, nulls, false, 0),
+												 "catchup_from, conf, first_period, next_period, grain, tz, deadline) "
+												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+												 13, argtypes), args, nulls, false, 0),
 					  SPI_OK_INSERT, "define_app");
 	else
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_update_def,
 												 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
 												 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
-												 "grain = $11, "
+												 "grain = $11, tz = $12, deadline = $13, "
 												 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
 												 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
 												 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
-												 "a.catchup_from, a.conf, a.first_period, a.next_period) OPERATOR(pg_catalog.<>) "
+												 "a.catchup_from, a.conf, a.first_period, a.next_period, a.tz, a.deadline) OPERATOR(pg_catalog.<>) "
 												 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
-												 "$8, $9, $10)",
-												 11, argtypes), args, nulls, false, 0),
+												 "$8, $9, $10, $12, $13)",
+												 13, argtypes), args, nulls, false, 0),
 					  SPI_OK_UPDATE, "define_app");
 }
 
 /*
  * coord.define_app(name, starts, depends, timeout, host, queue, catchup_from,
- * conf): creates or replaces an app.  The same definition again changes
+ * conf, tz, deadline): creates or replaces an app.  The same definition again changes
  * nothing; a changed one applies to runs created from then on.  Parse,
  * validate (alone and in the graph), decide where runs start
  * (coord_app_periods, pure), write; under the definitions lock from the
@@ -1875,10 +2317,19 @@ coord_define_app(PG_FUNCTION_ARGS)
 
 	/* where runs start: catchup_from, else the first tick's period */
 	pin.exists = exists;
-	pin.stored_grain = exists ? StoredGrain(ad.def.name) : G_NONE;
+	pin.stored_grain = G_NONE;
+	pin.zone_changed = false;
+	if (exists)
+	{
+		char	   *stored_tz;
+		bool		has_runs;
+
+		pin.stored_grain = StoredGrain(ad.def.name, &stored_tz, &has_runs);
+		pin.zone_changed = ZoneChanged(&ad.def, stored_tz, has_runs);
+	}
 	pin.grain = ad.def.grain;
 	pin.has_catchup = ad.has_catchup;
-	pin.catchup_start = ad.has_catchup ? PeriodTrunc(ad.def.grain, ad.catchup) : 0;
+	pin.catchup_start = ad.has_catchup ? AppPeriodTrunc(&ad.def, ad.def.grain, ad.catchup) : 0;
 	periods = coord_app_periods(&pin);
 	ad.def.first_null = periods.first_null;
 	ad.def.first_period = periods.first_period;

@@ -2,7 +2,8 @@
  * apps_int.h
  *		What the files of the apps family share, and nothing outside the
  *		family includes: the graph of apps as apps.c reads it from
- *		coord.app_defs, and the period arithmetic (UTC).
+ *		coord.app_defs, and the period arithmetic (in an app's zone, or
+ *		UTC).
  *
  * apps.c owns the graph, the periods and the scheduling; apps_grid.c
  * (coord.grid) reads through these functions and writes nothing.  Every
@@ -46,6 +47,9 @@ typedef struct AppDef
 	AppDep	   *deps;			/* by name */
 	char	   *queue;
 	char	   *host;
+	char	   *tz;				/* the zone's name as stored */
+	pg_tz	   *zone;			/* NULL: UTC (or a zone that is UTC always) */
+	bool		zone_bad;		/* tz names no zone PostgreSQL knows now */
 	Datum		conf;
 	bool		has_timeout;
 	bool		first_null;
@@ -67,8 +71,10 @@ typedef struct AppGraph
 /* periods (apps.c) */
 extern Grain GrainFromName(const char *s);
 extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
-extern TimestampTz PeriodTrunc(Grain g, TimestampTz t);
-extern TimestampTz PeriodNext(Grain g, TimestampTz start);
+extern TimestampTz PeriodTrunc(Grain g, TimestampTz t); /* UTC */
+extern TimestampTz PeriodNext(Grain g, TimestampTz start);	/* UTC */
+extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t); /* d's zone */
+extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
 
 /* the graph (apps.c) */
 extern AppDef *FindApp(AppGraph *g, const char *name);

@@ -8,6 +8,9 @@
  *					keys they hash to, time arithmetic, parallel workers
  *	common_lock.c	lock-manager helpers: tags, taking locks with a
  *					timeout, the per-session cap, holds, who holds what
+ *	common_tz.c		time zones: tz names resolved against PostgreSQL's
+ *					database, where a zone's UTC offset changes (for
+ *					cron schedules and app periods)
  *	common_spi.c	running SQL as the extension owner: the catalog
  *					version check, the owner switch, CoordSpiBegin/End,
  *					saved plans, the SPI error style, subtransactions,

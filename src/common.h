@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  * common.h
  *		Helpers shared by every pg_coord concern: lock-tag namespaces,
- *		argument validation, path parsing and hashing, running SPI as the
- *		extension owner with saved plans.
+ *		argument validation, path parsing and hashing, time zones, running
+ *		SPI as the extension owner with saved plans.
  *-------------------------------------------------------------------------
  */
 #ifndef PG_COORD_COMMON_H
@@ -12,6 +12,7 @@
 
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "pgtime.h"
 #include "storage/lock.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
@@ -113,6 +114,20 @@ extern TimestampTz CoordTimeAdd(TimestampTz t, int64 usec, const char *what);
 
 /* First in every function that changes state or takes locks: 25000 in a parallel worker */
 extern void CoordNotInParallel(FunctionCallInfo fcinfo);
+
+/*
+ * Time zones (common_tz.c): a tz argument resolved (NULL for a zone that is
+ * UTC always; 22023 otherwise unknown, too long or with leap seconds), a
+ * stored name looked up without an error, and where a zone's UTC offset
+ * changes, as the callbacks of cron.c (seconds since 1970) and
+ * apps_periods.c (TimestampTz) want it; their arg is the pg_tz.
+ */
+extern pg_tz *CoordZoneArg(const char *name, char **canonical);
+extern bool CoordZoneLookup(const char *name, pg_tz **zone, char **canonical);
+extern bool CoordZoneNextChangeUnix(void *arg, int64_t t, int64_t *when,
+									int32_t * off_at_t, int32_t * off_after);
+extern bool CoordZoneNextChangeTs(void *arg, int64_t t, int64_t *when,
+								  int32_t * off_at_t, int32_t * off_after);
 
 /* Paths and name keys (common_args.c) */
 extern void CoordParsePath(text *path_text, CoordPath *out);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * cron.c
  *		Five-field cron expressions (minute hour day-of-month month
- *		day-of-week): parsing, and the next fire time in UTC.
+ *		day-of-week): parsing, and the next fire time in UTC or in the
+ *		local wall time of a time zone.
  *
  * Syntax.  Fields are separated by spaces or tabs, and blanks before the
  * first or after the last are ignored; expressions over COORD_CRON_MAX_LEN
@@ -32,6 +33,24 @@
  * ranges differ between platforms.  The search for the next fire time moves
  * a month at a time and finds a month's matching days with bit masks, so it
  * costs a few dozen operations per month and never steps through minutes.
+ *
+ * Zones.  coord_cron_next_tz matches the fields against local wall time,
+ * local = UTC + offset, where the zone's offset is a step function told by
+ * a callback (CoordCronZone): cron.c knows no time zone database.  The
+ * rule: a matching local time fires once, at the first instant the local
+ * clock reaches it or jumps past it.  So a time that a spring-forward
+ * skips fires at the change, the first instant after the gap (02:30 on a
+ * day that jumps from 02:00 to 03:00 fires at 03:00, once however many
+ * skipped times match), and a time that a fall-back repeats fires at its
+ * first occurrence only.  Between two changes (a span) local time runs
+ * with UTC, so the UTC search above, run on local seconds, finds a span's
+ * matches; the walk goes span by span keeping `reached`, the latest local
+ * second the clock has shown, and a span's candidates lie after it.  It
+ * starts a few days before `after` to know what the clock showed before
+ * (a fall-back repeats at most a day, in 1867 Alaska).  The first match
+ * after a bound only grows with the bound, so it is searched for again
+ * only when `reached` has passed it: one UTC search plus one callback per
+ * span crossed, a few per year of distance to the next fire time.
  *
  * Impossible expressions.  The calendar repeats every 400 years (146097
  * days, a whole number of weeks), so every (month, day, weekday) that can
@@ -710,6 +729,113 @@ coord_cron_next(const CoordCron *c, int64_t after)
 		d = 1;
 		hour = 0;
 		minute = 0;
+	}
+	return -1;
+}
+
+
+/* How far before `after` the zone search starts: longer than any fall-back. */
+#define CRON_ZONE_LOOKBACK	(3 * SECS_PER_DAY)
+
+/*
+ * Offset changes crossed per search at most: a guard against a zone callback
+ * that never gets anywhere, far above the few per year of real zones over
+ * the 40 years an expression may wait.
+ */
+#define CRON_ZONE_MAX_SPANS 100000
+
+/* One span of constant offset. */
+typedef struct CronSpan
+{
+	int64_t		start;			/* its first instant */
+	int64_t		end;			/* the next change, or INT64_MAX */
+	int32_t		off;			/* offset within, seconds east of UTC */
+} CronSpan;
+
+/*
+ * The span that begins at `start`: the zone's offset there, and its next
+ * change; a change not after `start` (a broken callback) counts as none, so
+ * the walk always moves forward.
+ */
+static void
+cron_zone_span(const CoordCronZone *zone, int64_t start, CronSpan *s)
+{
+	int64_t		when = INT64_MAX;
+	int32_t		off = 0;
+	int32_t		next_off = 0;
+
+	if (!zone->next_change(zone->arg, start, &when, &off, &next_off) || when <= start)
+		when = INT64_MAX;
+	s->start = start;
+	s->off = off;
+	s->end = when;
+}
+
+/*
+ * The first match strictly after local time lo, remembered: the answer for
+ * a larger bound is the same while it is still above that bound.
+ */
+typedef struct CronMatchCache
+{
+	bool		valid;
+	int64_t		lo;
+	int64_t		next;
+} CronMatchCache;
+
+static int64_t
+cron_match_after(const CoordCron *c, int64_t lo, CronMatchCache *k)
+{
+	if (k->valid && lo >= k->lo && (k->next == -1 || k->next > lo))
+		return k->next;
+	k->valid = true;
+	k->lo = lo;
+	k->next = coord_cron_next(c, lo);
+	return k->next;
+}
+
+/* coord_cron_next_tz: see cron.h and "Zones" above. */
+int64_t
+coord_cron_next_tz(const CoordCron *c, int64_t after, const CoordCronZone *zone)
+{
+	CronSpan	s;
+	CronMatchCache cache = {false, 0, -1};
+	int64_t		reached;		/* the latest local second reached so far */
+	int64_t		next;
+	int			i;
+
+	if (zone == NULL)
+		return coord_cron_next(c, after);
+	if (c == NULL || after < CRON_MIN_AFTER || after > CRON_MAX_AFTER)
+		return -1;
+	if (!cron_can_fire(c))
+		return -1;
+
+	/* walk from a few days back to the span that holds `after` */
+	cron_zone_span(zone, after - CRON_ZONE_LOOKBACK, &s);
+	reached = s.start + s.off;
+	for (i = 0; s.end <= after && i < CRON_ZONE_MAX_SPANS; i++)
+	{
+		if (s.end - 1 + s.off > reached)
+			reached = s.end - 1 + s.off;
+		cron_zone_span(zone, s.end, &s);
+	}
+	if (after + s.off > reached)
+		reached = after + s.off;
+
+	for (i = 0; i < CRON_ZONE_MAX_SPANS; i++)
+	{
+		/* the first local time after `reached` that matches */
+		next = cron_match_after(c, reached, &cache);
+		if (next == -1)
+			return -1;
+		/* it was skipped by the clock jumping forward: it fires at the change */
+		if (next < s.start + s.off)
+			return s.start;
+		if (next - s.off < s.end)
+			return next - s.off;
+		if (s.end - 1 + s.off > reached)
+			reached = s.end - 1 + s.off;
+		cron_zone_span(zone, s.end, &s);
 	}
 	return -1;
 }

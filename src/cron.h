@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * cron.h
- *		Five-field cron expressions: parsing, and the next fire time in UTC.
+ *		Five-field cron expressions: parsing, and the next fire time in UTC
+ *		or in the local wall time of a time zone.
  *
  * Plain C99 with no PostgreSQL headers and no allocation, so that the
  * extension and the standalone harness in test/cron link the same code.
@@ -47,5 +48,33 @@ extern bool coord_cron_parse(const char *expr, CoordCron *out,
  * when `after` lies outside years 1..9999.
  */
 extern int64_t coord_cron_next(const CoordCron *c, int64_t after);
+
+/*
+ * A time zone as coord_cron_next_tz sees it: its UTC offset as a function
+ * of time, told one change at a time (the extension feeds it PostgreSQL's
+ * time zone database, the harness a table).  next_change sets *off_at_t to
+ * the offset in effect at instant t (seconds east of UTC) and returns
+ * whether the offset changes after t; if so, *when is the first change
+ * strictly after t and *off_after the offset from *when on.  A change that
+ * keeps the offset (only the abbreviation changes) may be reported.
+ */
+typedef struct CoordCronZone
+{
+	bool		(*next_change) (void *arg, int64_t t, int64_t *when,
+								int32_t * off_at_t, int32_t * off_after);
+	void	   *arg;
+} CoordCronZone;
+
+/*
+ * As coord_cron_next, but the fields match local wall time in `zone`
+ * (NULL: UTC): a matching local time fires once, at the first instant the
+ * local clock reaches it or jumps past it.  So a local time that a
+ * spring-forward skips fires at the change itself, the first instant after
+ * the gap, and one that a fall-back repeats fires at its first occurrence
+ * only.  Results are UTC seconds, at second 0 of a local minute or at a
+ * change; -1 as for coord_cron_next.
+ */
+extern int64_t coord_cron_next_tz(const CoordCron *c, int64_t after,
+								  const CoordCronZone *zone);
 
 #endif							/* PG_COORD_CRON_H */

@@ -29,6 +29,15 @@
  * (if the schedule still exists) follows the new definition.  The delete
  * re-checks "claimed" after waiting for a concurrent claim's row lock.
  *
+ * Time zones.  A cron schedule's fields match local wall time in its zone
+ * (column tz, PostgreSQL's time zone database, resolved by CoordZoneArg in
+ * common_tz.c as apps' zones are): cron.c does the search on wall-clock
+ * fields and asks CoordZoneNextChangeUnix, a thin layer over
+ * pg_next_dst_boundary, where the UTC offset changes.  Every
+ * slot (first, after a redefinition, after a finish, a tick's repair) goes
+ * through CronNext with the stored zone.  An `every` schedule is absolute
+ * time, so a zone other than UTC is refused for it rather than ignored.
+ *
  * Hostile definitions.  coord.schedule refuses a definition whose second
  * run would be outside the timestamptz range, and every slot is computed
  * with SlotAdd (22008 rather than a time PostgreSQL cannot read back).  The
@@ -44,6 +53,7 @@
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
+#include "pgtime.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
@@ -82,6 +92,8 @@ typedef struct ScheduleDef
 	int64		every_us;		/* 0 for a cron schedule */
 	char	   *cron;
 	CoordCron	parsed;
+	char	   *tz;				/* zone name as stored (canonical) */
+	pg_tz	   *zone;			/* NULL: UTC */
 	Datum		payload;
 	TimestampTz starts_at;
 	bool		fixed_rate;
@@ -109,17 +121,21 @@ ParseCron(const char *expr, CoordCron *out)
 
 /* The first fire time strictly after `after`, or DT_NOEND when there is none. */
 static TimestampTz
-CronNext(const CoordCron *c, TimestampTz after)
+CronNext(const CoordCron *c, const pg_tz *zone, TimestampTz after)
 {
 	int64		secs;
 	int64		next;
+	CoordCronZone z;
 
 	/* floor division: times before 1970 are negative */
 	secs = after / USECS_PER_SEC;
 	if (after % USECS_PER_SEC < 0)
 		secs--;
-	next = coord_cron_next(c, secs + UNIX_EPOCH_OFFSET_SECS);
-	if (next < 0)
+	z.next_change = CoordZoneNextChangeUnix;
+	z.arg = unconstify(pg_tz *, zone);
+	next = coord_cron_next_tz(c, secs + UNIX_EPOCH_OFFSET_SECS, zone ? &z : NULL);
+	/* -1 is "never"; other times before 1970 are negative too */
+	if (next == -1)
 		return DT_NOEND;
 	return (next - UNIX_EPOCH_OFFSET_SECS) * USECS_PER_SEC;
 }
@@ -153,7 +169,7 @@ FirstSlot(const ScheduleDef *d, TimestampTz now)
 		/* fixed rate: the latest grid slot not after now, due at once */
 		return d->starts_at + ((now - d->starts_at) / d->every_us) * d->every_us;
 	}
-	return CronNext(&d->parsed, from - 1);
+	return CronNext(&d->parsed, d->zone, from - 1);
 }
 
 /*
@@ -169,7 +185,7 @@ RedefinedSlot(const ScheduleDef *d, TimestampTz now)
 	if (d->last_null)
 		return FirstSlot(d, now);
 	if (d->cron != NULL)
-		return CronNext(&d->parsed, Max(d->last_run_at, Max(d->starts_at, now) - 1));
+		return CronNext(&d->parsed, d->zone, Max(d->last_run_at, Max(d->starts_at, now) - 1));
 	if (!d->fixed_rate)
 		return Max(SlotAdd(d, d->last_run_at, d->every_us), d->starts_at);
 	if (d->last_run_at < d->starts_at)
@@ -208,8 +224,8 @@ NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)
 		int			guard = 0;
 
 		if (!d->fixed_rate)
-			return CronNext(&d->parsed, Max(finished, slot));
-		next = CronNext(&d->parsed, slot);
+			return CronNext(&d->parsed, d->zone, Max(finished, slot));
+		next = CronNext(&d->parsed, d->zone, slot);
 		if (next > finished)
 			return next;
 		/* collapse the missed slots into one run for the latest of them */
@@ -217,7 +233,7 @@ NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)
 		{
 			CHECK_FOR_INTERRUPTS();
 			latest = next;
-			next = CronNext(&d->parsed, next);
+			next = CronNext(&d->parsed, d->zone, next);
 		}
 		return latest;
 	}
@@ -240,7 +256,7 @@ GetSchedule(const char *name, ScheduleDef *d)
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get,
 											 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
-											 "next_run_at, id, last_run_at FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
+											 "next_run_at, id, last_run_at, tz FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
 											 "FOR NO KEY UPDATE",
 											 1, argtypes), args, NULL, false, 1),
 				  SPI_OK_SELECT, "reading a schedule");
@@ -266,6 +282,7 @@ GetSchedule(const char *name, ScheduleDef *d)
 	v = SPI_getbinval(row, desc, 11, &isnull);
 	d->last_null = isnull;
 	d->last_run_at = isnull ? 0 : DatumGetTimestampTz(v);
+	d->zone = CoordZoneArg(SPI_getvalue(row, desc, 12), &d->tz);
 	return true;
 }
 
@@ -411,7 +428,7 @@ ScheduleFinished(const char *origin, int64 job_id, const char *state, TimestampT
 
 /*
  * coord.schedule(name, queue, every, cron, payload, starts_at, fixed_rate,
- * host) returns the schedule's id.  Calling it again with the same
+ * host, tz) returns the schedule's id.  Calling it again with the same
  * definition changes nothing (deploy scripts may run it on every start).
  */
 Datum
@@ -421,9 +438,10 @@ coord_schedule(PG_FUNCTION_ARGS)
 	char	   *queue = CoordNameArg(fcinfo, 1, "queue", false);
 	char	   *host = CoordNameArg(fcinfo, 7, "host", true);
 	ScheduleDef d;
-	Oid			argtypes[8] = {TEXTOID, TEXTOID, INTERVALOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, BOOLOID, TEXTOID};
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[9] = {TEXTOID, TEXTOID, INTERVALOID, TEXTOID, JSONBOID, TIMESTAMPTZOID, BOOLOID, TEXTOID,
+	TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	CoordUserSwitch sw;
 	TimestampTz now = GetCurrentTransactionStartTimestamp();
 	int64		id;
@@ -438,6 +456,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 				 errhint("Pass every => interval '10 seconds', or cron => '*/5 * * * *'.")));
 	CoordRequireArg(fcinfo, 4, "payload");
 	CoordRequireArg(fcinfo, 6, "fixed_rate");
+	CoordRequireArg(fcinfo, 8, "tz");
 	memset(&d, 0, sizeof(d));
 	d.name = name;
 	d.queue = queue;
@@ -457,6 +476,14 @@ coord_schedule(PG_FUNCTION_ARGS)
 		d.cron = text_to_cstring(PG_GETARG_TEXT_PP(3));
 		ParseCron(d.cron, &d.parsed);
 	}
+	d.zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(8)), &d.tz);
+	if (d.cron == NULL && d.zone != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tz applies only to cron schedules"),
+				 errdetail("A schedule with every runs at fixed intervals of absolute time, whatever the zone."),
+				 errhint("Leave tz out, or use cron => ... with tz => '%s' to run at local wall-clock times.",
+						 d.tz)));
 	if (PG_ARGISNULL(5))
 		d.starts_at = now;
 	else
@@ -488,6 +515,7 @@ coord_schedule(PG_FUNCTION_ARGS)
 	args[6] = BoolGetDatum(d.fixed_rate);
 	args[7] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	nulls[7] = host ? ' ' : 'n';
+	args[8] = CStringGetTextDatum(d.tz);
 
 	CoordSpiBegin(&sw);
 
@@ -498,19 +526,19 @@ coord_schedule(PG_FUNCTION_ARGS)
 	 */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
 											 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
-											 "starts_at, fixed_rate, host) "
-											 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8) "
+											 "starts_at, fixed_rate, host, tz) "
+											 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8, $9) "
 											 "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
 											 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
 											 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
-											 "host = EXCLUDED.host, updated_at = pg_catalog.now() "
+											 "host = EXCLUDED.host, tz = EXCLUDED.tz, updated_at = pg_catalog.now() "
 											 "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
-											 "s.fixed_rate, s.host) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
+											 "s.fixed_rate, s.host, s.tz) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
 											 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
-											 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host) "
+											 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host, EXCLUDED.tz) "
 											 "OR s.last_error IS NOT NULL "
 											 "RETURNING id",
-											 8, argtypes), args, nulls, false, 0),
+											 9, argtypes), args, nulls, false, 0),
 				  SPI_OK_INSERT_RETURNING, "schedule");
 	changed = (SPI_processed == 1);
 	if (changed)
@@ -563,23 +591,30 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(found);
 }
 
-/* coord.cron_next(expr, after): the first fire time of expr after `after`, NULL if never */
+/*
+ * coord.cron_next(expr, after, tz): the first fire time of expr after
+ * `after` in tz's wall time, NULL if never
+ */
 Datum
 coord_cron_next_sql(PG_FUNCTION_ARGS)
 {
 	CoordCron	c;
 	TimestampTz after;
 	TimestampTz next;
+	pg_tz	   *zone;
+	char	   *tzname;
 
 	CoordRequireArg(fcinfo, 0, "cron");
 	CoordRequireArg(fcinfo, 1, "after");
+	CoordRequireArg(fcinfo, 2, "tz");
 	ParseCron(text_to_cstring(PG_GETARG_TEXT_PP(0)), &c);
+	zone = CoordZoneArg(text_to_cstring(PG_GETARG_TEXT_PP(2)), &tzname);
 	after = PG_GETARG_TIMESTAMPTZ(1);
 	if (TIMESTAMP_NOT_FINITE(after))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("after must be a finite time")));
-	next = CronNext(&c, after);
+	next = CronNext(&c, zone, after);
 	if (next == DT_NOEND)
 		PG_RETURN_NULL();
 	PG_RETURN_TIMESTAMPTZ(next);

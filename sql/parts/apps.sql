@@ -16,7 +16,9 @@ CREATE TABLE coord.app_defs (
     next_period  timestamptz,
     last_error   text,
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
-    updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now()
+    updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    tz           text NOT NULL DEFAULT 'UTC',
+    deadline     interval
 );
 COMMENT ON TABLE coord.app_defs IS
   'Apps: period length, dependencies, timeout, host and queue of each; see coord.define_app';
@@ -28,6 +30,10 @@ COMMENT ON COLUMN coord.app_defs.next_period IS
   'Periods before this one all have a run (or never will); coord.tick creates and repairs from here';
 COMMENT ON COLUMN coord.app_defs.last_error IS
   'Why the last tick, or the last completion of an upstream run, could not create or time out this app''s runs; NULL after a tick that could';
+COMMENT ON COLUMN coord.app_defs.tz IS
+  'Time zone whose local calendar periods the app runs for (PostgreSQL''s name for it); UTC by default';
+COMMENT ON COLUMN coord.app_defs.deadline IS
+  'How long after its period ends a run may be unfinished before it is late; stored only (alerts are future work)';
 REVOKE ALL ON coord.app_defs FROM PUBLIC;
 
 CREATE TABLE coord.app_runs (
@@ -48,7 +54,7 @@ CREATE TABLE coord.app_runs (
     PRIMARY KEY (app, period_start)
 );
 COMMENT ON TABLE coord.app_runs IS
-  'One row per (app, period) that has a run, created once: live while its job (origin a:<app>:<YYYY-MM-DD-HH24MI>) is, then done, dead or cancelled';
+  'One row per (app, period) that has a run, created once: live while its job (origin a:<app>:<YYYY-MM-DD-HH24MI>, with the UTC offset after it in a zone other than UTC) is, then done, dead or cancelled';
 COMMENT ON COLUMN coord.app_runs.claim_token IS 'The claim of the run''s job that a tick last saw (runs with a timeout)';
 COMMENT ON COLUMN coord.app_runs.claim_seen_at IS 'The tick time at which that claim was first seen';
 REVOKE ALL ON coord.app_runs FROM PUBLIC;
@@ -59,11 +65,12 @@ COMMENT ON INDEX coord.app_runs_live IS 'Unfinished runs: timeouts, catch-up lim
 CREATE FUNCTION coord.define_app(name text, starts text DEFAULT NULL, depends jsonb DEFAULT '{}',
                                  timeout interval DEFAULT NULL, host text DEFAULT NULL,
                                  queue text DEFAULT 'apps', catchup_from timestamptz DEFAULT NULL,
-                                 conf jsonb DEFAULT '{}')
+                                 conf jsonb DEFAULT '{}', tz text DEFAULT 'UTC',
+                                 deadline interval DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'coord_define_app'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb) IS
-  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly period (UTC), created when the period starts or when the runs it depends on are done';
+COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) IS
+  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly local period of tz (a local day has 23, 24 or 25 hours), created when the period starts or when the runs it depends on are done; deadline is stored (its alerts are future work); changing tz of an app with runs is refused';
 
 CREATE FUNCTION coord.drop_app(name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_app'

@@ -163,3 +163,8 @@ GRANT EXECUTE ON FUNCTION coord.set_limit(text, integer, integer, interval, inte
   coord.drop_limit(text, boolean), coord.pause(text, timestamptz, text), coord.resume(text, text)
   TO coord_admin;
 GRANT EXECUTE ON FUNCTION coord.next_due(text), coord.job_snoozes(bigint) TO coord_worker, coord_monitor;
+-- Signals (external inputs of apps): coord_admin only.  An outside system
+-- that reports its inputs gets EXECUTE on coord.signal alone, granted to
+-- its own role (SECURITY.md), not a coord_* role; coord.signals reaches
+-- coord_monitor through the loop above, without payload.
+GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;

@@ -17,6 +17,7 @@ CREATE TABLE coord.schedule_defs (
     last_error   text,
     created_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
     updated_at   timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    tz           text NOT NULL DEFAULT 'UTC',
     CHECK ((every IS NULL) OPERATOR(pg_catalog.<>) (cron IS NULL))
 );
 COMMENT ON TABLE coord.schedule_defs IS
@@ -27,6 +28,8 @@ COMMENT ON COLUMN coord.schedule_defs.last_run_at IS 'When the last instance fin
 COMMENT ON COLUMN coord.schedule_defs.last_state IS 'How the last instance finished: done, dead or cancelled';
 COMMENT ON COLUMN coord.schedule_defs.last_error IS
   'Why the last tick could not repair the schedule, or (with next_run_at NULL) why it stopped after an instance finished; NULL once an instance is put on';
+COMMENT ON COLUMN coord.schedule_defs.tz IS
+  'Time zone whose wall time the cron fields match (PostgreSQL''s name for it); UTC for every schedules';
 REVOKE ALL ON coord.schedule_defs FROM PUBLIC;
 COMMENT ON SEQUENCE coord.schedule_defs_id_seq IS 'Schedule ids';
 
@@ -43,11 +46,12 @@ INSERT INTO coord.tick_state DEFAULT VALUES;
 
 CREATE FUNCTION coord.schedule(name text, queue text, every interval DEFAULT NULL, cron text DEFAULT NULL,
                                payload jsonb DEFAULT '{}', starts_at timestamptz DEFAULT NULL,
-                               fixed_rate boolean DEFAULT false, host text DEFAULT NULL)
+                               fixed_rate boolean DEFAULT false, host text DEFAULT NULL,
+                               tz text DEFAULT 'UTC')
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_schedule'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text) IS
-  'Creates or replaces a recurring event (every interval, or a 5-field cron expression in UTC); at most one instance is outstanding';
+COMMENT ON FUNCTION coord.schedule(text, text, interval, text, jsonb, timestamptz, boolean, text, text) IS
+  'Creates or replaces a recurring event (every interval of absolute time, or a 5-field cron expression in the wall time of tz); at most one instance is outstanding';
 
 CREATE FUNCTION coord.unschedule(name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_unschedule'
@@ -55,11 +59,11 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.unschedule(text) IS
   'Drops a schedule and its unclaimed instance; a running instance finishes and is not followed';
 
-CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.now())
+CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.now(), tz text DEFAULT 'UTC')
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_cron_next_sql'
 LANGUAGE C STABLE PARALLEL SAFE;
-COMMENT ON FUNCTION coord.cron_next(text, timestamptz) IS
-  'The first fire time (UTC) of a 5-field cron expression strictly after after; NULL if it never fires';
+COMMENT ON FUNCTION coord.cron_next(text, timestamptz, text) IS
+  'The first fire time of a 5-field cron expression strictly after after, its fields matching the wall time of tz (a skipped time fires at the end of the gap, a repeated one at its first occurrence); NULL if it never fires';
 
 CREATE FUNCTION coord.tick(now timestamptz DEFAULT pg_catalog.now())
 RETURNS integer AS 'MODULE_PATHNAME', 'coord_tick'
@@ -77,7 +81,7 @@ CREATE VIEW coord.schedules AS
 SELECT s.name, s.queue, s.every, s.cron, s.fixed_rate, s.next_run_at, s.last_run_at, s.last_state,
        COALESCE(j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), false)
          OR COALESCE(coord.job_claimed(j.id), false) AS running,
-       j.id AS job_id, s.payload, s.host, s.starts_at, s.last_error
+       j.id AS job_id, s.payload, s.host, s.starts_at, s.last_error, s.tz
   FROM coord.schedule_defs AS s
   LEFT JOIN coord.job AS j
     ON j.origin OPERATOR(pg_catalog.=) ('s:' OPERATOR(pg_catalog.||) s.name);

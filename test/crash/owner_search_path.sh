@@ -159,18 +159,21 @@ SELECT coord.define_app($$h-up$$, starts => $$hourly$$, catchup_from => $$2026-0
 SELECT coord.tick($$2026-01-01 03:00Z$$);
 SELECT coord.complete(id, token, $${"r": 1}$$) FROM coord.claim($$apps$$, 5);
 SELECT coord.tick($$2026-01-01 04:00Z$$);
+SELECT coord.define_app($$h-sig$$, depends => $${"@h-feed": "hourly", "h-up": "hourly"}$$, catchup_from => $$2026-01-01$$);
+SELECT coord.signal($$h-feed$$, $$2026-01-01 00:00Z$$, $${"f": 1}$$), coord.signal($$h-feed$$, $$2026-01-01 00:00Z$$);
 SELECT coord.fail(id, token, $$bad$$) FROM coord.claim($$apps$$, 5);
 SELECT coord.tick();
 SELECT coord.cancel(id) FROM coord.jobs WHERE queue OPERATOR(pg_catalog.=) $$w$$;
 SELECT coord.retry(id) FROM coord.jobs WHERE queue OPERATOR(pg_catalog.=) $$deadq$$;
 SELECT coord.purge_jobs($$0 seconds$$), coord.purge_requests($$0 seconds$$), coord.purge_lock_names();
-SELECT coord.unschedule($$h-s$$), coord.drop_app($$h-down$$), coord.drop_app($$h-up$$);
+SELECT coord.unschedule($$h-s$$), coord.drop_app($$h-sig$$), coord.drop_app($$h-down$$), coord.drop_app($$h-up$$);
 '
 calls_monitor='
 SELECT pg_catalog.count(*) FROM coord.jobs; SELECT pg_catalog.count(*) FROM coord.queue_stats;
 SELECT pg_catalog.count(*) FROM coord.locks; SELECT pg_catalog.count(*) FROM coord.requests;
 SELECT pg_catalog.count(*) FROM coord.schedules; SELECT pg_catalog.count(*) FROM coord.runs;
 SELECT pg_catalog.count(*) FROM coord.grid($$2026-01-01$$, $$2026-01-02$$);
+SELECT pg_catalog.count(*) FROM coord.signals;
 SELECT coord.job_state(1), coord.request_state($$@R@-h-key$$), coord.cron_next($$0 * * * *$$, pg_catalog.now());
 '
 calls_admin="$calls_admin$calls_monitor"

@@ -2,7 +2,8 @@
  * cron_test.c
  *		Standalone tests of src/cron.c: a table of expressions with expected
  *		next fire times or error messages, checks of the edges of the API,
- *		and a randomized comparison with a brute-force reference.
+ *		and a randomized comparison with a brute-force reference; the same
+ *		for time zones (coord_cron_next_tz), with zones given as tables.
  *
  * The harness has its own calendar (year-by-year loops, nothing shared with
  * cron.c), so a wrong days-from-civil cannot agree with itself.  Run it
@@ -890,6 +891,440 @@ run_random(int rounds)
 	return compared;
 }
 
+/* ---- Time zones: coord_cron_next_tz with zones given as tables. ---- */
+
+/*
+ * A fake zone: its offset before the first change, and each change's
+ * instant and new offset (seconds east of UTC).  The real zones' tables
+ * cover 2026, where the table rows lie; their expected values were checked
+ * against Python's zoneinfo and PostgreSQL's AT TIME ZONE.
+ */
+typedef struct FakeZone
+{
+	const char *name;
+	int32_t		initial;
+	int			nchanges;
+	const char *when[8];
+	int32_t		off[8];
+} FakeZone;
+
+#define Z_CHICAGO	0
+#define Z_BERLIN	1
+#define Z_LORD_HOWE 2
+#define Z_KOLKATA	3
+#define Z_APIA		4
+#define Z_ABBR		5
+#define Z_LMT		6
+#define Z_SYNTH		7
+
+static FakeZone fake_zones[] = {
+	{"America/Chicago 2026", -6 * 3600, 2,
+	{"2026-03-08T08:00:00Z", "2026-11-01T07:00:00Z"}, {-5 * 3600, -6 * 3600}},
+	{"Europe/Berlin 2026", 3600, 2,
+	{"2026-03-29T01:00:00Z", "2026-10-25T01:00:00Z"}, {7200, 3600}},
+	/* 30-minute shifts */
+	{"Australia/Lord_Howe 2026", 11 * 3600, 2,
+	{"2026-04-04T15:00:00Z", "2026-10-03T15:30:00Z"}, {10 * 3600 + 1800, 11 * 3600}},
+	{"Asia/Kolkata", 5 * 3600 + 1800, 0, {NULL}, {0}},
+	/* a whole day skipped (Pacific/Apia 2011), and a made-up day repeated */
+	{"Apia-like", -10 * 3600, 2,
+	{"2011-12-30T10:00:00Z", "2012-06-01T00:00:00Z"}, {14 * 3600, -10 * 3600}},
+	/* a change of abbreviation only */
+	{"abbreviation change", 3600, 1, {"2026-06-01T00:00:00Z"}, {3600}},
+
+	/* local mean time (America/Chicago until 1883): not whole minutes */
+	{"Chicago LMT", -21036, 1, {"1883-11-18T18:00:00Z"}, {-6 * 3600}},
+	/* filled in by run_tz_random */
+	{"synthetic", 0, 0, {NULL}, {0}},
+};
+
+/* The synthetic zone has more changes than the fixed table allows. */
+#define SYNTH_CHANGES 40
+static int64_t synth_when[SYNTH_CHANGES];
+static int32_t synth_off[SYNTH_CHANGES];
+
+static int64_t
+fake_when(const FakeZone *z, int i)
+{
+	int64_t		t = 0;
+
+	if (z == &fake_zones[Z_SYNTH])
+		return synth_when[i];
+	if (!ref_parse_iso(z->when[i], &t))
+		fail(z->name, "bad change time in the zone table");
+	return t;
+}
+
+static int32_t
+fake_off(const FakeZone *z, int i)
+{
+	return z == &fake_zones[Z_SYNTH] ? synth_off[i] : z->off[i];
+}
+
+static int	fake_calls = 0;
+
+/* CoordCronZone.next_change over a FakeZone, by a plain scan. */
+static bool
+fake_next_change(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
+{
+	const FakeZone *z = (const FakeZone *) arg;
+	int32_t		off = z->initial;
+	int			i;
+
+	fake_calls++;
+	for (i = 0; i < z->nchanges; i++)
+	{
+		int64_t		w = fake_when(z, i);
+
+		if (w > t)
+		{
+			*off_at_t = off;
+			*when = w;
+			*off_after = fake_off(z, i);
+			return true;
+		}
+		off = fake_off(z, i);
+	}
+	*off_at_t = off;
+	return false;
+}
+
+/* The offset in effect at t. */
+static int32_t
+fake_offset_at(const FakeZone *z, int64_t t)
+{
+	int64_t		w;
+	int32_t		off;
+	int32_t		next;
+
+	fake_next_change((void *) z, t, &w, &off, &next);
+	return off;
+}
+
+typedef struct TzCase
+{
+	int			zone;
+	const char *expr;
+	const char *after;
+	const char *next;
+} TzCase;
+
+#define TZ(z, e, a, n)	{z, e, a, n}
+
+static const TzCase tz_cases[] = {
+	/*
+	 * America/Chicago: 2026-03-08 02:00 CST -> 03:00 CDT (08:00Z); 2026-11-01
+	 * 02:00 CDT -> 01:00 CST (07:00Z)
+	 */
+	TZ(Z_CHICAGO, "30 2 * * *", "2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
+	TZ(Z_CHICAGO, "30 2 * * *", "2026-03-08T08:00:00Z", "2026-03-09T07:30:00Z"),
+	TZ(Z_CHICAGO, "0 2 * * *", "2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
+	TZ(Z_CHICAGO, "0 3 * * *", "2026-03-07T12:00:00Z", "2026-03-08T08:00:00Z"),
+	TZ(Z_CHICAGO, "59 1 * * *", "2026-03-07T12:00:00Z", "2026-03-08T07:59:00Z"),
+	TZ(Z_CHICAGO, "*/15 * * * *", "2026-03-08T07:45:00Z", "2026-03-08T08:00:00Z"),
+	TZ(Z_CHICAGO, "*/15 * * * *", "2026-03-08T08:00:00Z", "2026-03-08T08:15:00Z"),
+	TZ(Z_CHICAGO, "0 0 * * *", "2026-03-07T12:00:00Z", "2026-03-08T06:00:00Z"),
+	TZ(Z_CHICAGO, "0 0 * * *", "2026-03-08T06:00:00Z", "2026-03-09T05:00:00Z"),
+	TZ(Z_CHICAGO, "0 9 * * 1", "2026-03-06T00:00:00Z", "2026-03-09T14:00:00Z"),
+	TZ(Z_CHICAGO, "0 1 * * *", "2026-10-31T12:00:00Z", "2026-11-01T06:00:00Z"),
+	TZ(Z_CHICAGO, "30 1 * * *", "2026-11-01T06:30:00Z", "2026-11-02T07:30:00Z"),
+	TZ(Z_CHICAGO, "45 1 * * *", "2026-11-01T06:50:00Z", "2026-11-02T07:45:00Z"),
+	TZ(Z_CHICAGO, "55 1 * * *", "2026-11-01T06:50:00Z", "2026-11-01T06:55:00Z"),
+	TZ(Z_CHICAGO, "*/30 * * * *", "2026-11-01T06:30:00Z", "2026-11-01T08:00:00Z"),
+	TZ(Z_CHICAGO, "0 * * * *", "2026-11-01T06:00:00Z", "2026-11-01T08:00:00Z"),
+	TZ(Z_CHICAGO, "0 2 * * *", "2026-10-31T12:00:00Z", "2026-11-01T08:00:00Z"),
+	TZ(Z_CHICAGO, "0 0 * * *", "2026-11-01T05:00:00Z", "2026-11-02T06:00:00Z"),
+	TZ(Z_CHICAGO, "0 0 1 * *", "2026-10-15T00:00:00Z", "2026-11-01T05:00:00Z"),
+
+	/*
+	 * Europe/Berlin: 2026-03-29 02:00 CET -> 03:00 CEST (01:00Z); 2026-10-25
+	 * 03:00 CEST -> 02:00 CET (01:00Z)
+	 */
+	TZ(Z_BERLIN, "30 2 * * *", "2026-03-28T12:00:00Z", "2026-03-29T01:00:00Z"),
+	TZ(Z_BERLIN, "30 2 * * *", "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"),
+	TZ(Z_BERLIN, "0 3 * * *", "2026-03-28T12:00:00Z", "2026-03-29T01:00:00Z"),
+	TZ(Z_BERLIN, "30 2 * * *", "2026-10-24T12:00:00Z", "2026-10-25T00:30:00Z"),
+	TZ(Z_BERLIN, "30 2 * * *", "2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"),
+	TZ(Z_BERLIN, "0 3 * * *", "2026-10-24T12:00:00Z", "2026-10-25T02:00:00Z"),
+	TZ(Z_BERLIN, "0 * * * *", "2026-10-25T00:00:00Z", "2026-10-25T02:00:00Z"),
+	TZ(Z_BERLIN, "0 6 * * 0", "2026-03-27T00:00:00Z", "2026-03-29T04:00:00Z"),
+
+	/*
+	 * Australia/Lord_Howe: 2026-04-05 02:00 +11 -> 01:30 +10:30
+	 * (2026-04-04T15:00Z); 2026-10-04 02:00 +10:30 -> 02:30 +11
+	 * (2026-10-03T15:30Z)
+	 */
+	TZ(Z_LORD_HOWE, "15 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
+	TZ(Z_LORD_HOWE, "0 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
+	TZ(Z_LORD_HOWE, "30 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:30:00Z"),
+	TZ(Z_LORD_HOWE, "45 2 * * *", "2026-10-03T12:00:00Z", "2026-10-03T15:45:00Z"),
+	TZ(Z_LORD_HOWE, "15 2 * * *", "2026-10-03T15:30:00Z", "2026-10-04T15:15:00Z"),
+	TZ(Z_LORD_HOWE, "45 1 * * *", "2026-04-04T12:00:00Z", "2026-04-04T14:45:00Z"),
+	TZ(Z_LORD_HOWE, "45 1 * * *", "2026-04-04T14:45:00Z", "2026-04-05T15:15:00Z"),
+	TZ(Z_LORD_HOWE, "*/10 * * * *", "2026-04-04T14:50:00Z", "2026-04-04T15:30:00Z"),
+	TZ(Z_LORD_HOWE, "0 2 * * *", "2026-04-04T12:00:00Z", "2026-04-04T15:30:00Z"),
+	TZ(Z_LORD_HOWE, "0 0 * * *", "2026-04-04T12:00:00Z", "2026-04-04T13:00:00Z"),
+	TZ(Z_LORD_HOWE, "0 0 * * *", "2026-04-04T13:00:00Z", "2026-04-05T13:30:00Z"),
+	/* Asia/Kolkata: +05:30, no changes since 1945 */
+	TZ(Z_KOLKATA, "0 9 * * *", "2026-01-01T00:00:00Z", "2026-01-01T03:30:00Z"),
+	TZ(Z_KOLKATA, "0 0 * * *", "2026-03-01T18:30:00Z", "2026-03-02T18:30:00Z"),
+	TZ(Z_KOLKATA, "30 23 31 12 *", "2026-06-01T00:00:00Z", "2026-12-31T18:00:00Z"),
+	TZ(Z_KOLKATA, "0 0 1 1 *", "2026-06-01T00:00:00Z", "2026-12-31T18:30:00Z"),
+	TZ(Z_KOLKATA, "15 * * * *", "2026-01-01T00:00:00Z", "2026-01-01T00:45:00Z"),
+	TZ(Z_KOLKATA, "0 9 * * 1", "2026-11-01T00:00:00Z", "2026-11-02T03:30:00Z"),
+
+	/*
+	 * fake zones of the harness only (values checked against PostgreSQL's
+	 * real zones where they exist)
+	 */
+	TZ(Z_APIA, "0 12 30 12 *", "2011-12-29T00:00:00Z", "2011-12-30T10:00:00Z"),
+	TZ(Z_APIA, "0 0 * * *", "2011-12-29T12:00:00Z", "2011-12-30T10:00:00Z"),
+	TZ(Z_APIA, "0 0 * * *", "2011-12-30T10:00:00Z", "2011-12-31T10:00:00Z"),
+	TZ(Z_APIA, "0 12 * * *", "2012-05-31T23:00:00Z", "2012-06-02T22:00:00Z"),
+	TZ(Z_APIA, "0 12 * * *", "2012-06-01T20:00:00Z", "2012-06-02T22:00:00Z"),
+	TZ(Z_APIA, "0 16 * * *", "2012-05-31T23:00:00Z", "2012-06-02T02:00:00Z"),
+	TZ(Z_APIA, "0 13 * * *", "2012-05-31T22:30:00Z", "2012-05-31T23:00:00Z"),
+	TZ(Z_ABBR, "0 1 * * *", "2026-05-31T12:00:00Z", "2026-06-01T00:00:00Z"),
+	TZ(Z_ABBR, "0 1 * * *", "2026-06-01T00:00:00Z", "2026-06-02T00:00:00Z"),
+	TZ(Z_LMT, "0 0 * * *", "1800-01-01T12:00:00Z", "1800-01-02T05:50:36Z"),
+	TZ(Z_LMT, "5 12 * * *", "1883-11-18T17:00:00Z", "1883-11-18T17:55:36Z"),
+	TZ(Z_LMT, "5 12 * * *", "1883-11-18T17:55:36Z", "1883-11-19T18:05:00Z"),
+	TZ(Z_LMT, "15 12 * * *", "1883-11-18T17:55:36Z", "1883-11-18T18:15:00Z"),
+};
+
+static void
+run_tz_case(const TzCase *tc)
+{
+	CoordCron	c;
+	CoordCronZone zone;
+	int64_t		after;
+	int64_t		want;
+	int64_t		got;
+	char		what[300];
+	char		detail[300];
+	char		gotbuf[64];
+
+	snprintf(what, sizeof(what), "\"%s\" in %s after %s", tc->expr,
+			 fake_zones[tc->zone].name, tc->after);
+	checks++;
+	if (!coord_cron_parse(tc->expr, &c, NULL, 0) ||
+		!ref_parse_iso(tc->after, &after) || !ref_parse_iso(tc->next, &want))
+	{
+		fail(what, "bad row");
+		return;
+	}
+	zone.next_change = fake_next_change;
+	zone.arg = &fake_zones[tc->zone];
+	got = coord_cron_next_tz(&c, after, &zone);
+	if (got != want)
+	{
+		ref_format(got, gotbuf, sizeof(gotbuf));
+		snprintf(detail, sizeof(detail), "got %s, expected %s", gotbuf, tc->next);
+		fail(what, detail);
+	}
+}
+
+static void
+run_tz_api_checks(void)
+{
+	CoordCron	c;
+	CoordCronZone zone;
+	int64_t		t;
+	int64_t		t2;
+
+	zone.next_change = fake_next_change;
+	zone.arg = &fake_zones[Z_KOLKATA];
+	coord_cron_parse("0 0 30 2 *", &c, NULL, 0);
+	check(coord_cron_next_tz(&c, 0, &zone) == -1, "tz: 30 February never fires");
+	check(coord_cron_next_tz(NULL, 0, &zone) == -1, "tz: next of NULL is -1");
+	coord_cron_parse("0 0 * * *", &c, NULL, 0);
+	check(coord_cron_next_tz(&c, INT64_MAX, &zone) == -1 &&
+		  coord_cron_next_tz(&c, INT64_MIN, &zone) == -1, "tz: after out of range is -1");
+	check(ref_parse_iso("2026-07-01T12:00:00Z", &t) &&
+		  coord_cron_next_tz(&c, t, NULL) == coord_cron_next(&c, t),
+		  "tz: a NULL zone is UTC");
+	/* before 1970: negative times are fire times, not "never" */
+	check(ref_parse_iso("1900-01-01T12:00:00Z", &t) && ref_parse_iso("1900-01-01T18:30:00Z", &t2) &&
+		  coord_cron_next_tz(&c, t, &zone) == t2, "tz: a fire time before 1970");
+	/* a year-long walk through a zone with two changes costs a few calls */
+	zone.arg = &fake_zones[Z_CHICAGO];
+	coord_cron_parse("0 0 1 1 *", &c, NULL, 0);
+	fake_calls = 0;
+	check(ref_parse_iso("2026-01-01T12:00:00Z", &t) && ref_parse_iso("2027-01-01T06:00:00Z", &t2) &&
+		  coord_cron_next_tz(&c, t, &zone) == t2 && fake_calls <= 6,
+		  "tz: crossing two changes asks the zone a few times");
+}
+
+/*
+ * The reference: minute by minute in UTC (the synthetic zone's offsets and
+ * changes are whole minutes), with the rule read literally: a matching
+ * local minute fires at the first instant the local clock reaches or jumps
+ * past it, i.e. at u when it lies after everything the clock showed before
+ * u and not after what it shows at u.  The clock's history starts a week
+ * back.  Gives up after `limit` minutes (-2).
+ */
+static bool
+ref_local_matches(const RefCron *rc, int64_t local)
+{
+	RefTime		r;
+
+	ref_split(local, &r);
+	return rc->month[r.m] && ref_day_matches(rc, &r) && rc->hour[r.hh] && rc->min[r.mi];
+}
+
+static int64_t
+ref_next_tz(const RefCron *rc, const FakeZone *z, int64_t after, long limit)
+{
+	int64_t		first = after - ((after % 60) + 60) % 60 + 60;
+	int64_t		u = first - 7 * 86400;
+	int64_t		shown = u - 60 + fake_offset_at(z, u - 60);
+	long		n;
+
+	for (n = 0; n < limit; u += 60)
+	{
+		int64_t		before = u - 1 + fake_offset_at(z, u - 1);
+		int64_t		now = u + fake_offset_at(z, u);
+		int64_t		l;
+
+		if (before > shown)
+			shown = before;
+		if (u >= first)
+		{
+			/* minute-aligned local times in (shown, now] */
+			for (l = shown - ((shown % 60) + 60) % 60 + 60; l <= now; l += 60)
+				if (ref_local_matches(rc, l))
+					return u;
+			n++;
+		}
+		if (now > shown)
+			shown = now;
+	}
+	return -2;
+}
+
+/* A zone with changes every few hours to days, of many sizes, both ways. */
+static void
+make_synth_zone(void)
+{
+	static const int32_t shifts[] = {3600, 1800, 2700, 7200, 86400, 900, 3600};
+	int64_t		t = ref_days(2030, 1, 1) * 86400;
+	int32_t		off = 0;
+	int			i;
+
+	for (i = 0; i < SYNTH_CHANGES; i++)
+	{
+		int32_t		shift = shifts[(i / 2) % (int) (sizeof(shifts) / sizeof(shifts[0]))];
+
+		t += (int64_t) rng_int(6 * 60, 5 * 24 * 60) * 60;
+		off += (i % 2 == 0) ? shift : -shift;
+		synth_when[i] = t;
+		synth_off[i] = off;
+	}
+	fake_zones[Z_SYNTH].initial = 0;
+	fake_zones[Z_SYNTH].nchanges = SYNTH_CHANGES;
+}
+
+static int
+run_tz_random(int rounds)
+{
+	const FakeZone *z = &fake_zones[Z_SYNTH];
+	CoordCronZone zone;
+	int			compared = 0;
+	int			i;
+
+	make_synth_zone();
+	zone.next_change = fake_next_change;
+	zone.arg = (void *) z;
+	for (i = 0; i < rounds; i++)
+	{
+		RefCron		rc;
+		CoordCron	c;
+		char		fields[5][128];
+		char		expr[700];
+		bool		dummy;
+		int64_t		after;
+		int			k;
+		const long	limit = 8 * 1440;
+
+		memset(&rc, 0, sizeof(rc));
+		gen_field(fields[0], sizeof(fields[0]), 0, rc.min, &dummy);
+		gen_field(fields[1], sizeof(fields[1]), 1, rc.hour, &dummy);
+		/* day fields mostly '*', so that most fire within the scan */
+		if (rng_int(0, 3) == 0)
+			gen_field(fields[2], sizeof(fields[2]), 2, rc.mday, &rc.mday_star);
+		else
+		{
+			strcpy(fields[2], "*");
+			for (k = 1; k <= 31; k++)
+				rc.mday[k] = true;
+			rc.mday_star = true;
+		}
+		strcpy(fields[3], "*");
+		for (k = 1; k <= 12; k++)
+			rc.month[k] = true;
+		if (rng_int(0, 3) == 0)
+			gen_field(fields[4], sizeof(fields[4]), 4, rc.wday, &rc.wday_star);
+		else
+		{
+			strcpy(fields[4], "*");
+			for (k = 0; k < 7; k++)
+				rc.wday[k] = true;
+			rc.wday_star = true;
+		}
+		snprintf(expr, sizeof(expr), "%s %s %s %s %s",
+				 fields[0], fields[1], fields[2], fields[3], fields[4]);
+		checks++;
+		if (!coord_cron_parse(expr, &c, NULL, 0))
+		{
+			fail(expr, "does not parse");
+			continue;
+		}
+		/* near a change, or anywhere in the zone's stretch */
+		k = rng_int(0, SYNTH_CHANGES - 1);
+		after = (rng_int(0, 1) == 0) ?
+			synth_when[k] + rng_int(-3 * 3600, 3 * 3600) :
+			synth_when[0] + (int64_t) (rng() % (uint64_t) (synth_when[SYNTH_CHANGES - 1] - synth_when[0]));
+		if (rng_int(0, 3) == 0)
+			after -= after % 60;
+
+		for (k = 0; k < 6; k++)
+		{
+			int64_t		want = ref_next_tz(&rc, z, after, limit);
+			int64_t		got = coord_cron_next_tz(&c, after, &zone);
+			char		a[64],
+						g[64],
+						w[64],
+						detail[300];
+
+			if (want == -2)
+			{
+				/* the reference gave up: the answer must lie beyond its scan */
+				checks++;
+				if (got != -1 && got <= after + limit * 60 - 60)
+				{
+					ref_format(after, a, sizeof(a));
+					ref_format(got, g, sizeof(g));
+					snprintf(detail, sizeof(detail), "after %s: got %s, reference: none within its scan", a, g);
+					fail(expr, detail);
+				}
+				break;
+			}
+			compared++;
+			if (got != want)
+			{
+				ref_format(after, a, sizeof(a));
+				ref_format(got, g, sizeof(g));
+				ref_format(want, w, sizeof(w));
+				snprintf(detail, sizeof(detail), "after %s: got %s, reference %s", a, g, w);
+				fail(expr, detail);
+				break;
+			}
+			after = got;
+		}
+	}
+	return compared;
+}
+
 /* ---- Speed: worst cases must stay in microseconds. ---- */
 
 static void
@@ -946,6 +1381,20 @@ main(void)
 		   ncases, nok, ncases - nok, fixed - ncases);
 	printf("%d random expressions, %d fire times compared with the reference\n",
 		   checks - fixed, compared);
+	{
+		int			ntz = (int) (sizeof(tz_cases) / sizeof(tz_cases[0]));
+		int			before = checks;
+		int			tz_compared;
+
+		for (i = 0; i < ntz; i++)
+			run_tz_case(&tz_cases[i]);
+		run_tz_api_checks();
+		fixed += checks - before;
+		before = checks;
+		tz_compared = run_tz_random(1500);
+		printf("time zones: %d table rows, %d random expressions in a zone of %d changes, %d fire times compared with the reference\n",
+			   ntz, checks - before, SYNTH_CHANGES, tz_compared);
+	}
 
 	if (failures > 0)
 	{

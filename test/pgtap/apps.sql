@@ -12,7 +12,8 @@ SELECT plan(91);
 
 -- surface
 SELECT function_returns('coord', 'define_app',
-       ARRAY['text', 'text', 'jsonb', 'interval', 'text', 'text', 'timestamp with time zone', 'jsonb'], 'void');
+       ARRAY['text', 'text', 'jsonb', 'interval', 'text', 'text', 'timestamp with time zone', 'jsonb', 'text', 'interval'],
+       'void');
 SELECT function_returns('coord', 'drop_app', ARRAY['text'], 'boolean');
 SELECT function_returns('coord', 'grid', ARRAY['timestamp with time zone', 'timestamp with time zone', 'text[]'], 'setof text');
 SELECT has_view('coord', 'runs', 'view coord.runs');

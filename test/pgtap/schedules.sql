@@ -13,17 +13,17 @@ SELECT plan(102);
 
 -- surface
 SELECT function_returns('coord', 'schedule',
-       ARRAY['text', 'text', 'interval', 'text', 'jsonb', 'timestamp with time zone', 'boolean', 'text'], 'bigint');
+       ARRAY['text', 'text', 'interval', 'text', 'jsonb', 'timestamp with time zone', 'boolean', 'text', 'text'], 'bigint');
 SELECT function_returns('coord', 'unschedule', ARRAY['text'], 'boolean');
-SELECT function_returns('coord', 'cron_next', ARRAY['text', 'timestamp with time zone'], 'timestamp with time zone');
+SELECT function_returns('coord', 'cron_next', ARRAY['text', 'timestamp with time zone', 'text'], 'timestamp with time zone');
 SELECT function_returns('coord', 'tick', ARRAY['timestamp with time zone'], 'integer');
 SELECT function_returns('coord', 'cron_install', ARRAY['text'], 'bigint');
 SELECT has_view('coord', 'schedules', 'view coord.schedules');
 SELECT columns_are('coord', 'schedules', ARRAY['name', 'queue', 'every', 'cron', 'fixed_rate', 'next_run_at',
-       'last_run_at', 'last_state', 'running', 'job_id', 'payload', 'host', 'starts_at', 'last_error']);
-SELECT volatility_is('coord', 'cron_next', ARRAY['text', 'timestamp with time zone'], 'stable');
+       'last_run_at', 'last_state', 'running', 'job_id', 'payload', 'host', 'starts_at', 'last_error', 'tz']);
+SELECT volatility_is('coord', 'cron_next', ARRAY['text', 'timestamp with time zone', 'text'], 'stable');
 SELECT volatility_is('coord', 'schedule',
-       ARRAY['text', 'text', 'interval', 'text', 'jsonb', 'timestamp with time zone', 'boolean', 'text'], 'volatile');
+       ARRAY['text', 'text', 'interval', 'text', 'jsonb', 'timestamp with time zone', 'boolean', 'text', 'text'], 'volatile');
 SELECT is((SELECT string_agg(proname || ':' || proparallel::text, ' ' ORDER BY proname) FROM pg_proc
             WHERE pronamespace = 'coord'::regnamespace
               AND proname IN ('schedule', 'unschedule', 'cron_next', 'tick', 'cron_install')),

@@ -26,7 +26,7 @@ import sys
 
 # family -> the object names (without .o) that belong to it
 FAMILIES = {
-    "common":    r"common\w*",          # infrastructure: SPI, owner switch, locks, args
+    "common":    r"common\w*",          # infrastructure: SPI, owner switch, locks, args, time zones (common_tz)
     "cron":      r"cron",               # the cron parser (also built alone by test/cron)
     "locks":     r"locks\w*",
     "requests":  r"requests\w*",
