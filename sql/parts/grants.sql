@@ -151,3 +151,6 @@ GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), co
 -- reach coord_monitor through the loop above).
 GRANT EXECUTE ON FUNCTION coord.acquire_permit(text, integer, interval, boolean) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.release_permit(text) TO coord_worker;
+-- Reruns (issue 18): coord_admin only, like define_app; the history rows
+-- reach coord_monitor through coord.runs (granted by the loop above).
+GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) TO coord_admin;
