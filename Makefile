@@ -25,6 +25,7 @@ OBJS = \
 	src/apps.o \
 	src/apps_grid.o \
 	src/apps_periods.o \
+	src/apps_rerun.o \
 	src/election.o \
 	src/leases.o \
 	src/partitions_assign.o \
@@ -42,6 +43,7 @@ SQL_FRAGMENTS = \
 	sql/parts/jobs_views.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
+	sql/parts/apps_rerun.sql \
 	sql/parts/election.sql \
 	sql/parts/leases.sql \
 	sql/parts/partitions.sql \

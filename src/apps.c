@@ -105,10 +105,6 @@
 #include "apps_periods.h"
 #include "jobs.h"
 
-/* The most unfinished runs a tick lets a time-driven app have (catch-up). */
-#define APP_MAX_LIVE_RUNS	24
-/* Periods a tick looks at per app, creating or repairing. */
-#define APP_TICK_STEPS		200
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
 
@@ -1751,6 +1747,7 @@ CoordAppsTick(TimestampTz now)
 		a.d = &g.apps[i];
 		a.now = now;
 		a.done = 0;
+		done += CoordAppsRerunTick(&g, a.d);	/* apps_rerun.c: reset periods */
 		if (AppIsolated(a.d->name, "coord.tick", AppTick, &a))
 		{
 			done += a.done;
@@ -2394,6 +2391,54 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	}
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
+}
+
+/* ---------- for apps_rerun.c (coord.rerun and the tick's reset periods) ---------- */
+
+/*
+ * TryPeriod for a period coord.rerun reset: with upstream checks when the
+ * app has dependencies, under the period's lock (kept when it created the
+ * run).
+ */
+AppRerunOutcome
+AppRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start)
+{
+	switch (TryPeriod(g, d, start, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
+	{
+		case RUN_CREATED:
+			return RERUN_CREATED;
+		case RUN_EXISTS:
+			return RERUN_EXISTS;
+		case RUN_NOT_DUE:
+		case RUN_WAITING:
+			return RERUN_WAITING;
+		case RUN_UPSTREAM_FAILED:
+		case RUN_UPSTREAM_MISSING:
+			break;
+	}
+	return RERUN_NEVER;
+}
+
+/* The check-and-create lock of (app, start), to the end of the transaction. */
+void
+AppRerunLockPeriod(const char *app, TimestampTz start)
+{
+	LOCKTAG		tag;
+
+	PeriodTag(&tag, app, start);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+void
+AppRerunLockDefinitions(void)
+{
+	LockDefinitions();
+}
+
+bool
+AppRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
+{
+	return AppIsolated(app, what, fn, arg);
 }
 
 void

@@ -366,7 +366,7 @@ coord_grid(PG_FUNCTION_ARGS)
 	/* the runs */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
 											 "SELECT app, period_start, period_end, state FROM coord.runs "
-											 "WHERE ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
+											 "WHERE current AND ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
 											 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
 											 3, argtypes), args, nulls, false, 0),
 				  SPI_OK_SELECT, "grid");

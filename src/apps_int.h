@@ -20,6 +20,7 @@
 #include "utils/timestamp.h"
 
 #include "apps_periods.h"		/* Grain */
+#include "common.h"				/* CoordIsolatedFn */
 
 /*
  * Not exported from the library: these names are the family's own, and a
@@ -79,6 +80,26 @@ extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
 /* the graph (apps.c) */
 extern AppDef *FindApp(AppGraph *g, const char *name);
 extern void LoadApps(AppGraph *g, int extra);
+
+/* The most unfinished runs a tick lets an app have (catch-up, reruns). */
+#define APP_MAX_LIVE_RUNS	24
+/* Periods a tick looks at per app, creating or repairing. */
+#define APP_TICK_STEPS		200
+
+/* reruns (apps_rerun.c; the hooks it uses are in apps.c) */
+typedef enum AppRerunOutcome
+{
+	RERUN_CREATED,				/* this call created the run */
+	RERUN_EXISTS,				/* the period has its run */
+	RERUN_WAITING,				/* upstreams not done yet, or not due */
+	RERUN_NEVER					/* an upstream failed or is missing */
+} AppRerunOutcome;
+
+extern AppRerunOutcome AppRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start);
+extern void AppRerunLockPeriod(const char *app, TimestampTz start);
+extern void AppRerunLockDefinitions(void);
+extern bool AppRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
+extern int64 CoordAppsRerunTick(AppGraph *g, AppDef *d);
 
 #ifdef __GNUC__
 #pragma GCC visibility pop

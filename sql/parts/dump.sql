@@ -22,3 +22,5 @@ SELECT pg_catalog.pg_extension_config_dump('coord.app_runs', '');
 -- running claims (sessions and leases of the old cluster) are not.
 SELECT pg_catalog.pg_extension_config_dump('coord.job_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.job_pause', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.app_run_history', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.app_reruns', '');

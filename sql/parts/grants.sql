@@ -168,3 +168,6 @@ GRANT EXECUTE ON FUNCTION coord.next_due(text), coord.job_snoozes(bigint) TO coo
 -- its own role (SECURITY.md), not a coord_* role; coord.signals reaches
 -- coord_monitor through the loop above, without payload.
 GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;
+-- Reruns (issue 18): coord_admin only, like define_app; the history rows
+-- reach coord_monitor through coord.runs (granted by the loop above).
+GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) TO coord_admin;

@@ -18,7 +18,7 @@ SELECT function_returns('coord', 'drop_app', ARRAY['text'], 'boolean');
 SELECT function_returns('coord', 'grid', ARRAY['timestamp with time zone', 'timestamp with time zone', 'text[]'], 'setof text');
 SELECT has_view('coord', 'runs', 'view coord.runs');
 SELECT columns_are('coord', 'runs', ARRAY['app', 'period_start', 'period_end', 'host', 'state', 'attempts', 'job_id',
-       'created_at', 'finished_at', 'result', 'queue', 'last_error', 'app_error']);
+       'created_at', 'finished_at', 'result', 'queue', 'last_error', 'app_error', 'attempt_no', 'current']);
 SELECT is((SELECT string_agg(proname || ':' || provolatile::text || proparallel::text, ' ' ORDER BY proname) FROM pg_proc
             WHERE pronamespace = 'coord'::regnamespace AND proname IN ('define_app', 'drop_app', 'grid')),
           'define_app:vu drop_app:vu grid:vu', 'define_app, drop_app and grid are volatile and parallel unsafe');
