@@ -23,6 +23,7 @@ OBJS = \
 	src/apps.o \
 	src/apps_grid.o \
 	src/apps_periods.o \
+	src/apps_alerts.o \
 	src/election.o \
 	src/leases.o \
 	src/partitions_assign.o \

@@ -18,3 +18,4 @@ SELECT pg_catalog.pg_extension_config_dump('coord.request_keys', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.schedule_defs', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_defs', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');
