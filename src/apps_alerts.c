@@ -30,6 +30,17 @@
  * an aborted (sub)transaction, so a listener hears of an alert exactly when
  * it becomes visible.  Clearing notifies nobody.
  *
+ * A deadline raised as its run finishes: the tick locks the live runs it
+ * raises alerts for (FOR UPDATE, re-checked on the latest row version), and
+ * a finishing transaction updates the run's row before it clears its
+ * alerts.  So either the run finished first and the tick skips it, or the
+ * tick commits its alert first and the finisher, which waited for the row,
+ * clears it with a fresh snapshot.  SKIP LOCKED: a run whose row is locked
+ * is being finished (or given a job) right now; waiting for it could close
+ * a cycle with the (app, period) locks a finisher takes for its dependents
+ * while the tick holds some, and the next tick raises it if it is still
+ * late.
+ *
  * Retention: cleared alerts older than coord.job_history_retention (before
  * the tick's now) go with each tick, as the runs' jobs go from the history;
  * open ones stay until their run finishes; drop_app deletes an app's
@@ -96,7 +107,7 @@ AppAlertsTick(TimestampTz now)
 											 "AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
 											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
 											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start "
-											 "LIMIT " CppAsString2(ALERTS_PER_TICK) " "
+											 "LIMIT " CppAsString2(ALERTS_PER_TICK) " FOR UPDATE OF r SKIP LOCKED "
 											 "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
 											 "RETURNING app, period_start, kind) "
 											 ALERT_NOTIFY,
