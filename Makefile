@@ -26,6 +26,7 @@ OBJS = \
 	src/apps_grid.o \
 	src/apps_periods.o \
 	src/apps_rerun.o \
+	src/apps_alerts.o \
 	src/election.o \
 	src/leases.o \
 	src/partitions_assign.o \

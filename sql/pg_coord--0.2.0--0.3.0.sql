@@ -826,3 +826,46 @@ GRANT SELECT ON coord.runs TO coord_admin;
 GRANT SELECT (attempt_no, current) ON coord.runs TO coord_monitor;
 SELECT pg_catalog.pg_extension_config_dump('coord.app_run_history', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_reruns', '');
+-- ---------- apps' alerts: deadlines, dead runs, timeouts (issue 18; sql/parts/apps.sql) ----------
+-- New objects only; the comments of the deadline column and of define_app
+-- say what deadline does now.
+
+CREATE TABLE coord.app_alerts (
+    app          text NOT NULL,
+    period_start timestamptz NOT NULL,
+    kind         text NOT NULL
+                 CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['deadline', 'dead', 'timeout'])),
+    raised_at    timestamptz NOT NULL,
+    cleared_at   timestamptz,
+    detail       text NOT NULL,
+    events       integer NOT NULL DEFAULT 1,
+    PRIMARY KEY (app, period_start, kind, raised_at)
+);
+COMMENT ON TABLE coord.app_alerts IS
+  'Alerts of app runs: deadline (unfinished that long after its period ended), dead (died after its last attempt), timeout (its claim revoked by its timeout); open until cleared_at';
+COMMENT ON COLUMN coord.app_alerts.raised_at IS
+  'The now of the coord.tick that raised it (deadline, timeout), or when the run died (dead)';
+COMMENT ON COLUMN coord.app_alerts.cleared_at IS
+  'When the run finished (deadline, timeout: done, dead or cancelled; dead: done after a retry or a rerun); NULL while open';
+COMMENT ON COLUMN coord.app_alerts.events IS
+  'How many times it happened while open (timeouts of the same run)';
+REVOKE ALL ON coord.app_alerts FROM PUBLIC;
+CREATE UNIQUE INDEX app_alerts_open ON coord.app_alerts (app, period_start, kind)
+  WHERE cleared_at IS NULL;
+COMMENT ON INDEX coord.app_alerts_open IS 'At most one open alert of each kind per run, whatever the number of ticks';
+CREATE INDEX app_alerts_cleared ON coord.app_alerts (cleared_at)
+  WHERE cleared_at IS NOT NULL;
+COMMENT ON INDEX coord.app_alerts_cleared IS 'Retention of cleared alerts (coord.job_history_retention, by coord.tick)';
+
+CREATE VIEW coord.alerts AS
+SELECT a.app, a.period_start, a.kind, a.raised_at, a.cleared_at, a.detail, a.events
+  FROM coord.app_alerts AS a;
+COMMENT ON VIEW coord.alerts IS
+  'Alerts of app runs (deadline, dead, timeout), open while cleared_at is NULL; a NOTIFY on "coord:alerts" (payload {"app", "period_start", "kind"}) at the commit that raises one';
+COMMENT ON COLUMN coord.app_defs.deadline IS
+  'How long after its period ends a run may be unfinished before it is late: coord.tick then raises a deadline alert (coord.alerts)';
+COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, timestamptz, jsonb, text, interval) IS
+  'Creates or replaces an app: runs per hourly/daily/weekly/monthly/yearly local period of tz (a local day has 23, 24 or 25 hours), created when the period starts or when the runs it depends on are done; a run unfinished deadline after its period ends raises an alert (coord.alerts); changing tz of an app with runs is refused';
+GRANT SELECT ON coord.alerts TO coord_admin;
+GRANT SELECT ON coord.alerts TO coord_monitor;
+SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');

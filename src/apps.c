@@ -68,6 +68,11 @@
  * the claim the tick saw is revoked: CoordRevokeJob re-checks its token
  * under the row lock, so a claim taken since then is left alone.
  *
+ * Alerts (apps_alerts.c).  The tick raises deadline alerts after its
+ * other work, TimeOutRun timeout alerts, the finish hook clears a run's
+ * alerts and raises dead ones, and drop_app deletes an app's: one call
+ * each into apps_alerts.c, in the caller's transaction.
+ *
  * Isolation.  define_app refuses what could not make a valid run (a conf
  * too large for a payload, a timeout or first period out of range).  What
  * is stored may still fail (defined by an older version): each app's share
@@ -1152,9 +1157,11 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 											 "AND state OPERATOR(pg_catalog.<>) 'done'",
 											 5, argtypes), args, nulls, false, 0),
 				  SPI_OK_UPDATE, "recording a run");
-	if (SPI_processed != 1 || strcmp(state, "done") != 0)
-		return;					/* dropped app, a run done already, or not
-								 * done */
+	if (SPI_processed != 1)
+		return;					/* dropped app, or a run done already */
+	AppAlertsRunFinished(app, start, state, finished_at);
+	if (strcmp(state, "done") != 0)
+		return;
 
 	/*
 	 * The dependents, by name; their periods this run belongs to, in time
@@ -1551,6 +1558,7 @@ typedef struct TimeoutArgs
 	int64		id;
 	int64		token;
 	Interval   *timeout;
+	TimestampTz now;			/* the tick's */
 	bool		touched;
 } TimeoutArgs;
 
@@ -1561,6 +1569,7 @@ TimeOutRun(void *arg)
 	TimeoutArgs *a = (TimeoutArgs *) arg;
 	int64		timeout_us = CoordIntervalToMicroseconds(a->timeout, "timeout", false);
 	char	   *span;
+	char	   *why;
 	int64		newid;
 
 	if (timeout_us % USECS_PER_HOUR == 0)
@@ -1570,10 +1579,12 @@ TimeOutRun(void *arg)
 	else
 		span = psprintf("%.3f s", (double) timeout_us / USECS_PER_SEC);
 	/* only the claim seen timed out: a re-claim since then is not revoked */
-	newid = CoordRevokeJob(a->id, a->token, psprintf("timed out: not finished %s after its claim", span));
+	why = psprintf("timed out: not finished %s after its claim", span);
+	newid = CoordRevokeJob(a->id, a->token, why);
 	if (newid < 0)
 		return;					/* finished or claimed again meanwhile */
 	a->touched = true;
+	AppAlertTimeout(a->app, a->start, a->now, why, newid == 0);
 	if (newid > 0)
 		SetRunJob(a->app, a->start, newid);
 	/* newid 0: it died, and the finish hook recorded that */
@@ -1623,6 +1634,7 @@ TimeOutRuns(TimestampTz now)
 		a.id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
 		a.timeout = DatumGetIntervalP(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
 		a.token = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
+		a.now = now;
 		a.touched = false;
 		if (AppIsolated(a.app, "the timeout of a run", TimeOutRun, &a) && a.touched)
 			touched++;
@@ -1758,6 +1770,7 @@ CoordAppsTick(TimestampTz now)
 			g.apps[i] = saved;	/* what the rollback undid */
 	}
 	graph_valid = false;		/* its writes sent their invalidations */
+	done += AppAlertsTick(now); /* runs late as of now: apps_alerts.c */
 	return done;
 }
 
@@ -2388,6 +2401,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 												 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
 												 1, argtypes), args, NULL, false, 0),
 					  SPI_OK_DELETE, "drop_app");
+		AppAlertsDropApp(name);
 	}
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);

@@ -6,7 +6,8 @@
  * off for them, in a GUC nest level undone before it returns), takes no
  * lock of its own, and writes nothing, so nothing survives an abort.  The
  * apps and their periods come from apps.c through apps_int.h; the states
- * from the view coord.runs.
+ * from the view coord.runs, and "late" (an unfinished run with an open
+ * deadline alert, '!') from coord.app_alerts.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -123,7 +124,7 @@ StateSymbol(const char *state, int *rank)
 		char		sym;
 	}			syms[] = {
 		{"done", '#'}, {"scheduled", '~'}, {"ready", 'o'}, {"running", '>'},
-		{"missing", '?'}, {"cancelled", 'c'}, {"dead", 'X'}
+		{"late", '!'}, {"missing", '?'}, {"cancelled", 'c'}, {"dead", 'X'}
 	};
 	int			i;
 
@@ -140,7 +141,7 @@ StateSymbol(const char *state, int *rank)
 static int
 SymbolRank(char c)
 {
-	const char *order = "#~o>?cX";
+	const char *order = "#~o>!?cX";
 	const char *p = (c == '\0' || c == '.' || c == '-') ? NULL : strchr(order, c);
 
 	return p ? (int) (p - order) + 1 : 0;
@@ -365,9 +366,15 @@ coord_grid(PG_FUNCTION_ARGS)
 
 	/* the runs */
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
-											 "SELECT app, period_start, period_end, state FROM coord.runs "
-											 "WHERE current AND ($1 IS NULL OR app OPERATOR(pg_catalog.=) ANY ($1)) "
-											 "AND period_end OPERATOR(pg_catalog.>) $2 AND period_start OPERATOR(pg_catalog.<) $3",
+											 "SELECT r.app, r.period_start, r.period_end, "
+											 "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
+											 "AND EXISTS (SELECT 1 FROM coord.app_alerts AS a "
+											 "WHERE a.app OPERATOR(pg_catalog.=) r.app AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
+											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
+											 "THEN 'late' ELSE r.state END "
+											 "FROM coord.runs AS r "
+											 "WHERE r.current AND ($1 IS NULL OR r.app OPERATOR(pg_catalog.=) ANY ($1)) "
+											 "AND r.period_end OPERATOR(pg_catalog.>) $2 AND r.period_start OPERATOR(pg_catalog.<) $3",
 											 3, argtypes), args, nulls, false, 0),
 				  SPI_OK_SELECT, "grid");
 	for (i = 0; i < SPI_processed; i++)
@@ -428,8 +435,8 @@ coord_grid(PG_FUNCTION_ARGS)
 	lines = lappend(lines, units.data);
 	for (r = 0; r < nrows; r++)
 		lines = lappend(lines, psprintf("%-*s%s", width, rows[r].app, rows[r].cells));
-	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  X dead  "
-								   "c cancelled  ? job missing  . no run  - period continues"));
+	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  ! late  "
+								   "X dead  c cancelled  ? job missing  . no run  - period continues"));
 	foreach(lc, lines)
 	{
 		Datum		v[1];

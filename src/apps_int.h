@@ -6,7 +6,9 @@
  *		UTC).
  *
  * apps.c owns the graph, the periods and the scheduling; apps_grid.c
- * (coord.grid) reads through these functions and writes nothing.  Every
+ * (coord.grid) reads through these functions and writes nothing;
+ * apps_alerts.c keeps coord.app_alerts, called from apps.c's tick, finish
+ * hook and drop_app.  Every
  * function here runs inside SPI as the extension owner where it reads
  * tables (LoadApps); the period functions read nothing.
  *-------------------------------------------------------------------------
@@ -100,6 +102,14 @@ extern void AppRerunLockPeriod(const char *app, TimestampTz start);
 extern void AppRerunLockDefinitions(void);
 extern bool AppRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
 extern int64 CoordAppsRerunTick(AppGraph *g, AppDef *d);
+
+/* alerts (apps_alerts.c), inside SPI as the owner */
+extern int64 AppAlertsTick(TimestampTz now);
+extern void AppAlertsRunFinished(const char *app, TimestampTz start, const char *state,
+								 TimestampTz finished_at);
+extern void AppAlertTimeout(const char *app, TimestampTz start, TimestampTz now,
+							const char *why, bool died);
+extern void AppAlertsDropApp(const char *app);
 
 #ifdef __GNUC__
 #pragma GCC visibility pop

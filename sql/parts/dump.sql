@@ -24,3 +24,4 @@ SELECT pg_catalog.pg_extension_config_dump('coord.job_limit', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.job_pause', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_run_history', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.app_reruns', '');
+SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');

@@ -7,7 +7,7 @@
 #   - as a coord_monitor member: every section, exit 0;
 #   - no app defined: the Apps section is one line "no apps defined" (and
 #     coord.grid() itself returns just that line; "no apps named" for an
-#     empty list); with an app, the grid;
+#     empty list); with an app, the grid; a late run is ! in it;
 #   - a database without pg_coord: exit 1.
 set -euo pipefail
 export COORD_PGPORT=54350
@@ -72,6 +72,21 @@ status_as watcher
 check "exit 0" eq "$rc" 0
 check "the running job is listed, its task not read" grep -qF '(payload not readable)' <<<"$out"
 check "nothing of the payload shows" eq "$(grep -c 'secret-task' <<<"$out" || true)" 0
+
+echo "== a late run (past its deadline, issue 18): ! in the grid"
+sql "SELECT coord.define_app('late', starts => 'hourly', deadline => '1 minute', queue => 'late_q',
+                             catchup_from => date_trunc('hour', now()) - interval '3 hours');
+     SELECT coord.tick(now())" >/dev/null
+status_as watcher
+check "exit 0" eq "$rc" 0
+# (the third ended period is late only once a minute of this hour has gone)
+check "the late app's row: its ended periods late, the current one ready" \
+  grep -qE '^  late +\.*!![!o]o$' <<<"$out"
+check "the legend says what ! is" grep -qF '! late' <<<"$out"
+check "coord.alerts: an open deadline alert per late run" \
+  eq "$(sql "SELECT count(*) FILTER (WHERE cleared_at IS NULL) = count(*) AND count(*) IN (2, 3) FROM coord.alerts
+            WHERE app = 'late' AND kind = 'deadline'")" t
+sql "SELECT coord.drop_app('late')" >/dev/null
 
 echo "== a database without pg_coord"
 psql -qX -d postgres -c "CREATE DATABASE plain" >/dev/null

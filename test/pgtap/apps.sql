@@ -82,7 +82,7 @@ SELECT results_eq($$SELECT * FROM coord.grid('2024-01-01 10:00Z', '2024-01-01 13
                   $$VALUES ('runs of 2 apps, 2024-01-01 10:00 to 2024-01-01 13:00 UTC, one column per hour''s period'),
                            ('          2024-01-01'), ('          111'), ('          012'),
                            ('tap-up    #>>'), ('tap-down  o..'),
-                           ('legend: # done  > running  o ready  ~ scheduled (waits to retry)  X dead  c cancelled  ? job missing  . no run  - period continues')$$,
+                           ('legend: # done  > running  o ready  ~ scheduled (waits to retry)  ! late  X dead  c cancelled  ? job missing  . no run  - period continues')$$,
                   'grid: a header, a line per app with a symbol per period, a legend');
 SELECT results_eq($$SELECT * FROM coord.grid('2024-01-01 10:00Z', '2024-01-01 13:00Z', ARRAY[]::text[])$$,
                   $$VALUES ('no apps named')$$, 'grid of no apps: one line');
