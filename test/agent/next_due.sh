@@ -8,7 +8,7 @@
 #   - rated: set_limit(rate => 2, per => 1 s, burst => 1) and 6 quick jobs:
 #     all done in about 2.5 s (asserted < 10 s, a third of the poll), and the
 #     limit held them back (first to last start >= 2 s);
-#   - held: paused until now() + 2 s, then a job enqueued (its NOTIFY finds
+#   - held: paused until now() + 3 s, then a job enqueued (its NOTIFY finds
 #     the queue paused): it starts at or after the pause's end and < 10 s
 #     later, with no notification logged in between;
 #   - other: a job for another host, which next_due counts but the agent
@@ -64,13 +64,14 @@ check "rated: the agent slept until coord.next_due (verbose log)" \
 check "rated: no next_due error" eq "$(grep -c 'coord.next_due failed' "$W/nd.log")" 0
 
 # --- held: a pause that ends by its time
-until_ts=$(sql "SELECT clock_timestamp() + interval '2 seconds'")
+until_ts=$(sql "SELECT clock_timestamp() + interval '3 seconds'")
 sql "SELECT coord.pause('held', until => '$until_ts')" >/dev/null
 h=$(sql "SELECT coord.enqueue('held', '{\"task\": \"quick\"}')")
-# the notifications logged until just before the pause ends
-sleep 1.5
+# the notifications logged until half a second (server's clock) before the
+# pause ends: the enqueue's, which found the queue paused
+sql "SELECT pg_sleep(extract(epoch FROM '$until_ts'::timestamptz - clock_timestamp()) - 0.5)" >/dev/null
 notes_before=$(grep -c 'notification on' "$W/nd.log" || true)
-check "held: not started while paused" eq "$(sql "SELECT count(*) FROM t.runs WHERE job_id = $h")" 0
+check "held: not claimed while paused" eq "$(sql "SELECT state FROM coord.jobs WHERE id = $h")" ready
 wait_sql "coord.job_state($h) = 'done'" 15 || true
 after=$(sql "SELECT round(extract(epoch FROM min(at) - '$until_ts'::timestamptz)::numeric, 2) FROM t.runs WHERE job_id = $h")
 notes_to_start=$(awk -v re="job $h start" '$0 ~ re { exit } /notification on/ { n++ } END { print n + 0 }' "$W/nd.log")
