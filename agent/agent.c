@@ -25,7 +25,16 @@
  * from a queue until a claim comes back empty (a claim that found work
  * drops the idle mark), and it polls every `poll` as the README asks, in
  * case a wake-up is lost.  A notification or a new session calls
- * agent_wake(): claim now.
+ * agent_wake(): claim now.  Some things make a job claimable without a
+ * commit, so without a NOTIFY: its run_at coming, a pause ending by its
+ * time, a bucket refilling.  So a round that leaves slots free asks
+ * coord.next_due of all the queues (one statement, the wait computed on
+ * the server's clock) and claims again then if that is before the poll,
+ * though not sooner than NEXT_DUE_FLOOR_MS.  A time that is due already,
+ * right after claims that found nothing, means something next_due does not
+ * see holds the job (a busy group_key, another host's or another member's
+ * job): the agent backs off, from the floor doubling up to the poll, until
+ * a hint names a later time or none.
  *
  * Claims are session-bound by default: if the agent dies or its connection
  * does, the jobs are claimable again at once, and the agent kills the
@@ -59,6 +68,8 @@
 
 /* the reconnect after an unreadable claim: not at once, it may recur */
 #define BROKEN_CLAIM_DELAY_MS 1000
+/* the shortest sleep coord.next_due makes: no busy loop on a near time */
+#define NEXT_DUE_FLOOR_MS 10
 
 static AgentConfig *cfg;
 static const CliOverrides *cli_over;
@@ -68,9 +79,11 @@ static Job *jobs;
 static int	njobs;
 
 static bool need_claim;
-static msec_t last_claim;
+static msec_t next_claim;		/* the next round by the clock */
+static msec_t due_backoff;		/* after next_due hints due already, 0: none */
 static int	queue_rr;
 static char *last_claim_error;
+static char *last_next_due_error;
 
 static bool draining;
 static msec_t drain_deadline;
@@ -536,6 +549,58 @@ claim_from(const char *queue, int n)
 }
 
 /*
+ * After a round that left slots free (every queue came back empty): the
+ * next round at coord.next_due of the queues, if that comes before the poll
+ * (header comment: the floor and the back-off).
+ */
+static void
+sleep_until_due(void)
+{
+	msec_t		wait;
+	msec_t		now;
+	char		b[32];
+
+	if (!proto_next_due(cfg, &wait))
+	{
+		if (db_state == DB_READY)
+		{
+			char	   *m = xasprintf("coord.next_due failed (claiming every poll): %s", db_error());
+
+			if (last_next_due_error == NULL || strcmp(last_next_due_error, m) != 0)
+				log_error("%s", m);
+			free(last_next_due_error);
+			last_next_due_error = m;
+		}
+		return;
+	}
+	free(last_next_due_error);
+	last_next_due_error = NULL;
+	now = now_ms();
+	if (wait < 0)
+	{
+		due_backoff = 0;
+		return;
+	}
+	if (wait == 0)
+	{
+		due_backoff = due_backoff == 0 ? NEXT_DUE_FLOOR_MS : due_backoff * 2;
+		if (due_backoff > cfg->poll)
+			due_backoff = cfg->poll;
+		wait = due_backoff;
+	}
+	else
+		due_backoff = 0;
+	if (wait < NEXT_DUE_FLOOR_MS)
+		wait = NEXT_DUE_FLOOR_MS;
+	if (now + wait < next_claim)
+	{
+		next_claim = now + wait;
+		log_verbose("nothing to claim: next claim in %s (coord.next_due%s)",
+					fmt_secs(wait, b, sizeof(b)), due_backoff ? ", due already: backing off" : "");
+	}
+}
+
+/*
  * Claims while there are free slots: every queue in turn (a different one
  * first each round), each until it comes back empty, so that the session
  * holds the idle mark of every queue it could take work from.
@@ -558,10 +623,10 @@ claim_jobs(msec_t now)
 		}
 		return;
 	}
-	if (!need_claim && now - last_claim < cfg->poll)
+	if (!need_claim && now < next_claim)
 		return;
 	need_claim = false;
-	last_claim = now;
+	next_claim = now + cfg->poll;
 	for (k = 0; k < cfg->nqueues && njobs < cfg->concurrency; k++)
 	{
 		const char *q = cfg->queues[(queue_rr + k) % cfg->nqueues];
@@ -577,6 +642,8 @@ claim_jobs(msec_t now)
 		}
 	}
 	queue_rr = (queue_rr + 1) % cfg->nqueues;
+	if (njobs < cfg->concurrency && db_state == DB_READY)
+		sleep_until_due();
 }
 
 /* ---------- heartbeats, timeouts, kills ---------- */
@@ -799,7 +866,7 @@ next_wakeup(void)
 	Job		   *j;
 
 	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
-		t = min_deadline(t, need_claim ? now_ms() : last_claim + cfg->poll);
+		t = min_deadline(t, need_claim || next_claim == 0 ? now_ms() : next_claim);
 	t = min_deadline(t, db_next_wakeup(!draining || jobs != NULL));
 	if (draining && !drain_killed)
 		t = min_deadline(t, drain_deadline);

@@ -22,6 +22,10 @@
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
  *   proto_fail             coord.fail, with retry_after or the default
+ *   proto_next_due         min(coord.next_due) of every queue, as the
+ *                          milliseconds from the server's clock_timestamp()
+ *                          (so the agent's clock does not matter): how long
+ *                          an idle agent may sleep before it claims again
  * A claim result is checked before anything of it is used
  * (proto_claim's CLAIM_UNREADABLE): a claim we cannot read may have claimed
  * jobs we know nothing of, and the caller must drop the session.  Every
@@ -421,6 +425,60 @@ proto_complete(const Job *job, const char *result, bool *kept)
 	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
 	PQclear(res);
 	return state;
+}
+
+/*
+ * When the earliest job of the agent's queues could be claimed, by the
+ * server's clock: *wait_ms the milliseconds from now (0: due already), or
+ * -1 when no queue names a time (coord.next_due is NULL: no job waits, or
+ * every one waits for coord.resume, which wakes; an infinite time counts as
+ * none).  The difference is taken on the server, so that a skew of the
+ * agent's clock changes nothing.  False on an error (db_state says whether
+ * the connection went with it).
+ */
+bool
+proto_next_due(const AgentConfig *cfg, msec_t *wait_ms)
+{
+	static const char *sql =
+	"SELECT pg_catalog.ceil(EXTRACT(EPOCH FROM pg_catalog.min(d) OPERATOR(pg_catalog.-) "
+	"pg_catalog.clock_timestamp()) * 1000)::pg_catalog.int8 "
+	"FROM (SELECT coord.next_due(q) AS d FROM pg_catalog.unnest($1::pg_catalog.text[]) AS q) AS s "
+	"WHERE pg_catalog.isfinite(d)";
+	const char *values[1];
+	PGresult   *res;
+	char	   *list;
+	size_t		len = 3;
+	size_t		off = 0;
+	int			i;
+
+	*wait_ms = -1;
+	/* an array literal: queue names are valid_name()s, nothing to escape */
+	for (i = 0; i < cfg->nqueues; i++)
+		len += strlen(cfg->queues[i]) + 3;
+	list = xmalloc(len);
+	list[off++] = '{';
+	for (i = 0; i < cfg->nqueues; i++)
+		off += snprintf(list + off, len - off, "%s\"%s\"", i ? "," : "", cfg->queues[i]);
+	snprintf(list + off, len - off, "}");
+	values[0] = list;
+	res = db_run(sql, 1, values, PGRES_TUPLES_OK, NULL);
+	free(list);
+	if (res == NULL)
+		return false;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("coord.next_due returned %d row(s) of %d column(s)", PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return false;
+	}
+	if (!PQgetisnull(res, 0, 0))
+	{
+		long long	ms = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+
+		*wait_ms = ms > 0 ? (msec_t) ms : 0;
+	}
+	PQclear(res);
+	return true;
 }
 
 /* ---------- "coord-agent status" ---------- */

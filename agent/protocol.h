@@ -42,6 +42,7 @@ extern void proto_claim_job(const PGresult *rows, int r, Job *job);
 extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
 extern char *proto_complete(const Job *job, const char *result, bool *kept);
 extern char *proto_fail(const Job *job, const char *error, msec_t retry_after);
+extern bool proto_next_due(const AgentConfig *cfg, msec_t *wait_ms);
 
 /* "coord-agent status" */
 

@@ -299,6 +299,7 @@ ForgetClaimIfGone(int64 id)
  * call looks again.
  */
 JobRels		jobrels;
+static uint64 jobrels_invals;	/* invalidations seen, for LookupJobRels */
 
 static void
 JobRelsInval(Datum arg, Oid relid)
@@ -306,8 +307,12 @@ JobRelsInval(Datum arg, Oid relid)
 	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
 		relid == jobrels.token_seq)
 	{
-		jobrels.job = jobrels.history = jobrels.token_seq = InvalidOid;
-		jobrels.limit = jobrels.pause = InvalidOid;
+		/*
+		 * Stale, not cleared: this can run at any catalog access of a call in
+		 * flight, which still uses the OIDs it looked up.
+		 */
+		jobrels.valid = false;
+		jobrels_invals++;
 		JobsClaimRelsInval();
 		JobsFinishRelsInval();
 		JobsLimitsInval();
@@ -325,20 +330,33 @@ JobRelsInval(Datum arg, Oid relid)
 void
 LookupJobRels(void)
 {
-	Oid			nsp;
+	JobRels		r;
+	uint64		seen;
 
-	if (OidIsValid(jobrels.job))
+	if (jobrels.valid)
 		return;
-	nsp = get_namespace_oid(COORD_SCHEMA, false);
-	jobrels.history = get_relname_relid("job_history", nsp);
-	jobrels.token_seq = get_relname_relid("job_token_seq", nsp);
-	jobrels.limit = get_relname_relid("job_limit", nsp);
-	jobrels.pause = get_relname_relid("job_pause", nsp);
-	jobrels.job = get_relname_relid("job", nsp);
-	if (!OidIsValid(jobrels.job) || !OidIsValid(jobrels.history) || !OidIsValid(jobrels.token_seq) ||
-		!OidIsValid(jobrels.limit) || !OidIsValid(jobrels.pause))
+
+	/*
+	 * Into a copy, published whole: an invalidation during the lookups (they
+	 * access the catalogs) must not leave a mix, and one that came meanwhile
+	 * makes us look again.
+	 */
+	do
 	{
-		jobrels.job = InvalidOid;
-		elog(ERROR, "coord.job, coord.job_history, coord.job_token_seq, coord.job_limit or coord.job_pause does not exist");
-	}
+		Oid			nsp;
+
+		CHECK_FOR_INTERRUPTS();
+		seen = jobrels_invals;
+		nsp = get_namespace_oid(COORD_SCHEMA, false);
+		r.job = get_relname_relid("job", nsp);
+		r.history = get_relname_relid("job_history", nsp);
+		r.token_seq = get_relname_relid("job_token_seq", nsp);
+		r.limit = get_relname_relid("job_limit", nsp);
+		r.pause = get_relname_relid("job_pause", nsp);
+		if (!OidIsValid(r.job) || !OidIsValid(r.history) || !OidIsValid(r.token_seq) ||
+			!OidIsValid(r.limit) || !OidIsValid(r.pause))
+			elog(ERROR, "coord.job, coord.job_history, coord.job_token_seq, coord.job_limit or coord.job_pause does not exist");
+	} while (seen != jobrels_invals);
+	r.valid = true;
+	jobrels = r;
 }

@@ -36,10 +36,13 @@ extern int	coord_max_idle_marks;
 
 /*
  * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
- * up by name once (LookupJobRels); forgotten, with the caches built on the
- * relations (jobs_claim.c's column numbers, jobs_finish.c's archive map),
- * when the relcache entry of any of them is invalidated (DDL, DROP and
- * CREATE EXTENSION), so the next call looks again.
+ * up by name once (LookupJobRels); marked stale, with the caches built on
+ * the relations (jobs_claim.c's column numbers, jobs_finish.c's archive
+ * map) forgotten, when the relcache entry of any of them is invalidated
+ * (DDL, DROP and CREATE EXTENSION, but also statistics updates and cache
+ * resets, which can arrive at any catalog access in the middle of a call),
+ * so the next call looks again.  The OIDs themselves stay readable until
+ * then: a call in flight keeps using the ones it started with.
  */
 typedef struct JobRels
 {
@@ -48,6 +51,7 @@ typedef struct JobRels
 	Oid			token_seq;
 	Oid			limit;			/* coord.job_limit and coord.job_pause: their */
 	Oid			pause;			/* invalidations reset jobs_limits.c's cache */
+	bool		valid;			/* false: look them up again at the next call */
 } JobRels;
 
 extern JobRels jobrels;

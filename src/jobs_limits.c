@@ -144,6 +144,13 @@ static SPIPlanPtr plan_queue_pause = NULL;
 static Oid	running_rel = InvalidOid;
 static Oid	running_pkey = InvalidOid;
 static Oid	job_pkey = InvalidOid;
+
+/*
+ * Stale marks, not cleared OIDs: an invalidation can arrive at any catalog
+ * access or lock of a call in flight, which keeps using what it looked up.
+ */
+static bool running_valid = false;
+static uint64 running_invals = 0;
 static AttrNumber job_att_token,
 			job_att_lease_until;
 static AttrNumber run_att_slot,
@@ -176,7 +183,8 @@ void
 JobsLimitsInval(void)
 {
 	limits_anywhere = -1;
-	running_rel = InvalidOid;
+	running_valid = false;
+	running_invals++;
 	if (queue_limits != NULL)
 	{
 		HASH_SEQ_STATUS seq;
@@ -358,10 +366,14 @@ LookupRunningRels(void)
 {
 	Oid			nsp;
 	Relation	rel;
+	uint64		seen;
 
-	if (OidIsValid(running_rel))
+	if (running_valid)
 		return;
 	LookupJobRels();
+again:
+	CHECK_FOR_INTERRUPTS();
+	seen = running_invals;
 	nsp = get_namespace_oid(COORD_SCHEMA, false);
 	running_pkey = get_relname_relid("job_running_pkey", nsp);
 	job_pkey = get_relname_relid("job_pkey", nsp);
@@ -383,6 +395,10 @@ LookupRunningRels(void)
 		AttByName(RelationGetDescr(rel), "limit_key") != 3)
 		elog(ERROR, "coord.job_running does not start with queue, per_key, limit_key");
 	table_close(rel, AccessShareLock);
+	/* an invalidation while we looked: look again (it may have been DDL) */
+	if (seen != running_invals)
+		goto again;
+	running_valid = true;
 }
 
 /* Is the claim of job id with token live (by snap)?  jrel: coord.job. */

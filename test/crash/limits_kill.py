@@ -63,6 +63,9 @@ def enqueue(cur, key):
     return cur.fetchone()[0]
 
 
+RESTART_LEASE_S = 15.0
+
+
 def holder(name, lease=None):
     """A psql process that claims one job and stays idle holding it."""
     p = subprocess.Popen(
@@ -258,7 +261,8 @@ def restart_round():
     s1 = enqueue(mon, "rs-s")
     hs = holder("restart-s")
     l1 = enqueue(mon, "rs-l")
-    hl = holder("restart-l", lease=5.0)
+    # long enough to outlast an immediate restart on a loaded machine
+    hl = holder("restart-l", lease=RESTART_LEASE_S)
     if (hs[1], hl[1]) != (s1, l1):
         fail(f"the restart holders claimed {hs[1]}, {hl[1]}, want {s1}, {l1}")
     s2 = enqueue(mon, "rs-s")
@@ -277,6 +281,10 @@ def restart_round():
                 "  FROM coord.limits WHERE queue = %s AND limit_key = 'rs-l'", (QUEUE,))
     shown = mon.fetchall()
     got = sorted(j for j, _, _ in first)
+    claim_at = float(first[0][2]) if first else shown[0][1] if shown else None
+    if claim_at is not None and claim_at >= hl[2]:
+        fail(f"the restart took longer than the lease ({RESTART_LEASE_S} s): nothing tested"
+             f" (first claim {claim_at - hl[2]:.2f} s after the lease's end)")
     if len(got) != 1 or got[0] not in (s1, s2):
         fail(f"the first claim after the restart got {got}, want one job of rs-s ({s1} or {s2}) and none of rs-l"
              f" (its lease runs until {hl[2]:.2f})")
