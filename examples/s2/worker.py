@@ -10,9 +10,19 @@ payload and completes the run with its result:
 With --hang APP@PERIOD_START the first attempt of that app and period hangs
 for --hang-seconds, then completes late (the run timed out meanwhile:
 complete answers false).  Stops on SIGTERM.  Logs one line per run to stdout.
+
+The Dallas apps of the second part (schema_tz.sql, local periods of
+America/Chicago):
+  dal_hits    {"rows": n}; {"rows": 0, "feed": "broken"} for an hour in
+              --bad-from/--bad-to (UTC) while the file --fixed does not exist
+  dal_daily   {"total": rows, "hours": hourly runs seen, "broken": of them}
+  dal_weekly  {"total": rows, "days": daily runs seen, "broken": hours};
+              --hold: the run is held (its worker waits) while the file
+              --release does not exist, as a rollup stuck on a slow query
 """
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -24,6 +34,11 @@ ap.add_argument('-n', '--name', required=True)
 ap.add_argument('--host', default='tr-oddjob-dal-01')
 ap.add_argument('--hang', default='')
 ap.add_argument('--hang-seconds', type=float, default=4.0)
+ap.add_argument('--bad-from', default='')
+ap.add_argument('--bad-to', default='')
+ap.add_argument('--fixed', default='')
+ap.add_argument('--hold', default='')
+ap.add_argument('--release', default='')
 args = ap.parse_args()
 
 stop = False
@@ -58,6 +73,19 @@ def compute(payload):
     if app == 'bigcounter':
         return {'total': sum(r['rows'] for rs in up.values() for r in rs),
                 'hours': {k: len(v) for k, v in up.items()}}
+    if app == 'dal_hits':
+        ps = payload['period_start']
+        if args.bad_from <= ps < args.bad_to and not os.path.exists(args.fixed):
+            return {'rows': 0, 'feed': 'broken'}
+        return {'rows': rows_for(app, ps)}
+    if app == 'dal_daily':
+        hs = up.get('dal_hits', [])
+        return {'total': sum(r['rows'] for r in hs), 'hours': len(hs),
+                'broken': sum(1 for r in hs if r.get('feed') == 'broken')}
+    if app == 'dal_weekly':
+        ds = up.get('dal_daily', [])
+        return {'total': sum(r['total'] for r in ds), 'days': len(ds),
+                'broken': sum(r['broken'] for r in ds)}
     return {}
 
 
@@ -81,10 +109,15 @@ while not stop:
         cur.execute('SELECT coord.complete(%s, %s, %s)', (jid, tok, json.dumps({'late': True})))
         log(f'late complete of {app} {ps} (job {jid}) -> {cur.fetchone()[0]}')
         continue
+    if app == args.hold and not os.path.exists(args.release):
+        log(f'run {app} {ps} (job {jid}): held until {os.path.basename(args.release)} exists')
+        while not stop and not os.path.exists(args.release):
+            time.sleep(0.01)
+        log(f'run {app} {ps} (job {jid}): released')
     cur.execute('SELECT coord.complete(%s, %s, %s)', (jid, tok, json.dumps(compute(payload))))
     ok = cur.fetchone()[0]
     done += 1
-    if app == 'bigcounter' or attempt > 1 or not ok:
+    if app in ('bigcounter', 'dal_daily', 'dal_weekly') or attempt > 1 or not ok:
         log(f'run {app} {ps} (job {jid}, attempt {attempt}) -> complete {ok}')
 log(f'stopping after {done} runs')
 conn.close()
