@@ -310,12 +310,6 @@ AssignorOf(const char *name)
 	return -1;
 }
 
-static Datum
-TextDatum(const char *s)
-{
-	return PointerGetDatum(cstring_to_text(s));
-}
-
 static ArrayType *
 IntArray(const int32 *v, int n)
 {
@@ -336,7 +330,7 @@ ReadGroup(PartState *st)
 	bool		isnull;
 	char	   *assignor;
 
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group,
 											 "SELECT segments, assignor, created_at FROM coord.partition_groups "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
@@ -362,7 +356,7 @@ ReadMine(PartState *st)
 	bool		isnull;
 	TimestampTz joined_at = 0;
 
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_me,
@@ -549,7 +543,7 @@ ReadLive(PartState *st)
 	AcceptInvalidationMessages();
 	st->gen = members_gen;
 	(void) MembersRelid();
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
 											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
@@ -591,7 +585,7 @@ ReadLive(PartState *st)
 			 * meanwhile
 			 */
 			dargs[0] = args[0];
-			dargs[1] = TextDatum(m.name);
+			dargs[1] = CStringGetTextDatum(m.name);
 			dargs[2] = Int32GetDatum(m.pid);
 			dargs[3] = TimestampTzGetDatum(m.start);
 			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dead,
@@ -787,7 +781,7 @@ ReadOwners(PartState *st, int *n)
 	Datum		args[1];
 	PartLive   *rows;
 
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
 											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
@@ -872,7 +866,7 @@ Sync(PartState *st)
 		return;
 	}
 
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	args[2] = Int32GetDatum(MyProcPid);
 	args[3] = TimestampTzGetDatum(MyStartTimestamp);
 
@@ -1049,7 +1043,7 @@ ReleaseAll(PartState *st)
 	if (st->nowned == 0)
 		return;
 	/* every row naming this session: no list of segments to match */
-	args[0] = TextDatum(st->group);
+	args[0] = CStringGetTextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_all,
@@ -1081,7 +1075,7 @@ LeaveGroup(PartState *st)
 		Datum		args[3];
 		char	   *hk = MemberLock(st->group, st->me, &tag);
 
-		args[0] = TextDatum(st->group);
+		args[0] = CStringGetTextDatum(st->group);
 		args[1] = Int32GetDatum(MyProcPid);
 		args[2] = TimestampTzGetDatum(MyStartTimestamp);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_me,
@@ -1236,9 +1230,9 @@ coord_join(PG_FUNCTION_ARGS)
 		Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
 		Datum		args[3];
 
-		args[0] = TextDatum(group);
+		args[0] = CStringGetTextDatum(group);
 		args[1] = Int32GetDatum(segments);
-		args[2] = TextDatum(assignor ? assignor : "sticky");
+		args[2] = CStringGetTextDatum(assignor ? assignor : "sticky");
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_new_group,
 												 "INSERT INTO coord.partition_groups (partition_group, segments, assignor) "
 												 "VALUES ($1, $2, $3) ON CONFLICT (partition_group) DO NOTHING",
@@ -1335,7 +1329,7 @@ coord_join(PG_FUNCTION_ARGS)
 		 * the members afresh) or fails to serialize with (40001), so the
 		 * member caps below are exact.
 		 */
-		args[0] = TextDatum(group);
+		args[0] = CStringGetTextDatum(group);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
 												 "UPDATE coord.partition_groups SET segments = segments "
 												 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
@@ -1360,8 +1354,8 @@ coord_join(PG_FUNCTION_ARGS)
 		Oid			types[7] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
 		Datum		args[7];
 
-		args[0] = TextDatum(group);
-		args[1] = TextDatum(member);
+		args[0] = CStringGetTextDatum(group);
+		args[1] = CStringGetTextDatum(member);
 		args[2] = Float4GetDatum(weight);
 		args[3] = JsonbPGetDatum(meta);
 		args[4] = Int32GetDatum(MyProcPid);
@@ -1404,7 +1398,7 @@ coord_join(PG_FUNCTION_ARGS)
 		 * session alive again now, and would never take them).  Rows a taker
 		 * has locked are its own to take.
 		 */
-		args[0] = TextDatum(group);
+		args[0] = CStringGetTextDatum(group);
 		args[1] = Int32GetDatum(MyProcPid);
 		args[2] = TimestampTzGetDatum(MyStartTimestamp);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,

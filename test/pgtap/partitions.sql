@@ -270,7 +270,9 @@ SELECT is((SELECT count(*) FROM coord.members c JOIN prop_members m ON c.member 
 
 -- a join
 INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'prop';
-SELECT ok(pg_temp.add('prop', 'p9', 3, 1024, NULL) >= 0, 'sticky: a ninth member joins');
+CREATE TEMP TABLE join_p9 AS SELECT pg_temp.add('prop', 'p9', 3, 1024, NULL) AS n;
+SELECT is((SELECT count(*) FROM coord.members WHERE partition_group = pg_temp.g('prop') AND alive), 9::bigint,
+          'sticky: a ninth member joins (9 live members)');
 SELECT ok(pg_temp.sync('prop') IS NOT NULL, 'sticky: the members settle after the join');
 SELECT ok(pg_temp.one_owner('prop', 1024), 'sticky join: every segment exactly one owner');
 SELECT is(pg_temp.off_share('prop', 1024), 0::bigint, 'sticky join: every share within max(5% of fair, 1), the newcomer''s too');
@@ -310,7 +312,9 @@ SELECT ok(pg_temp.sync('propz') IS NOT NULL AND pg_temp.one_owner('propz', 1024)
           'rendezvous: the members settle, every segment exactly one owner');
 DELETE FROM prop_before;
 INSERT INTO prop_before SELECT grp, conn, segs FROM prop_owned WHERE grp = 'propz';
-SELECT ok(pg_temp.add('propz', 'z9', 3, 1024, NULL) >= 0, 'rendezvous: a ninth member joins');
+CREATE TEMP TABLE join_z9 AS SELECT pg_temp.add('propz', 'z9', 3, 1024, NULL) AS n;
+SELECT is((SELECT count(*) FROM coord.members WHERE partition_group = pg_temp.g('propz') AND alive), 9::bigint,
+          'rendezvous: a ninth member joins (9 live members)');
 SELECT ok(pg_temp.sync('propz') IS NOT NULL AND pg_temp.one_owner('propz', 1024),
           'rendezvous join: settled, every segment exactly one owner');
 SELECT ok(pg_temp.moved('propz', 'z9') = 0 AND (SELECT cardinality(segs) FROM prop_owned WHERE grp = 'propz' AND conn = 'z9') > 0,
