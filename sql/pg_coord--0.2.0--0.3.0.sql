@@ -665,7 +665,7 @@ CREATE FUNCTION coord.cron_next(cron text, after timestamptz DEFAULT pg_catalog.
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_cron_next_sql'
 LANGUAGE C STABLE PARALLEL SAFE;
 COMMENT ON FUNCTION coord.cron_next(text, timestamptz, text) IS
-  'The first fire time of a 5-field cron expression strictly after after, its fields matching the wall time of tz (a skipped time fires at the end of the gap, a repeated one at its first occurrence); NULL if it never fires';
+  'The first fire time of a 5-field cron expression strictly after after, its fields matching the wall time of tz (a minute or hour field beginning with * fires whenever the clock shows a match; otherwise a skipped time fires at the end of the gap, a repeated one at its first occurrence); NULL if it never fires';
 REVOKE ALL ON FUNCTION coord.cron_next(text, timestamptz, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.cron_next(text, timestamptz, text) TO coord_worker, coord_monitor;
 

@@ -36,21 +36,39 @@
  *
  * Zones.  coord_cron_next_tz matches the fields against local wall time,
  * local = UTC + offset, where the zone's offset is a step function told by
- * a callback (CoordCronZone): cron.c knows no time zone database.  The
- * rule: a matching local time fires once, at the first instant the local
- * clock reaches it or jumps past it.  So a time that a spring-forward
- * skips fires at the change, the first instant after the gap (02:30 on a
- * day that jumps from 02:00 to 03:00 fires at 03:00, once however many
- * skipped times match), and a time that a fall-back repeats fires at its
- * first occurrence only.  Between two changes (a span) local time runs
- * with UTC, so the UTC search above, run on local seconds, finds a span's
- * matches; the walk goes span by span keeping `reached`, the latest local
- * second the clock has shown, and a span's candidates lie after it.  It
- * starts a few days before `after` to know what the clock showed before
- * (a fall-back repeats at most a day, in 1867 Alaska).  The first match
- * after a bound only grows with the bound, so it is searched for again
- * only when `reached` has passed it: one UTC search plus one callback per
- * span crossed, a few per year of distance to the next fire time.
+ * a callback (CoordCronZone): cron.c knows no time zone database.  Between
+ * two changes (a span) local time runs with UTC, so the UTC search above,
+ * run on local seconds, finds a span's matches.  Two rules, chosen as
+ * cronie chooses (its MIN_STAR and HR_STAR), by the text:
+ *
+ * Wildcard expressions, whose minute or hour field begins with '*' ('*',
+ * '*' with a step, @hourly), follow the wall clock: they fire at every
+ * instant the local clock shows a matching minute.  A fall-back's repeated
+ * times fire at both occurrences and a spring-forward's skipped ones not
+ * at all, so "0 * * * *" fires on the real hours, 25 on a fall-back day and
+ * 23 on a spring-forward one, like hourly app periods, and a minute '*'
+ * with step 15 keeps every 15 minutes of elapsed time: such an expression
+ * says "every so often", which the hours that exist answer.  The walk
+ * tries the spans in turn from the one holding `after`.
+ *
+ * Fixed-time expressions, all others (including "0 0-23 * * *", which
+ * cronie also counts fixed), name times of day: a matching local time
+ * fires once, at the first instant the local clock reaches it or jumps
+ * past it.  So a time that a spring-forward skips fires at the change, the
+ * first instant after the gap (02:30 on a day that jumps from 02:00 to
+ * 03:00 fires at 03:00, once however many skipped times match), and a
+ * time that a fall-back repeats fires at its first occurrence only.
+ * (cronie does this for changes under 3 hours and runs by the new clock
+ * after larger ones; here the rule holds for every change.)  The walk
+ * goes span by span keeping `reached`, the latest local second the clock
+ * has shown, and a span's candidates lie after it.  It starts a few days
+ * before `after` to know what the clock showed before (a fall-back repeats
+ * at most a day, in 1867 Alaska).
+ *
+ * Either way, the first match after a bound only grows with the bound, so
+ * it is searched for again only when the bound has passed it (or, for a
+ * wildcard, gone back at a fall-back): one UTC search plus one callback
+ * per span crossed, a few per year of distance to the next fire time.
  *
  * Impossible expressions.  The calendar repeats every 400 years (146097
  * days, a whole number of weeks), so every (month, day, weekday) that can
@@ -404,6 +422,8 @@ cron_parse_fields(const char *expr, CoordCron *out, char *err, size_t errlen)
 	out->months = (uint16_t) masks[FIELD_MONTH];
 	/* Fold 7 into 0: both are Sunday. */
 	out->wdays = (uint8_t) ((masks[FIELD_WDAY] | (masks[FIELD_WDAY] >> 7)) & WDAYS_ALL);
+	out->minute_star = (*starts[FIELD_MINUTE] == '*');
+	out->hour_star = (*starts[FIELD_HOUR] == '*');
 	out->mday_star = (*starts[FIELD_MDAY] == '*');
 	out->wday_star = (*starts[FIELD_WDAY] == '*');
 	return true;
@@ -793,6 +813,34 @@ cron_match_after(const CoordCron *c, int64_t lo, CronMatchCache *k)
 	return k->next;
 }
 
+/*
+ * The wildcard rule ("Zones" above): the first instant after `after` at
+ * which the local clock shows a matching minute.
+ */
+static int64_t
+cron_next_wall(const CoordCron *c, int64_t after, const CoordCronZone *zone)
+{
+	CronSpan	s;
+	CronMatchCache cache = {false, 0, -1};
+	int64_t		lo = after;		/* fire times lie after it */
+	int64_t		next;
+	int			i;
+
+	cron_zone_span(zone, after, &s);
+	for (i = 0; i < CRON_ZONE_MAX_SPANS; i++)
+	{
+		/* the span's instants after lo show local times after lo + s.off */
+		next = cron_match_after(c, lo + s.off, &cache);
+		if (next == -1)
+			return -1;
+		if (next - s.off < s.end)
+			return next - s.off;
+		lo = s.end - 1;
+		cron_zone_span(zone, s.end, &s);
+	}
+	return -1;
+}
+
 /* coord_cron_next_tz: see cron.h and "Zones" above. */
 int64_t
 coord_cron_next_tz(const CoordCron *c, int64_t after, const CoordCronZone *zone)
@@ -809,6 +857,8 @@ coord_cron_next_tz(const CoordCron *c, int64_t after, const CoordCronZone *zone)
 		return -1;
 	if (!cron_can_fire(c))
 		return -1;
+	if (c->minute_star || c->hour_star)
+		return cron_next_wall(c, after, zone);
 
 	/* walk from a few days back to the span that holds `after` */
 	cron_zone_span(zone, after - CRON_ZONE_LOOKBACK, &s);

@@ -21,7 +21,9 @@
 /*
  * A parsed expression: one bit per allowed value of each field.  Day of week
  * 7 is folded into 0 (Sunday).  The *_star flags record whether the field's
- * text began with '*', which decides how the two day fields combine.
+ * text began with '*' (@hourly's hour does): the day fields' decide how
+ * they combine, the minute's and hour's whether the expression follows the
+ * wall clock through an offset change (see coord_cron_next_tz).
  */
 typedef struct CoordCron
 {
@@ -30,7 +32,9 @@ typedef struct CoordCron
 	uint32_t	mdays;			/* bit d: day of month 1-31 */
 	uint16_t	months;			/* bit m: month 1-12 */
 	uint8_t		wdays;			/* bit w: day of week 0-6, 0 = Sunday */
-	bool		mday_star;		/* field text began with '*' */
+	bool		minute_star;	/* field text began with '*' */
+	bool		hour_star;
+	bool		mday_star;
 	bool		wday_star;
 } CoordCron;
 
@@ -67,12 +71,15 @@ typedef struct CoordCronZone
 
 /*
  * As coord_cron_next, but the fields match local wall time in `zone`
- * (NULL: UTC): a matching local time fires once, at the first instant the
- * local clock reaches it or jumps past it.  So a local time that a
- * spring-forward skips fires at the change itself, the first instant after
- * the gap, and one that a fall-back repeats fires at its first occurrence
- * only.  Results are UTC seconds, at second 0 of a local minute or at a
- * change; -1 as for coord_cron_next.
+ * (NULL: UTC).  An expression whose minute or hour field begins with '*'
+ * (a wildcard, as in cronie) fires whenever the local clock shows a
+ * matching minute: twice in a repeated hour, never in a skipped one.  Any
+ * other fires each matching local time once, at the first instant the
+ * local clock reaches it or jumps past it: a time that a spring-forward
+ * skips at the change itself, the first instant after the gap, and one
+ * that a fall-back repeats at its first occurrence only.  Results are UTC
+ * seconds, at second 0 of a local minute or at a change; -1 as for
+ * coord_cron_next.
  */
 extern int64_t coord_cron_next_tz(const CoordCron *c, int64_t after,
 								  const CoordCronZone *zone);

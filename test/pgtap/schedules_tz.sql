@@ -1,10 +1,12 @@
 -- pgTAP: schedules and cron_next in a time zone (issue 18; README.md,
 -- Schedules, "Time zones").  Table-driven coord.cron_next across the
--- transitions of America/Chicago, Europe/Berlin, Australia/Lord_Howe (a
--- 30-minute shift) and Asia/Kolkata (+05:30), every expected value checked
--- independently with Python's zoneinfo (a minute-by-minute scan) and
--- PostgreSQL's AT TIME ZONE; a schedule in America/Chicago driven by
--- coord.tick(now) with explicit times across both 2026 transitions; the
+-- transitions of America/Chicago, America/New_York, Europe/Berlin,
+-- Australia/Lord_Howe (a 30-minute shift) and Asia/Kolkata (+05:30), and
+-- fires per local day of wildcard and fixed-time expressions (issue 23),
+-- every expected value checked independently with Python's zoneinfo (a
+-- minute-by-minute scan) and PostgreSQL's AT TIME ZONE; a schedule in
+-- America/Chicago driven by coord.tick(now) with explicit times across both
+-- 2026 transitions; the
 -- finish hook across the 2100 transitions (instances cancelled, which the
 -- real clock cannot reorder); every error with its SQLSTATE.
 \set ON_ERROR_STOP 1
@@ -13,7 +15,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(97);
+SELECT plan(118);
 
 -- surface: tz is the new last argument, DEFAULT 'UTC'; the view shows it
 SELECT function_returns('coord', 'cron_next', ARRAY['text', 'timestamp with time zone', 'text'],
@@ -71,8 +73,8 @@ SELECT is(coord.cron_next('0 1 * * *', '2026-10-31T12:00:00Z', 'America/Chicago'
 SELECT is(coord.cron_next('30 1 * * *', '2026-11-01T06:30:00Z', 'America/Chicago'), '2026-11-02T07:30:00Z'::timestamptz, 'America/Chicago: 30 1 * * * after 2026-11-01T06:30:00Z');
 SELECT is(coord.cron_next('45 1 * * *', '2026-11-01T06:50:00Z', 'America/Chicago'), '2026-11-02T07:45:00Z'::timestamptz, 'America/Chicago: 45 1 * * * after 2026-11-01T06:50:00Z');
 SELECT is(coord.cron_next('55 1 * * *', '2026-11-01T06:50:00Z', 'America/Chicago'), '2026-11-01T06:55:00Z'::timestamptz, 'America/Chicago: 55 1 * * * after 2026-11-01T06:50:00Z');
-SELECT is(coord.cron_next('*/30 * * * *', '2026-11-01T06:30:00Z', 'America/Chicago'), '2026-11-01T08:00:00Z'::timestamptz, 'America/Chicago: */30 * * * * after 2026-11-01T06:30:00Z');
-SELECT is(coord.cron_next('0 * * * *', '2026-11-01T06:00:00Z', 'America/Chicago'), '2026-11-01T08:00:00Z'::timestamptz, 'America/Chicago: 0 * * * * after 2026-11-01T06:00:00Z');
+SELECT is(coord.cron_next('*/30 * * * *', '2026-11-01T06:30:00Z', 'America/Chicago'), '2026-11-01T07:00:00Z'::timestamptz, 'America/Chicago: */30 * * * * after 2026-11-01T06:30:00Z');
+SELECT is(coord.cron_next('0 * * * *', '2026-11-01T06:00:00Z', 'America/Chicago'), '2026-11-01T07:00:00Z'::timestamptz, 'America/Chicago: 0 * * * * after 2026-11-01T06:00:00Z');
 SELECT is(coord.cron_next('0 2 * * *', '2026-10-31T12:00:00Z', 'America/Chicago'), '2026-11-01T08:00:00Z'::timestamptz, 'America/Chicago: 0 2 * * * after 2026-10-31T12:00:00Z');
 SELECT is(coord.cron_next('0 0 * * *', '2026-11-01T05:00:00Z', 'America/Chicago'), '2026-11-02T06:00:00Z'::timestamptz, 'America/Chicago: 0 0 * * * after 2026-11-01T05:00:00Z');
 SELECT is(coord.cron_next('0 0 1 * *', '2026-10-15T00:00:00Z', 'America/Chicago'), '2026-11-01T05:00:00Z'::timestamptz, 'America/Chicago: 0 0 1 * * after 2026-10-15T00:00:00Z');
@@ -83,7 +85,10 @@ SELECT is(coord.cron_next('0 3 * * *', '2026-03-28T12:00:00Z', 'Europe/Berlin'),
 SELECT is(coord.cron_next('30 2 * * *', '2026-10-24T12:00:00Z', 'Europe/Berlin'), '2026-10-25T00:30:00Z'::timestamptz, 'Europe/Berlin: 30 2 * * * after 2026-10-24T12:00:00Z');
 SELECT is(coord.cron_next('30 2 * * *', '2026-10-25T00:30:00Z', 'Europe/Berlin'), '2026-10-26T01:30:00Z'::timestamptz, 'Europe/Berlin: 30 2 * * * after 2026-10-25T00:30:00Z');
 SELECT is(coord.cron_next('0 3 * * *', '2026-10-24T12:00:00Z', 'Europe/Berlin'), '2026-10-25T02:00:00Z'::timestamptz, 'Europe/Berlin: 0 3 * * * after 2026-10-24T12:00:00Z');
-SELECT is(coord.cron_next('0 * * * *', '2026-10-25T00:00:00Z', 'Europe/Berlin'), '2026-10-25T02:00:00Z'::timestamptz, 'Europe/Berlin: 0 * * * * after 2026-10-25T00:00:00Z');
+SELECT is(coord.cron_next('0 * * * *', '2026-10-25T00:00:00Z', 'Europe/Berlin'), '2026-10-25T01:00:00Z'::timestamptz, 'Europe/Berlin: 0 * * * * after 2026-10-25T00:00:00Z');
+SELECT is(coord.cron_next('0 */2 * * *', '2026-10-25T00:00:00Z', 'Europe/Berlin'), '2026-10-25T01:00:00Z'::timestamptz, 'Europe/Berlin: 0 */2 * * * after 2026-10-25T00:00:00Z');
+SELECT is(coord.cron_next('0 */2 * * *', '2026-03-28T23:00:00Z', 'Europe/Berlin'), '2026-03-29T02:00:00Z'::timestamptz, 'Europe/Berlin: 0 */2 * * * after 2026-03-28T23:00:00Z');
+SELECT is(coord.cron_next('30 * * * *', '2026-03-29T00:30:00Z', 'Europe/Berlin'), '2026-03-29T01:30:00Z'::timestamptz, 'Europe/Berlin: 30 * * * * after 2026-03-29T00:30:00Z');
 SELECT is(coord.cron_next('0 6 * * 0', '2026-03-27T00:00:00Z', 'Europe/Berlin'), '2026-03-29T04:00:00Z'::timestamptz, 'Europe/Berlin: 0 6 * * 0 after 2026-03-27T00:00:00Z');
 -- Australia/Lord_Howe: 2026-04-05 02:00 +11 -> 01:30 +10:30 (2026-04-04T15:00Z); 2026-10-04 02:00 +10:30 -> 02:30 +11 (2026-10-03T15:30Z)
 SELECT is(coord.cron_next('15 2 * * *', '2026-10-03T12:00:00Z', 'Australia/Lord_Howe'), '2026-10-03T15:30:00Z'::timestamptz, 'Australia/Lord_Howe: 15 2 * * * after 2026-10-03T12:00:00Z');
@@ -93,10 +98,29 @@ SELECT is(coord.cron_next('45 2 * * *', '2026-10-03T12:00:00Z', 'Australia/Lord_
 SELECT is(coord.cron_next('15 2 * * *', '2026-10-03T15:30:00Z', 'Australia/Lord_Howe'), '2026-10-04T15:15:00Z'::timestamptz, 'Australia/Lord_Howe: 15 2 * * * after 2026-10-03T15:30:00Z');
 SELECT is(coord.cron_next('45 1 * * *', '2026-04-04T12:00:00Z', 'Australia/Lord_Howe'), '2026-04-04T14:45:00Z'::timestamptz, 'Australia/Lord_Howe: 45 1 * * * after 2026-04-04T12:00:00Z');
 SELECT is(coord.cron_next('45 1 * * *', '2026-04-04T14:45:00Z', 'Australia/Lord_Howe'), '2026-04-05T15:15:00Z'::timestamptz, 'Australia/Lord_Howe: 45 1 * * * after 2026-04-04T14:45:00Z');
-SELECT is(coord.cron_next('*/10 * * * *', '2026-04-04T14:50:00Z', 'Australia/Lord_Howe'), '2026-04-04T15:30:00Z'::timestamptz, 'Australia/Lord_Howe: */10 * * * * after 2026-04-04T14:50:00Z');
+SELECT is(coord.cron_next('*/10 * * * *', '2026-04-04T14:50:00Z', 'Australia/Lord_Howe'), '2026-04-04T15:00:00Z'::timestamptz, 'Australia/Lord_Howe: */10 * * * * after 2026-04-04T14:50:00Z');
+SELECT is(coord.cron_next('15 * * * *', '2026-10-03T15:00:00Z', 'Australia/Lord_Howe'), '2026-10-03T16:15:00Z'::timestamptz, 'Australia/Lord_Howe: 15 * * * * after 2026-10-03T15:00:00Z');
 SELECT is(coord.cron_next('0 2 * * *', '2026-04-04T12:00:00Z', 'Australia/Lord_Howe'), '2026-04-04T15:30:00Z'::timestamptz, 'Australia/Lord_Howe: 0 2 * * * after 2026-04-04T12:00:00Z');
 SELECT is(coord.cron_next('0 0 * * *', '2026-04-04T12:00:00Z', 'Australia/Lord_Howe'), '2026-04-04T13:00:00Z'::timestamptz, 'Australia/Lord_Howe: 0 0 * * * after 2026-04-04T12:00:00Z');
 SELECT is(coord.cron_next('0 0 * * *', '2026-04-04T13:00:00Z', 'Australia/Lord_Howe'), '2026-04-05T13:30:00Z'::timestamptz, 'Australia/Lord_Howe: 0 0 * * * after 2026-04-04T13:00:00Z');
+-- America/New_York: 2026-03-08 02:00 EST -> 03:00 EDT (07:00Z); 2026-11-01 02:00 EDT -> 01:00 EST (06:00Z).
+-- A minute or hour field beginning with * follows the wall clock (both 01:00s, no 02:00); fixed times fire once
+SELECT is(coord.cron_next('0 * * * *', '2026-11-01T05:00:00Z', 'America/New_York'), '2026-11-01T06:00:00Z'::timestamptz, 'America/New_York: 0 * * * * after 2026-11-01T05:00:00Z');
+SELECT is(coord.cron_next('0 * * * *', '2026-11-01T06:00:00Z', 'America/New_York'), '2026-11-01T07:00:00Z'::timestamptz, 'America/New_York: 0 * * * * after 2026-11-01T06:00:00Z');
+SELECT is(coord.cron_next('@hourly', '2026-11-01T05:00:00Z', 'America/New_York'), '2026-11-01T06:00:00Z'::timestamptz, 'America/New_York: @hourly after 2026-11-01T05:00:00Z');
+SELECT is(coord.cron_next('*/15 * * * *', '2026-11-01T05:45:00Z', 'America/New_York'), '2026-11-01T06:00:00Z'::timestamptz, 'America/New_York: */15 * * * * after 2026-11-01T05:45:00Z');
+SELECT is(coord.cron_next('0 */2 * * *', '2026-11-01T04:00:00Z', 'America/New_York'), '2026-11-01T07:00:00Z'::timestamptz, 'America/New_York: 0 */2 * * * after 2026-11-01T04:00:00Z');
+SELECT is(coord.cron_next('* 1 * * *', '2026-11-01T05:59:00Z', 'America/New_York'), '2026-11-01T06:00:00Z'::timestamptz, 'America/New_York: * 1 * * * after 2026-11-01T05:59:00Z');
+SELECT is(coord.cron_next('30 1 * * *', '2026-11-01T05:00:00Z', 'America/New_York'), '2026-11-01T05:30:00Z'::timestamptz, 'America/New_York: 30 1 * * * after 2026-11-01T05:00:00Z');
+SELECT is(coord.cron_next('30 1 * * *', '2026-11-01T05:30:00Z', 'America/New_York'), '2026-11-02T06:30:00Z'::timestamptz, 'America/New_York: 30 1 * * * after 2026-11-01T05:30:00Z');
+SELECT is(coord.cron_next('0 0-23 * * *', '2026-11-01T05:00:00Z', 'America/New_York'), '2026-11-01T07:00:00Z'::timestamptz, 'America/New_York: 0 0-23 * * * after 2026-11-01T05:00:00Z');
+SELECT is(coord.cron_next('0 * * * *', '2026-03-08T06:00:00Z', 'America/New_York'), '2026-03-08T07:00:00Z'::timestamptz, 'America/New_York: 0 * * * * after 2026-03-08T06:00:00Z');
+SELECT is(coord.cron_next('30 * * * *', '2026-03-08T06:30:00Z', 'America/New_York'), '2026-03-08T07:30:00Z'::timestamptz, 'America/New_York: 30 * * * * after 2026-03-08T06:30:00Z');
+SELECT is(coord.cron_next('*/15 * * * *', '2026-03-08T06:45:00Z', 'America/New_York'), '2026-03-08T07:00:00Z'::timestamptz, 'America/New_York: */15 * * * * after 2026-03-08T06:45:00Z');
+SELECT is(coord.cron_next('0 */2 * * *', '2026-03-08T05:00:00Z', 'America/New_York'), '2026-03-08T08:00:00Z'::timestamptz, 'America/New_York: 0 */2 * * * after 2026-03-08T05:00:00Z');
+SELECT is(coord.cron_next('* 2 * * *', '2026-03-08T06:00:00Z', 'America/New_York'), '2026-03-09T06:00:00Z'::timestamptz, 'America/New_York: * 2 * * * after 2026-03-08T06:00:00Z');
+SELECT is(coord.cron_next('30 2 * * *', '2026-03-08T06:00:00Z', 'America/New_York'), '2026-03-08T07:00:00Z'::timestamptz, 'America/New_York: 30 2 * * * after 2026-03-08T06:00:00Z');
+SELECT is(coord.cron_next('0 0-23 * * *', '2026-03-08T06:00:00Z', 'America/New_York'), '2026-03-08T07:00:00Z'::timestamptz, 'America/New_York: 0 0-23 * * * after 2026-03-08T06:00:00Z');
 -- Asia/Kolkata: +05:30, no changes since 1945
 SELECT is(coord.cron_next('0 9 * * *', '2026-01-01T00:00:00Z', 'Asia/Kolkata'), '2026-01-01T03:30:00Z'::timestamptz, 'Asia/Kolkata: 0 9 * * * after 2026-01-01T00:00:00Z');
 SELECT is(coord.cron_next('0 0 * * *', '2026-03-01T18:30:00Z', 'Asia/Kolkata'), '2026-03-02T18:30:00Z'::timestamptz, 'Asia/Kolkata: 0 0 * * * after 2026-03-01T18:30:00Z');
@@ -104,6 +128,41 @@ SELECT is(coord.cron_next('30 23 31 12 *', '2026-06-01T00:00:00Z', 'Asia/Kolkata
 SELECT is(coord.cron_next('0 0 1 1 *', '2026-06-01T00:00:00Z', 'Asia/Kolkata'), '2026-12-31T18:30:00Z'::timestamptz, 'Asia/Kolkata: 0 0 1 1 * after 2026-06-01T00:00:00Z');
 SELECT is(coord.cron_next('15 * * * *', '2026-01-01T00:00:00Z', 'Asia/Kolkata'), '2026-01-01T00:45:00Z'::timestamptz, 'Asia/Kolkata: 15 * * * * after 2026-01-01T00:00:00Z');
 SELECT is(coord.cron_next('0 9 * * 1', '2026-11-01T00:00:00Z', 'Asia/Kolkata'), '2026-11-02T03:30:00Z'::timestamptz, 'Asia/Kolkata: 0 9 * * 1 after 2026-11-01T00:00:00Z');
+
+-- fires per local day across the 2026 transitions: a wildcard minute or hour
+-- counts the real hours (25 on a fall-back day, 23 on a spring-forward one,
+-- as hourly apps do); a fixed time fires once (counts from Python zoneinfo)
+CREATE FUNCTION pg_temp.fires_on(expr text, zone text, day date) RETURNS int
+LANGUAGE sql AS $fn$
+  WITH RECURSIVE f(t) AS (
+    SELECT coord.cron_next(expr, (day::timestamp AT TIME ZONE zone) - interval '1 second', zone)
+    UNION ALL
+    SELECT coord.cron_next(expr, t, zone) FROM f WHERE t < ((day + 1)::timestamp AT TIME ZONE zone))
+  SELECT count(*)::int FROM f WHERE t < ((day + 1)::timestamp AT TIME ZONE zone)
+$fn$;
+CREATE TEMP TABLE tz_day_fires (zone text, day date, expr text, n int);
+INSERT INTO tz_day_fires VALUES ('America/New_York', '2026-11-01', '0 * * * *', 25),
+       ('America/New_York', '2026-11-01', '*/15 * * * *', 100),
+       ('America/New_York', '2026-11-01', '0 */2 * * *', 12),
+       ('America/New_York', '2026-11-01', '* 1 * * *', 120),
+       ('America/New_York', '2026-11-01', '30 1 * * *', 1),
+       ('America/New_York', '2026-11-01', '0 0-23 * * *', 24),
+       ('America/New_York', '2026-03-08', '0 * * * *', 23),
+       ('America/New_York', '2026-03-08', '30 * * * *', 23),
+       ('America/New_York', '2026-03-08', '*/15 * * * *', 92),
+       ('America/New_York', '2026-03-08', '0 */2 * * *', 11),
+       ('America/New_York', '2026-03-08', '* 2 * * *', 0),
+       ('America/New_York', '2026-03-08', '30 2 * * *', 1),
+       ('America/New_York', '2026-03-08', '0 0-23 * * *', 23),
+       ('Europe/Berlin', '2026-10-25', '0 * * * *', 25),
+       ('Europe/Berlin', '2026-10-25', '0 */2 * * *', 13),
+       ('Europe/Berlin', '2026-10-25', '30 2 * * *', 1),
+       ('Europe/Berlin', '2026-03-29', '0 * * * *', 23),
+       ('Europe/Berlin', '2026-03-29', '0 */2 * * *', 11),
+       ('Europe/Berlin', '2026-03-29', '30 2 * * *', 1);
+SELECT results_eq($$SELECT zone, day, expr, pg_temp.fires_on(expr, zone, day) FROM tz_day_fires ORDER BY 1, 2, 3$$,
+                  $$SELECT zone, day, expr, n FROM tz_day_fires ORDER BY 1, 2, 3$$,
+                  'fires per local day: wildcard minutes and hours on the real hours, fixed times once');
 
 -- local mean time (America/Chicago until 1883-11-18 18:00Z, -05:50:36), a
 -- day skipped (Pacific/Apia, 2011-12-30), zone names in any case
@@ -202,9 +261,9 @@ SELECT results_eq($$SELECT * FROM pg_temp.tick_slots('tz-night', '2026-10-30T00:
 SELECT ok(coord.schedule('tz-hourly', 'tzq', cron => '0 * * * *', starts_at => '2026-01-01Z', tz => 'America/Chicago') > 0,
           'an hourly schedule in America/Chicago');
 SELECT results_eq($$SELECT * FROM pg_temp.tick_slots('tz-hourly', '2026-11-01T04:30:00Z', 4)$$,
-                  $$VALUES ('2026-11-01T05:00:00Z'::timestamptz), ('2026-11-01T06:00:00Z'), ('2026-11-01T08:00:00Z'),
-                           ('2026-11-01T09:00:00Z')$$,
-                  'November 1, hourly: 00:00 and 01:00 CDT, then 02:00 CST (the repeated 01:00 does not run)');
+                  $$VALUES ('2026-11-01T05:00:00Z'::timestamptz), ('2026-11-01T06:00:00Z'), ('2026-11-01T07:00:00Z'),
+                           ('2026-11-01T08:00:00Z')$$,
+                  'November 1, hourly: 00:00 and 01:00 CDT, then 01:00 and 02:00 CST (a wildcard hour runs the repeated 01:00)');
 SELECT results_eq($$SELECT * FROM pg_temp.tick_slots('tz-hourly', '2026-03-08T06:30:00Z', 4)$$,
                   $$VALUES ('2026-03-08T07:00:00Z'::timestamptz), ('2026-03-08T08:00:00Z'), ('2026-03-08T09:00:00Z'),
                            ('2026-03-08T10:00:00Z')$$,
