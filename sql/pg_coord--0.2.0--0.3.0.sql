@@ -178,13 +178,13 @@ CREATE SEQUENCE coord.segment_token_seq AS bigint;
 COMMENT ON SEQUENCE coord.segment_token_seq IS 'Source of the fencing tokens of every partition segment';
 REVOKE ALL ON coord.segment_token_seq FROM PUBLIC;
 
-CREATE FUNCTION coord.join(partition_group text, member text, weight real DEFAULT 1,
+CREATE FUNCTION coord.join(partition_group text, member text, weight double precision DEFAULT 1,
                            meta jsonb DEFAULT '{}', segments integer DEFAULT NULL,
                            assignor text DEFAULT NULL)
 RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_join'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.join(text, text, real, jsonb, integer, text) IS
-  'Joins a partition group as member (or updates this session''s weight and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
+COMMENT ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text) IS
+  'Joins a partition group as member (or updates this session''s weight, stored as real, and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
 
 CREATE FUNCTION coord.leave(partition_group text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_leave'
@@ -203,6 +203,21 @@ RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of'
 LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.segment_of(text, text) IS
   'The segment of a key in a partition group: coord.job_part(key, NULL) modulo the group''s segments';
+
+-- Keys of other types hash as their text, the key a job of theirs would
+-- have: segment_of(g, 42) = segment_of(g, '42').  An untyped literal still
+-- picks text; integer and smallint keys resolve to bigint.
+CREATE FUNCTION coord.segment_of(partition_group text, key bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_int8'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, bigint) IS
+  'The segment of an integer key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
+
+CREATE FUNCTION coord.segment_of(partition_group text, key uuid)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_uuid'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, uuid) IS
+  'The segment of a uuid key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
 
 CREATE FUNCTION coord.segment_token(partition_group text, segment integer)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_segment_token'
@@ -241,10 +256,12 @@ SELECT pg_catalog.pg_extension_config_dump('coord.partition_groups', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.partition_segments', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.segment_token_seq', '');
 
-REVOKE ALL ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+REVOKE ALL ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) TO coord_worker;
 REVOKE ALL ON FUNCTION coord.member_alive(text, text, integer, timestamptz) FROM PUBLIC;
 -- coord.members calls it as its reader: workers and monitors
 GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) TO coord_monitor, coord_worker;

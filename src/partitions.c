@@ -118,6 +118,8 @@ PG_FUNCTION_INFO_V1(coord_join);
 PG_FUNCTION_INFO_V1(coord_leave);
 PG_FUNCTION_INFO_V1(coord_owned);
 PG_FUNCTION_INFO_V1(coord_segment_of);
+PG_FUNCTION_INFO_V1(coord_segment_of_int8);
+PG_FUNCTION_INFO_V1(coord_segment_of_uuid);
 PG_FUNCTION_INFO_V1(coord_segment_token);
 PG_FUNCTION_INFO_V1(coord_member_alive);
 PG_FUNCTION_INFO_V1(coord_partition_members_changed);
@@ -1178,15 +1180,16 @@ MemberLock(const char *group, const char *member, LOCKTAG *tag)
 /* ---------- SQL-callable functions ---------- */
 
 /*
- * coord.join(partition_group text, member text, weight real DEFAULT 1,
- * meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor text
- * DEFAULT NULL) returns integer[]
+ * coord.join(partition_group text, member text, weight double precision
+ * DEFAULT 1, meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor
+ * text DEFAULT NULL) returns integer[]
  */
 Datum
 coord_join(PG_FUNCTION_ARGS)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
+	float8		weight8;
 	float4		weight;
 	Jsonb	   *meta;
 	bool		has_segments = !PG_ARGISNULL(4);
@@ -1203,13 +1206,24 @@ coord_join(PG_FUNCTION_ARGS)
 
 	CoordRequireArg(fcinfo, 2, "weight");
 	CoordRequireArg(fcinfo, 3, "meta");
-	weight = PG_GETARG_FLOAT4(2);
+	weight8 = PG_GETARG_FLOAT8(2);
 	meta = PG_GETARG_JSONB_P(3);
-	if (!(weight > 0) || isinf(weight))
+	if (!(weight8 > 0) || isinf(weight8))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("weight must be positive and finite"),
-				 errdetail("weight is %g.", (double) weight)));
+				 errdetail("weight is %g.", weight8)));
+
+	/*
+	 * The argument is double precision so that drivers' floats and integers
+	 * resolve without a cast; a member's weight is stored as real.
+	 */
+	weight = (float4) weight8;
+	if (!(weight > 0) || isinf(weight))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("weight is out of range for type real"),
+				 errdetail("weight is %g; a member's weight is stored as real.", weight8)));
 	CoordCheckSize("member's meta", VARSIZE(meta), PART_META_MAX);
 	if (segments < 1 || segments > PART_MAX_SEGMENTS)
 		ereport(ERROR,
@@ -1559,18 +1573,14 @@ SegmentOf(const char *key, int len, int segments)
 	return (int32) ((h & 0x7fffffff) % (uint64) segments);
 }
 
-/* coord.segment_of(partition_group text, key text) returns integer */
-Datum
-coord_segment_of(PG_FUNCTION_ARGS)
+/* The segment of key (len bytes) in the group of argument 0. */
+static int32
+GroupSegmentOf(FunctionCallInfo fcinfo, const char *key, int len)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
-	text	   *key;
 	PartState  *st;
 	CoordUserSwitch sw;
-	int			segments;
 
-	CoordRequireArg(fcinfo, 1, "key");
-	key = PG_GETARG_TEXT_PP(1);
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
 	if (st == NULL)
 	{
@@ -1580,8 +1590,44 @@ coord_segment_of(PG_FUNCTION_ARGS)
 		if (st == NULL)
 			UnknownGroup(group);
 	}
-	segments = st->segments;
-	PG_RETURN_INT32(SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), segments));
+	return SegmentOf(key, len, st->segments);
+}
+
+/* coord.segment_of(partition_group text, key text) returns integer */
+Datum
+coord_segment_of(PG_FUNCTION_ARGS)
+{
+	text	   *key;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	key = PG_GETARG_TEXT_PP(1);
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+}
+
+/*
+ * coord.segment_of(partition_group text, key bigint) and (..., key uuid)
+ * return integer: the segment of the key's text form (key::text), which is
+ * what a job enqueued with key => that text is routed to.
+ */
+Datum
+coord_segment_of_int8(PG_FUNCTION_ARGS)
+{
+	char		buf[MAXINT8LEN + 1];
+	int			len;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	len = pg_lltoa(PG_GETARG_INT64(1), buf);
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, buf, len));
+}
+
+Datum
+coord_segment_of_uuid(PG_FUNCTION_ARGS)
+{
+	char	   *key;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	key = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(1)));
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, key, strlen(key)));
 }
 
 /* coord.segment_token(partition_group text, segment integer) returns bigint */

@@ -145,8 +145,9 @@ GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;
 -- partition groups: members use them (coord.members is granted above, as
 -- every view: meta holds a member's labels, at most 8 kB, not a payload)
-GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) TO coord_worker;
 -- coord.members calls it as its reader: workers and monitors
 GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) TO coord_monitor, coord_worker;
 -- Semaphores: the functions for coord_worker (the view and its function
