@@ -21,7 +21,9 @@
  *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
- *   proto_fail             coord.fail, with retry_after or the default
+ *   proto_fail             coord.fail, with retry_after or the default;
+ *                          retry_after cut to coord.max_retry_after (a
+ *                          longer one is refused, and would be forever)
  *   proto_next_due         min(coord.next_due) of every queue, as the
  *                          milliseconds from the server's clock_timestamp()
  *                          (so the agent's clock does not matter): how long
@@ -364,7 +366,10 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 	values[1] = token;
 	values[2] = clean;
 	values[3] = retry_after >= 0 ? delay : NULL;
-	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
+	/* LEAST ignores the NULL of a server without the setting */
+	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
+				 "LEAST($4::interval, "
+				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval))",
 				 4, values, PGRES_TUPLES_OK, NULL);
 	free(clean);
 	if (res == NULL)
