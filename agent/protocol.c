@@ -11,9 +11,11 @@
  *                          "coord:host:<host>" (the channels enqueue
  *                          NOTIFYs; README.md, "Waking idle workers")
  *   proto_unlisten_all     UNLISTEN *
- *   proto_join             coord.join of the partition group as HOST:PID
- *                          with the weight, at every connect (membership
- *                          is the session's) and after a reload changed it
+ *   proto_join             coord.join of the partition group as db.c's
+ *                          member name (HOST:PID:random) with the
+ *                          weight, at every connect (membership is the
+ *                          session's), after a reload changed it, and
+ *                          again after a failed join
  *   proto_leave            coord.leave of the old group after such a reload
  *   proto_claim            coord.claim: up to n jobs, session-bound or with
  *                          a lease, of the group's owned segments when
@@ -140,14 +142,13 @@ proto_unlisten_all(void)
 }
 
 /*
- * coord.join of the configured partition group as this agent's member with
- * its weight (again: the weight is updated); *sqlstate gets the error's
- * (23505: another live session has the name).  Logs the segments owned.
+ * coord.join of the configured partition group as member with its weight
+ * (again: the weight is updated); *sqlstate gets the error's (23505:
+ * another live session has the name).  Logs the segments owned.
  */
 bool
-proto_join(const AgentConfig *cfg, char *sqlstate)
+proto_join(const AgentConfig *cfg, const char *member, char *sqlstate)
 {
-	char	   *member = member_name(cfg);
 	char		weight[64];
 	const char *values[3];
 	PGresult   *res;
@@ -161,7 +162,6 @@ proto_join(const AgentConfig *cfg, char *sqlstate)
 	if (res != NULL)
 		log_info("joined partition group %s as %s, weight %s: %s segment(s) owned now",
 				 cfg->partition_group, member, weight, PQgetvalue(res, 0, 0));
-	free(member);
 	if (res == NULL)
 		return false;
 	PQclear(res);
