@@ -685,7 +685,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(3))
 	{
 		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
-		/* a worker may not park its job, or its key for every claimer, for years */
+		/* no parking a job, or a key for every claimer, for years */
 		if (delay_us > (int64) coord_max_retry_after * USECS_PER_SEC)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
