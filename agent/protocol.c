@@ -366,10 +366,14 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 	values[1] = token;
 	values[2] = clean;
 	values[3] = retry_after >= 0 ? delay : NULL;
-	/* LEAST ignores the NULL of a server without the setting */
+
+	/*
+	 * NULL stays NULL (a failure, not a snooze); LEAST ignores the NULL of a
+	 * server without the setting
+	 */
 	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
-				 "LEAST($4::interval, "
-				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval))",
+				 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
+				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END)",
 				 4, values, PGRES_TUPLES_OK, NULL);
 	free(clean);
 	if (res == NULL)
