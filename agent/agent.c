@@ -610,7 +610,8 @@ claim_jobs(msec_t now)
 {
 	int			k;
 
-	if (draining || db_state != DB_READY)
+	/* a group's claims wait for its join (db.c) */
+	if (draining || db_state != DB_READY || !db_group_ready())
 		return;
 	if (njobs >= cfg->concurrency)
 	{
@@ -865,7 +866,7 @@ next_wakeup(void)
 	msec_t		t = 0;
 	Job		   *j;
 
-	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
+	if (db_state == DB_READY && db_group_ready() && !draining && njobs < cfg->concurrency)
 		t = min_deadline(t, need_claim || next_claim == 0 ? now_ms() : next_claim);
 	t = min_deadline(t, db_next_wakeup(!draining || jobs != NULL));
 	if (draining && !drain_killed)

@@ -12,10 +12,12 @@
  * (statement_timeout and lock_timeout, the extension check, LISTEN on every
  * channel, and coord.join of the partition group when there is one: a
  * group's membership ends with its session, so every connect joins again)
- * and only then counts as up: the backoff starts again from zero.  A join
- * refused because our member name is still another live session's (23505:
- * our old backend has not noticed yet that we went away) is a failed
- * connect like any other, retried with backoff.
+ * and only then counts as up: the backoff starts again from zero.  Each
+ * session joins under a new, unguessable member name (member_name).  A
+ * failed join does not fail the session, which goes on reporting and
+ * heartbeating its jobs: the loop claims nothing until a join succeeds
+ * (db_group_ready), db_tick tries again with backoff, and a refused name
+ * (23505) is replaced by a new one.
  * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
  * a database that is down or slow never stops the loop.
  *
@@ -60,6 +62,16 @@ static char *last_connect_error;
 /* the group (and weight) this session joined, or NULL */
 static char *joined_group;
 static double joined_weight;
+
+/* this session's member name (NULL: a new one at the next join) */
+static char *member;
+
+/* a failed join: when to try again, the backoff, the last error logged */
+#define JOIN_RETRY_FIRST_MS	500
+#define JOIN_RETRY_CAP_MS	5000
+static msec_t join_at;
+static msec_t join_backoff;
+static char *last_join_error;
 
 /* The connection's last error, one line, for a log line. */
 const char *
@@ -125,6 +137,8 @@ db_lost(const char *why)
 	db_state = DB_DOWN;
 	free(joined_group);
 	joined_group = NULL;
+	free(member);
+	member = NULL;
 	agent_session_lost();
 	schedule_reconnect();
 }
@@ -263,32 +277,80 @@ db_run(const char *sql, int nparams, const char *const *values, ExecStatusType w
 	return NULL;
 }
 
-/* coord.join of cfg's partition group; false with *why on failure. */
+/* A partition group is configured and not joined (or not with its weight). */
 static bool
-join_group(char **why)
+join_wanted(void)
 {
-	char		sqlstate[6];
+	return cfg->partition_group != NULL &&
+		(joined_group == NULL || strcmp(joined_group, cfg->partition_group) != 0 ||
+		 joined_weight != cfg->weight);
+}
 
-	if (!proto_join(cfg, sqlstate))
-	{
-		if (strcmp(sqlstate, "23505") == 0)
-			*why = xasprintf("could not join partition group \"%s\": our member name is still another live session's",
-							 cfg->partition_group);
-		else
-			*why = xasprintf("could not join partition group \"%s\"%s%s", cfg->partition_group,
-							 sqlstate[0] ? ": SQLSTATE " : "", sqlstate);
-		return false;
-	}
-	free(joined_group);
-	joined_group = xstrdup(cfg->partition_group);
-	joined_weight = cfg->weight;
-	return true;
+/* Whether the loop may claim: no group, or this session is its member. */
+bool
+db_group_ready(void)
+{
+	return cfg->partition_group == NULL ||
+		(joined_group != NULL && strcmp(joined_group, cfg->partition_group) == 0);
 }
 
 /*
- * Connected: the session's limits, the extension check, LISTEN, the join of
- * the partition group, and look for work at once.  Up to here the session does not count as up: a failure is
- * a failed connect (logged once per distinct error, backoff kept).
+ * coord.join of cfg's partition group.  A failure keeps the session: it is
+ * logged (once per distinct error) and db_tick tries again after a backoff;
+ * 23505 (the name is another live session's) picks a new name.
+ */
+static void
+join_group(void)
+{
+	char		sqlstate[6] = "";
+	char	   *why;
+	char		b[32];
+
+	if (member == NULL)
+		member = member_name(cfg);
+	if (member != NULL && proto_join(cfg, member, sqlstate))
+	{
+		free(joined_group);
+		joined_group = xstrdup(cfg->partition_group);
+		joined_weight = cfg->weight;
+		join_backoff = 0;
+		free(last_join_error);
+		last_join_error = NULL;
+		agent_wake();
+		return;
+	}
+	if (db_state != DB_READY)
+		return;					/* the session went: the next one joins */
+	if (member == NULL)
+		why = xasprintf("could not join partition group \"%s\": no member name (could not read /dev/urandom)",
+						cfg->partition_group);
+	else
+	{
+		why = xasprintf("could not join partition group \"%s\" as %s: %s", cfg->partition_group, member,
+						strcmp(sqlstate, "23505") == 0 ? "the name is another live session's" : db_error());
+		if (strcmp(sqlstate, "23505") == 0)
+		{
+			free(member);
+			member = NULL;
+		}
+	}
+	join_backoff = join_backoff == 0 ? JOIN_RETRY_FIRST_MS : join_backoff * 2;
+	if (join_backoff > JOIN_RETRY_CAP_MS)
+		join_backoff = JOIN_RETRY_CAP_MS;
+	join_at = now_ms() + join_backoff;
+	if (last_join_error == NULL || strcmp(last_join_error, why) != 0)
+		log_error("%s; %s, trying again in %s", why,
+				  db_group_ready() ? "claiming with the old weight" : "claiming nothing until a join succeeds",
+				  format_duration(join_backoff, b, sizeof(b)));
+	free(last_join_error);
+	last_join_error = why;
+}
+
+/*
+ * Connected: the session's limits, the extension check, LISTEN, and look
+ * for work at once; up to here the session does not count as up: a failure
+ * is a failed connect (logged once per distinct error, backoff kept).  Then
+ * the join of the partition group, under a new name.
  */
 static void
 session_ready(void)
@@ -308,8 +370,8 @@ session_ready(void)
 		why = xstrdup("LISTEN failed");
 	free(joined_group);
 	joined_group = NULL;
-	if (why == NULL && db_state == DB_READY && cfg->partition_group != NULL)
-		(void) join_group(&why);
+	free(member);
+	member = NULL;
 	if (why != NULL)
 	{
 		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
@@ -326,6 +388,11 @@ session_ready(void)
 	free(last_connect_error);
 	last_connect_error = NULL;
 	backoff = 0;
+	join_backoff = 0;
+	if (cfg->partition_group != NULL)
+		join_group();
+	if (db_state != DB_READY)
+		return;
 	agent_wake();
 	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims%s%s",
 			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
@@ -422,17 +489,10 @@ db_reload(const AgentConfig *config, bool relisten)
 		free(joined_group);
 		joined_group = NULL;
 	}
-	if (db_state == DB_READY && cfg->partition_group != NULL &&
-		(joined_group == NULL || joined_weight != cfg->weight))
+	if (db_state == DB_READY && join_wanted())
 	{
-		char	   *why = NULL;
-
-		/* claims must not go on without the group: start the session again */
-		if (!join_group(&why))
-		{
-			db_lost(why);
-			free(why);
-		}
+		join_backoff = 0;
+		join_group();
 	}
 }
 
@@ -446,6 +506,8 @@ db_tick(msec_t now, bool wanted)
 {
 	if (db_state == DB_DOWN && wanted && now >= reconnect_at)
 		start_connect();
+	if (db_state == DB_READY && join_wanted() && now >= join_at)
+		join_group();
 	if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
 		connect_failed("timeout expired");
 }
@@ -458,6 +520,8 @@ db_next_wakeup(bool wanted)
 		return reconnect_at > 0 ? reconnect_at : 1;
 	if (db_state == DB_CONNECTING)
 		return connect_started + CONNECT_TIMEOUT_MS;
+	if (db_state == DB_READY && join_wanted())
+		return join_at > 0 ? join_at : 1;
 	return 0;
 }
 

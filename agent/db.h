@@ -32,6 +32,7 @@ extern DbState db_state;
 extern void db_init(const AgentConfig *config);
 extern void db_reload(const AgentConfig *config, bool relisten);
 extern void db_tick(msec_t now, bool wanted);
+extern bool db_group_ready(void);
 extern msec_t db_next_wakeup(bool wanted);
 extern bool db_poll_fd(struct pollfd *pfd);
 extern void db_socket_ready(void);

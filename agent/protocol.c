@@ -11,9 +11,11 @@
  *                          "coord:host:<host>" (the channels enqueue
  *                          NOTIFYs; README.md, "Waking idle workers")
  *   proto_unlisten_all     UNLISTEN *
- *   proto_join             coord.join of the partition group as HOST:PID
- *                          with the weight, at every connect (membership
- *                          is the session's) and after a reload changed it
+ *   proto_join             coord.join of the partition group as db.c's
+ *                          member name (HOST:PID:random) with the
+ *                          weight, at every connect (membership is the
+ *                          session's), after a reload changed it, and
+ *                          again after a failed join
  *   proto_leave            coord.leave of the old group after such a reload
  *   proto_claim            coord.claim: up to n jobs, session-bound or with
  *                          a lease, of the group's owned segments when
@@ -21,7 +23,9 @@
  *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
- *   proto_fail             coord.fail, with retry_after or the default
+ *   proto_fail             coord.fail, with retry_after or the default;
+ *                          retry_after cut to coord.max_retry_after (a
+ *                          longer one is refused, and would be forever)
  *   proto_next_due         min(coord.next_due) of every queue, as the
  *                          milliseconds from the server's clock_timestamp()
  *                          (so the agent's clock does not matter): how long
@@ -138,14 +142,13 @@ proto_unlisten_all(void)
 }
 
 /*
- * coord.join of the configured partition group as this agent's member with
- * its weight (again: the weight is updated); *sqlstate gets the error's
- * (23505: another live session has the name).  Logs the segments owned.
+ * coord.join of the configured partition group as member with its weight
+ * (again: the weight is updated); *sqlstate gets the error's (23505:
+ * another live session has the name).  Logs the segments owned.
  */
 bool
-proto_join(const AgentConfig *cfg, char *sqlstate)
+proto_join(const AgentConfig *cfg, const char *member, char *sqlstate)
 {
-	char	   *member = member_name(cfg);
 	char		weight[64];
 	const char *values[3];
 	PGresult   *res;
@@ -159,7 +162,6 @@ proto_join(const AgentConfig *cfg, char *sqlstate)
 	if (res != NULL)
 		log_info("joined partition group %s as %s, weight %s: %s segment(s) owned now",
 				 cfg->partition_group, member, weight, PQgetvalue(res, 0, 0));
-	free(member);
 	if (res == NULL)
 		return false;
 	PQclear(res);
@@ -364,7 +366,14 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 	values[1] = token;
 	values[2] = clean;
 	values[3] = retry_after >= 0 ? delay : NULL;
-	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
+
+	/*
+	 * NULL stays NULL (a failure, not a snooze); LEAST ignores the NULL of a
+	 * server without the setting
+	 */
+	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
+				 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
+				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END)",
 				 4, values, PGRES_TUPLES_OK, NULL);
 	free(clean);
 	if (res == NULL)

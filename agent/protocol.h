@@ -33,7 +33,7 @@ extern bool proto_set_limits(msec_t statement_timeout, msec_t lock_timeout);
 extern int	proto_extension_installed(void);
 extern bool proto_listen_all(const AgentConfig *cfg);
 extern bool proto_unlisten_all(void);
-extern bool proto_join(const AgentConfig *cfg, char *sqlstate);
+extern bool proto_join(const AgentConfig *cfg, const char *member, char *sqlstate);
 extern bool proto_leave(const char *group);
 extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const char *host,
 							   const char *pgroup,

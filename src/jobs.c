@@ -654,6 +654,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
  * retry_after is a snooze: it uses no attempt, but past max_snoozes
  * snoozes the job dies, as it does when it would run after its expires_at.
  * pause_key pauses the job's limit_key for retry_after, for every claimer.
+ * retry_after is at most coord.max_retry_after (22023 beyond).
  */
 Datum
 coord_fail(PG_FUNCTION_ARGS)
@@ -682,7 +683,19 @@ coord_fail(PG_FUNCTION_ARGS)
 	id = PG_GETARG_INT64(0);
 	token = PG_GETARG_INT64(1);
 	if (!PG_ARGISNULL(3))
+	{
 		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
+		/* no parking a job, or a key for every claimer, for years */
+		if (delay_us > (int64) coord_max_retry_after * USECS_PER_SEC)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retry_after is longer than coord.max_retry_after"),
+					 errdetail("retry_after is %s; coord.max_retry_after is %s.",
+							   DatumGetCString(DirectFunctionCall1(interval_out,
+																   IntervalPGetDatum(PG_GETARG_INTERVAL_P(3)))),
+							   GetConfigOptionByName("coord.max_retry_after", NULL, false)),
+					 errhint("A superuser can raise coord.max_retry_after.")));
+	}
 	if (PG_NARGS() > 4)
 	{
 		CoordRequireArg(fcinfo, 4, "pause_key");

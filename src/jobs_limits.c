@@ -1529,6 +1529,11 @@ coord_bucket_tokens(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_FLOAT8((double) s.burst);
+	/* -infinity would overflow the time since the refill */
+	if (TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(1)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("refilled_at must be a finite time")));
 	PG_RETURN_FLOAT8(BucketNow(PG_GETARG_FLOAT8(0), PG_GETARG_TIMESTAMPTZ(1),
 							   GetCurrentStatementStartTimestamp(), &s));
 }

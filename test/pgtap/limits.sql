@@ -7,7 +7,7 @@
 \pset tuples_only true
 SET client_min_messages = error;
 BEGIN;
-SELECT plan(112);
+SELECT plan(122);
 
 -- The contract's functions and views.
 SELECT function_returns('coord', 'set_limit',
@@ -193,6 +193,32 @@ SELECT is((SELECT state || ': ' || last_error FROM coord.jobs WHERE queue = 'le'
 SELECT ok(coord.enqueue('le2', '{}', expires_at => clock_timestamp() + interval '1 minute') > 0, 'a job with a minute left');
 SELECT is(coord.fail(id, token, 'busy', '1 hour'), 'dead', 'a retry after its deadline kills it') FROM coord.claim('le2', 1);
 SELECT matches((SELECT last_error FROM coord.jobs WHERE queue = 'le2'), '^expired', 'last_error says it expired');
+
+-- Bounds (issue 23): retry_after is at most coord.max_retry_after (superuser,
+-- 1 hour by default), with pause_key or without; bucket times are finite.
+SELECT is(current_setting('coord.max_retry_after', true), '1h', 'coord.max_retry_after defaults to an hour');
+SELECT count(*) FROM (SELECT coord.enqueue('lmax', '{}', limit_key => 'site')) s;
+CREATE TEMP TABLE lmax AS SELECT c.id, c.token FROM coord.claim('lmax', 1) c;
+SELECT throws_ok(format($$SELECT coord.fail(%s, %s, 'HTTP 429', '80000 years', pause_key => true)$$, id, token),
+                 '22023', 'retry_after is longer than coord.max_retry_after', 'a pause_key of 80000 years is refused')
+  FROM lmax;
+SELECT is((SELECT count(*)::integer FROM coord.job_pause WHERE queue = 'lmax'), 0, 'and pauses nothing');
+SELECT throws_ok(format($$SELECT coord.fail(%s, %s, 'HTTP 429', '1 hour 1 second')$$, id, token),
+                 '22023', 'retry_after is longer than coord.max_retry_after', 'so is a retry_after just past the cap')
+  FROM lmax;
+SELECT is((SELECT lease_until IS NOT NULL FROM coord.job WHERE queue = 'lmax'), true, 'the job is still claimed');
+SET LOCAL coord.max_retry_after = '1d';
+SELECT is(coord.fail(id, token, 'HTTP 429', '1 hour 1 second', pause_key => true), 'scheduled',
+          'under a raised cap it is taken') FROM lmax;
+RESET coord.max_retry_after;
+SET ROLE tap_l_worker;
+SELECT throws_ok($$SET coord.max_retry_after = '1d'$$, '42501', NULL, 'only a superuser sets coord.max_retry_after');
+RESET ROLE;
+SELECT throws_ok($$SELECT coord.bucket_tokens(1, '-infinity', 1, '1 s', 5)$$, '22023',
+                 'refilled_at must be a finite time', 'bucket_tokens refuses -infinity');
+SELECT throws_ok($$SELECT coord.bucket_tokens(1, 'infinity', 1, '1 s', 5)$$, '22023',
+                 'refilled_at must be a finite time', 'and infinity');
+SELECT is(coord.bucket_tokens(1, now() - interval '1 year', 1, '1 s', 5), 5::float8, 'a finite time refills');
 
 SELECT * FROM finish();
 ROLLBACK;
