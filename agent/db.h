@@ -42,6 +42,8 @@ extern void db_close(void);
 extern PGresult *db_run(const char *sql, int nparams, const char *const *values,
 						ExecStatusType want, char *sqlstate);
 extern const char *db_error(void);
+extern const char *db_doubt(void);
+extern unsigned long db_session(void);
 extern PGconn *db_conn(void);
 extern void db_lost(const char *why);
 extern void db_lost_after(const char *why, msec_t delay);

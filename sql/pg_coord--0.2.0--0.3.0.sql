@@ -886,3 +886,12 @@ COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, ti
 GRANT SELECT ON coord.alerts TO coord_admin;
 GRANT SELECT ON coord.alerts TO coord_monitor;
 SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');
+
+-- coord.claim_state (issue 24): resolving a complete or fail whose outcome is unknown.
+CREATE FUNCTION coord.claim_state(id bigint, token bigint)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_claim_state'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.claim_state(bigint, bigint) IS
+  'What became of a claim (its token): claimed, released (a session-bound claim whose session ended unreported), scheduled (failed back), done, dead or cancelled; NULL once claimed again, purged, or when the live claim is another role''s';
+REVOKE ALL ON FUNCTION coord.claim_state(bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.claim_state(bigint, bigint) TO coord_worker;

@@ -182,6 +182,8 @@ static SPIPlanPtr plan_retry_drop = NULL;
 static SPIPlanPtr plan_retry_conflict = NULL;
 static SPIPlanPtr plan_state_live = NULL;
 static SPIPlanPtr plan_state_hist = NULL;
+static SPIPlanPtr plan_claim_live = NULL;
+static SPIPlanPtr plan_claim_hist = NULL;
 static SPIPlanPtr plan_purge = NULL;
 static SPIPlanPtr plan_origin_enqueue = NULL;
 static SPIPlanPtr plan_origin_job = NULL;
@@ -200,6 +202,7 @@ PG_FUNCTION_INFO_V1(coord_heartbeat);
 PG_FUNCTION_INFO_V1(coord_cancel);
 PG_FUNCTION_INFO_V1(coord_retry);
 PG_FUNCTION_INFO_V1(coord_job_state);
+PG_FUNCTION_INFO_V1(coord_claim_state);
 PG_FUNCTION_INFO_V1(coord_job_claimed);
 PG_FUNCTION_INFO_V1(coord_purge_jobs);
 PG_FUNCTION_INFO_V1(coord_job_part);
@@ -1037,6 +1040,79 @@ coord_job_state(PG_FUNCTION_ARGS)
 	}
 	if (state != NULL)
 		result = CoordSpiText(state);
+	CoordSpiEnd(&sw);
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(result);
+}
+
+/*
+ * coord.claim_state(id, token): what became of one claim of a job, for a
+ * worker that does not know whether its complete or fail committed (the
+ * answer was lost with the connection, or the commit's wait for a
+ * synchronous standby was cancelled).  On the live job under this token:
+ * 'claimed' (a lease claim, expired or not, or a session holds the
+ * session-bound claim: complete and fail can still act), 'released' (a
+ * session-bound claim whose session ended with nothing reported), or
+ * 'scheduled' (a fail of this claim put the job back: fail clears
+ * claimed_at).  In the history under this token: the state the job finished
+ * in, 'done', 'dead' or 'cancelled'.  NULL: claimed again since (another
+ * token), purged, never claimed (token 0), or a live claim of another role,
+ * which answers as a stale token does (jobs.c, Claimants); a finished
+ * claim's token can no longer act, so the history answers any caller.
+ */
+Datum
+coord_claim_state(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[4] = {INT8OID, INT8OID, OIDOID, BOOLOID};
+	Datum		args[4];
+	CoordUserSwitch sw;
+	const char *state = NULL;
+	text	   *result = NULL;
+	int64		id;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	id = PG_GETARG_INT64(0);
+	if (PG_GETARG_INT64(1) <= 0)
+		PG_RETURN_NULL();
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
+	CoordSpiBegin(&sw);
+	args[2] = ObjectIdGetDatum(sw.save_userid);
+	args[3] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_live,
+											 "SELECT claimed_at IS NULL, lease_until IS NOT NULL FROM coord.job "
+											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+											 "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR (claimed_by IS NOT NULL AND $4))",
+											 4, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "claim_state");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		bool		failed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		bool		leased = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		LOCKTAG		tag;
+
+		JobTag(&tag, id);
+		if (failed)
+			state = "scheduled";
+		else if (leased || LockWaiterCount(&tag) > 0)
+			state = "claimed";
+		else
+			state = "released";
+		result = CoordSpiText(state);
+	}
+	else
+	{
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_hist,
+												 "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
+												 "AND token OPERATOR(pg_catalog.=) $2",
+												 2, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "claim_state");
+		if (SPI_processed == 1)
+			result = CoordSpiText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	}
 	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();

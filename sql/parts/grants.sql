@@ -77,7 +77,7 @@ BEGIN
                              'lock_first', 'fence', 'fence_ok', 'path_key',
                              'request', 'mark_queued', 'mark_done', 'release', 'request_state', 'key_hash',
                              'enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
-                             'job_state', 'job_claimed', 'job_part', 'cron_next']),
+                             'job_state', 'job_claimed', 'job_part', 'cron_next', 'claim_state']),
       ('coord_monitor', ARRAY['job_state', 'request_state', 'cron_next', 'grid']),
       ('coord_admin', ARRAY['schedule', 'unschedule', 'tick', 'cron_install', 'define_app', 'drop_app',
                             'purge_jobs', 'purge_requests', 'purge_lock_names', 'cancel', 'retry']))
