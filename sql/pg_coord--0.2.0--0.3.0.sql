@@ -869,3 +869,9 @@ COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, ti
 GRANT SELECT ON coord.alerts TO coord_admin;
 GRANT SELECT ON coord.alerts TO coord_monitor;
 SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');
+
+-- coord.fence_ok locks the path's fence row for the rest of the caller's
+-- transaction (a newer token waits for the guarded write): it writes now.
+ALTER FUNCTION coord.fence_ok(text, bigint) VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS
+  'True iff token is the newest token issued for path; then locks the path''s fence until the transaction ends, so a newer token waits for the guarded write';
