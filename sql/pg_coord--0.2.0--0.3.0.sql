@@ -895,3 +895,8 @@ COMMENT ON FUNCTION coord.claim_state(bigint, bigint) IS
   'What became of a claim (its token): claimed, released (a session-bound claim whose session ended unreported), scheduled (failed back), done, dead or cancelled; NULL once claimed again, purged, or when the live claim is another role''s';
 REVOKE ALL ON FUNCTION coord.claim_state(bigint, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.claim_state(bigint, bigint) TO coord_worker;
+-- coord.fence_ok locks the path's fence row for the rest of the caller's
+-- transaction (a newer token waits for the guarded write): it writes now.
+ALTER FUNCTION coord.fence_ok(text, bigint) VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS
+  'True iff token is the newest token issued for path; then locks the path''s fence until the transaction ends, so a newer token waits for the guarded write';

@@ -41,7 +41,10 @@
  * fence.
  *
  * What wakes whom.  Nothing: these functions never wait, except for the
- * row lock of a renew or unlock that is running at that moment.
+ * row lock of a renew or unlock that is running at that moment, and
+ * lease_lock for the end of each transaction that coord.fence_ok let write
+ * under the path's previous token (it holds the fence row; locks.c,
+ * Fencing).
  *
  * What survives an abort.  Nothing: a lease, a renewal or an unlock rolled
  * back is as if never asked for (a token drawn from the sequence is then
