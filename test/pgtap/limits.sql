@@ -7,7 +7,7 @@
 \pset tuples_only true
 SET client_min_messages = error;
 BEGIN;
-SELECT plan(122);
+SELECT plan(132);
 
 -- The contract's functions and views.
 SELECT function_returns('coord', 'set_limit',
@@ -219,6 +219,31 @@ SELECT throws_ok($$SELECT coord.bucket_tokens(1, '-infinity', 1, '1 s', 5)$$, '2
 SELECT throws_ok($$SELECT coord.bucket_tokens(1, 'infinity', 1, '1 s', 5)$$, '22023',
                  'refilled_at must be a finite time', 'and infinity');
 SELECT is(coord.bucket_tokens(1, now() - interval '1 year', 1, '1 s', 5), 5::float8, 'a finite time refills');
+-- A claim kills at most 32 expired jobs on its way, then stops; the next
+-- claim goes on from there.  It used to kill, and lock, the whole backlog
+-- to find its one job (spent jobs too: test/crash/expired_backlog.sh, as a
+-- claim's own locks hide them from the claims of its transaction).
+CREATE TEMP TABLE lock_count AS SELECT 0 AS n;
+CREATE FUNCTION pg_temp.locks_held() RETURNS integer LANGUAGE sql AS
+  $$SELECT count(*)::integer FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'$$;
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('lx', array_fill('{}'::jsonb, ARRAY[100]),
+                                                             expires_at => now() - interval '1 s')), 100, '100 expired jobs');
+SELECT ok(coord.enqueue('lx', '{"live": 1}') > 0, 'a live job behind them');
+UPDATE lock_count SET n = pg_temp.locks_held();
+SELECT is((SELECT count(*)::integer FROM coord.claim('lx', 1)), 0, 'a claim stops after killing 32 of them');
+SELECT cmp_ok(pg_temp.locks_held() - (SELECT n FROM lock_count), '<=', 33, 'holding at most 33 more lock entries');
+SELECT is((SELECT count(*)::integer FROM coord.job_history WHERE queue = 'lx' AND state = 'dead'
+             AND last_error = 'expired: past its expires_at'), 32, 'they died, saying why');
+SELECT is((SELECT count(*)::integer FROM coord.claim('lx', 1)), 0, 'the next claim kills 32 more');
+SELECT is((SELECT count(*)::integer FROM coord.job WHERE queue = 'lx'), 37, '36 expired jobs left, and the live one');
+
+-- coord.tick kills the rest, at most 10,000 of a kind per tick.
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('lx', array_fill('{}'::jsonb, ARRAY[10000]),
+                                                             expires_at => now() - interval '1 s')), 10000, '10000 more');
+CREATE TEMP TABLE ticked AS SELECT coord.tick() AS n;
+SELECT ok((SELECT n BETWEEN 1000 AND 10000 FROM ticked), 'a tick kills at most 10,000 expired jobs');
+SELECT is((SELECT count(*)::integer FROM coord.job WHERE queue = 'lx' AND expires_at IS NOT NULL),
+          10036 - (SELECT n FROM ticked), 'the rest wait for the next tick');
 
 SELECT * FROM finish();
 ROLLBACK;
