@@ -12,12 +12,12 @@
 # a Python float or int and JDBC's setDouble/setInt, coord.segment_of with
 # a bigint column, a Python int, a uuid, JDBC's setLong and UUID.
 #
-# Its own cluster (port 54351), which also listens on 127.0.0.1 for JDBC
+# Its own cluster (port 54351, or a free one when another run has it), which also listens on 127.0.0.1 for JDBC
 # (pgjdbc cannot use a unix socket without junixsocket).  Exit 0 = pass;
 # the last line says what was checked.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-COORD_PGPORT=54351 coord_cluster_start
+COORD_PGPORT=$(coord_free_tcp_port 54351) coord_cluster_start
 echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null
 QS=$COORD_ROOT/examples/quickstart
