@@ -10,7 +10,15 @@
  * repairs, then the queue's (lost leases, history retention), then the
  * apps' runs, timeouts and repairs, in that order and in one transaction;
  * then housekeeping that nobody waits for and that is not counted in the
- * result: the labels of semaphore holders that are gone.
+ * result: the labels of semaphore holders that are gone, and the purge of
+ * what is dead and older than coord.retention (README.md, Retention):
+ * expired leases, then fences and lock names nobody uses, elections without
+ * a leader, partition groups without members, idle token buckets, ended
+ * pauses and free slots, requested keys whose owner is gone, and signals
+ * no app depends on (those after coord.job_history_retention).  Each share deletes at most a batch per
+ * tick and skips rows others have locked, so a backlog drains over several
+ * ticks; times are the tick's now, never later than the real clock, so a
+ * tick with a simulated future time purges nothing early.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,15 +28,52 @@
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
 #include "apps.h"
 #include "jobs.h"
+#include "partitions.h"
+#include "requests.h"
 #include "schedules.h"
 #include "semaphores.h"
 
 static SPIPlanPtr plan_tick_state = NULL;
+
+int			coord_retention = 24 * 3600;	/* seconds; 0: keep */
+
+void
+CoordTickInit(void)
+{
+	DefineCustomIntVariable("coord.retention",
+							"How long coord.tick keeps dead coordination state before it deletes it.",
+							"Expired leases, fences and lock names nobody uses, elections without a leader, "
+							"partition groups without members, idle token buckets, ended pauses and free "
+							"slots.  0 keeps them.",
+							&coord_retention, 24 * 3600, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+}
+
+/* The purges of dead state: housekeeping, not counted in the tick's result. */
+static void
+Purge(TimestampTz now)
+{
+	TimestampTz at = Min(now, GetCurrentTimestamp());
+
+	if (coord_retention > 0)
+	{
+		TimestampTz horizon = at - (int64) coord_retention * USECS_PER_SEC;
+
+		(void) CoordLeasesTick(horizon);
+		(void) CoordLocksTick(horizon);
+		(void) CoordElectionsTick(horizon);
+		(void) CoordPartitionsTick(at, horizon);
+		(void) CoordLimitsTick(horizon);
+		(void) CoordRequestsTick(horizon);
+	}
+	(void) CoordSignalsTick(at);
+}
 
 PG_FUNCTION_INFO_V1(coord_tick);
 PG_FUNCTION_INFO_V1(coord_cron_install);
@@ -69,6 +114,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordJobsTick(now);
 	done += CoordAppsTick(now);
 	(void) CoordSemaphoresTick();
+	Purge(now);
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
 											 "UPDATE coord.tick_state SET last_tick_at = $1, "
