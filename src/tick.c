@@ -15,10 +15,12 @@
  * expired leases, then fences and lock names nobody uses, elections without
  * a leader, partition groups without members, idle token buckets, ended
  * pauses and free slots, requested keys whose owner is gone, and signals
- * no app depends on (those after coord.job_history_retention).  Each share deletes at most a batch per
- * tick and skips rows others have locked, so a backlog drains over several
- * ticks; times are the tick's now, never later than the real clock, so a
- * tick with a simulated future time purges nothing early.
+ * no app depends on (those after coord.job_history_retention).  Each share
+ * runs in a subtransaction of its own (a row it cannot handle costs a
+ * WARNING, not the tick), deletes at most a batch per tick and skips rows
+ * others have locked, so a backlog drains over several ticks; times are the
+ * tick's now, never later than the real clock, so a tick with a simulated
+ * future time purges nothing early.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -55,24 +57,89 @@ CoordTickInit(void)
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
 }
 
-/* The purges of dead state: housekeeping, not counted in the tick's result. */
+/* The purges, one share each (README.md, Retention). */
+typedef enum PurgeShare
+{
+	PURGE_LEASES,
+	PURGE_LOCKS,
+	PURGE_ELECTIONS,
+	PURGE_GROUPS,
+	PURGE_LIMITS,
+	PURGE_REQUESTS,
+	PURGE_SIGNALS
+} PurgeShare;
+
+static const char *const PurgeWhat[] = {
+	"expired leases", "fences and lock names", "elections", "partition groups",
+	"token buckets, pauses and slots", "requested keys", "signals"
+};
+
+typedef struct PurgeArgs
+{
+	PurgeShare	share;
+	TimestampTz at;				/* the tick's now, never past the clock */
+	TimestampTz horizon;		/* at less coord.retention */
+} PurgeArgs;
+
+static void
+PurgeOne(void *arg)
+{
+	PurgeArgs  *a = (PurgeArgs *) arg;
+
+	switch (a->share)
+	{
+		case PURGE_LEASES:
+			(void) CoordLeasesTick(a->horizon);
+			break;
+		case PURGE_LOCKS:
+			(void) CoordLocksTick(a->horizon);
+			break;
+		case PURGE_ELECTIONS:
+			(void) CoordElectionsTick(a->horizon);
+			break;
+		case PURGE_GROUPS:
+			(void) CoordPartitionsTick(a->at, a->horizon);
+			break;
+		case PURGE_LIMITS:
+			(void) CoordLimitsTick(a->horizon);
+			break;
+		case PURGE_REQUESTS:
+			(void) CoordRequestsTick(a->horizon);
+			break;
+		case PURGE_SIGNALS:
+			(void) CoordSignalsTick(a->at);
+			break;
+	}
+}
+
+/*
+ * The purges of dead state: housekeeping, not counted in the tick's result.
+ * Each share runs in a subtransaction of its own (CoordIsolated), so that a
+ * row it cannot handle (a hand-made one, say) costs a WARNING, not the
+ * tick; expired leases go first, so their fences can go in the same tick.
+ */
 static void
 Purge(TimestampTz now)
 {
-	TimestampTz at = Min(now, GetCurrentTimestamp());
+	PurgeArgs	a;
 
-	if (coord_retention > 0)
+	a.at = Min(now, GetCurrentTimestamp());
+	a.horizon = a.at - (int64) coord_retention * USECS_PER_SEC;
+	for (int s = PURGE_LEASES; s <= PURGE_SIGNALS; s++)
 	{
-		TimestampTz horizon = at - (int64) coord_retention * USECS_PER_SEC;
+		ErrorData  *e;
 
-		(void) CoordLeasesTick(horizon);
-		(void) CoordLocksTick(horizon);
-		(void) CoordElectionsTick(horizon);
-		(void) CoordPartitionsTick(at, horizon);
-		(void) CoordLimitsTick(horizon);
-		(void) CoordRequestsTick(horizon);
+		/* signals keep coord.job_history_retention (0 keeps them) */
+		if (coord_retention == 0 && s != PURGE_SIGNALS)
+			continue;
+		a.share = (PurgeShare) s;
+		e = CoordIsolated(PurgeOne, &a);
+		if (e != NULL)
+			ereport(WARNING,
+					(errmsg("coord.tick could not purge %s", PurgeWhat[s]),
+					 errdetail("%s", e->message),
+					 errhint("The next tick tries again.")));
 	}
-	(void) CoordSignalsTick(at);
 }
 
 PG_FUNCTION_INFO_V1(coord_tick);

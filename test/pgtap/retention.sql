@@ -9,7 +9,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(63);
+SELECT plan(66);
 
 -- Surface, grants.
 SELECT function_returns('coord', 'drop_group', ARRAY['text'], 'boolean');
@@ -122,6 +122,15 @@ SELECT results_eq($$SELECT name FROM coord.app_signals WHERE name LIKE 'tap-ret-
                   'a signal no app depends on goes, one in use stays');
 SELECT results_eq($$SELECT key FROM coord.request_keys WHERE key LIKE 'tap-ret-%'$$, ARRAY['tap-ret-r'],
                   'a requested key whose owner is gone goes, an owned one stays');
+
+-- a row a share cannot handle costs a WARNING, not the tick
+INSERT INTO coord.fences VALUES ('no/such path', 1, now() - interval '2 days');
+INSERT INTO coord.job_pause VALUES ('tap-ret-q', 'k3', now() - interval '2 days');
+SET LOCAL client_min_messages = error;
+SELECT lives_ok($$SELECT coord.tick()$$, 'a tick with a fence row whose path is not a path');
+RESET client_min_messages;
+SELECT is((SELECT count(*)::int FROM coord.fences WHERE path = 'no/such path'), 1, 'that row stays');
+SELECT is((SELECT count(*)::int FROM coord.job_pause WHERE limit_key = 'k3'), 0, 'the other shares still purge');
 
 SELECT * FROM finish();
 ROLLBACK;
