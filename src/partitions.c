@@ -1606,6 +1606,9 @@ coord_segment_of(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 1, "key");
 	key = PG_GETARG_TEXT_PP(1);
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	/* a change of the members (a group dropped, made again) reads it again */
+	if (st != NULL && st->group_gen != members_gen)
+		st = NULL;
 	if (st == NULL)
 	{
 		CoordSpiBegin(&sw);
