@@ -124,10 +124,13 @@ CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
     assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range', 'rendezvous')),
-    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    empty_since     timestamptz
 );
 COMMENT ON TABLE coord.partition_groups IS
   'Partition groups: their segment count and assignor, fixed at the first join';
+COMMENT ON COLUMN coord.partition_groups.empty_since IS
+  'When coord.tick found the group without a live member (NULL: it had one, or a member joined since); the tick deletes it coord.retention later';
 REVOKE ALL ON coord.partition_groups FROM PUBLIC;
 
 CREATE TABLE coord.partition_members (
@@ -431,7 +434,8 @@ REVOKE ALL ON coord.job_limit FROM PUBLIC;
 
 -- Pauses: limit_key '' is the whole queue (a limit_key has 1 to 1024
 -- bytes); until NULL is until coord.resume.  Rows whose until has passed
--- mean nothing and are deleted by the next pause or resume of the queue.
+-- mean nothing and are deleted by the next pause or resume of the queue,
+-- or by coord.tick coord.retention later.
 CREATE TABLE coord.job_pause (
     queue     text NOT NULL,
     limit_key text NOT NULL,
@@ -900,3 +904,18 @@ GRANT EXECUTE ON FUNCTION coord.claim_state(bigint, bigint) TO coord_worker;
 ALTER FUNCTION coord.fence_ok(text, bigint) VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS
   'True iff token is the newest token issued for path; then locks the path''s fence until the transaction ends, so a newer token waits for the guarded write';
+-- ---------- retention (issue 23; sql/parts/partitions.sql, election.sql) ----------
+CREATE FUNCTION coord.drop_group(partition_group text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_group(text) IS
+  'Deletes a partition group and its segments now (coord.tick deletes one without members after coord.retention); false when there is none; ERROR while it has a live member';
+CREATE FUNCTION coord.drop_election(election text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_election'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_election(text) IS
+  'Deletes an election''s row now (coord.tick deletes one without a leader after coord.retention); the next campaign gets a larger term all the same; false when there is none; ERROR while a session leads it';
+REVOKE ALL ON FUNCTION coord.drop_group(text), coord.drop_election(text) FROM PUBLIC;
+-- Retention (issue 23): dropping a group or an election at once is the
+-- administrator's (coord.tick drops them by itself once dead and old).
+GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;

@@ -63,6 +63,16 @@
  * waits for it to let go of the key) and is skipped in read-only
  * transactions and under REPEATABLE READ or SERIALIZABLE (RegisterNames).
  *
+ * Retention (CoordLocksTick, from coord.tick).  A fence row goes once its
+ * newest token is older than coord.retention, no lease row of its path is
+ * left and no session holds or awaits a lock on the path: tokens come from
+ * one sequence, so the path's next token is still larger than every one
+ * before, and coord.fence_ok, finding no row, says false to every old
+ * token (it fails closed).  A registry row goes once it is older than
+ * coord.retention and nobody holds or awaits its key, as
+ * coord.purge_lock_names would delete it (and forget the caches the same
+ * way).
+ *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
  * (sub)transaction abort callback of CoordAcquire (common_lock.c).
@@ -1128,4 +1138,52 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * CoordLocksTick: the tick's share (README.md, Retention; the header
+ * above).  Fences first: a lease row the tick deleted just before keeps
+ * none.  Up to a batch of rows of each table; rows being written (a fence
+ * or lease_lock upserting the path's fence) are skipped, and a fence
+ * written since the candidates were read fails the age test again.
+ */
+int64
+CoordLocksTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_fences = NULL;
+	static SPIPlanPtr plan_names = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+	int64		n;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fences,
+											 "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
+											 "DELETE FROM coord.fences AS f "
+											 "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.path FROM coord.fences AS x "
+											 "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
+											 "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
+											 "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
+											 "AND NOT EXISTS (SELECT 1 FROM held AS h "
+											 "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
+											 "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
+											 "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging fences");
+	n = (int64) SPI_processed;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names,
+											 "DELETE FROM coord.lock_names AS n "
+											 "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.key FROM coord.lock_names AS x "
+											 "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
+											 "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+											 "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
+											 "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging lock names");
+	if (SPI_processed > 0)
+		CacheInvalidateRelcacheByRelid(LockNamesRelid());
+	return n + (int64) SPI_processed;
 }

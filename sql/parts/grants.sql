@@ -172,3 +172,6 @@ GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;
 -- Reruns (issue 18): coord_admin only, like define_app; the history rows
 -- reach coord_monitor through coord.runs (granted by the loop above).
 GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) TO coord_admin;
+-- Retention (issue 23): dropping a group or an election at once is the
+-- administrator's (coord.tick drops them by itself once dead and old).
+GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;

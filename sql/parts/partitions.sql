@@ -11,10 +11,13 @@ CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
     assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range', 'rendezvous')),
-    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    empty_since     timestamptz
 );
 COMMENT ON TABLE coord.partition_groups IS
   'Partition groups: their segment count and assignor, fixed at the first join';
+COMMENT ON COLUMN coord.partition_groups.empty_since IS
+  'When coord.tick found the group without a live member (NULL: it had one, or a member joined since); the tick deletes it coord.retention later';
 REVOKE ALL ON coord.partition_groups FROM PUBLIC;
 
 CREATE TABLE coord.partition_members (
@@ -78,6 +81,12 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'coord_leave'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.leave(text) IS
   'Leaves a partition group and gives this session''s segments up now; false when it was no member';
+
+CREATE FUNCTION coord.drop_group(partition_group text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_group(text) IS
+  'Deletes a partition group and its segments now (coord.tick deletes one without members after coord.retention); false when there is none; ERROR while it has a live member';
 
 CREATE FUNCTION coord.owned(partition_group text)
 RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_owned'
