@@ -508,11 +508,11 @@ MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
 	}
 	MemberTag(st->group, name, &tag);
 	{
-		LockAcquireResult r = LockAcquire(&tag, ShareLock, false, true);
+		LockAcquireResult r = CoordLockTake(&tag, ShareLock, false, true);
 
 		alive = (r == LOCKACQUIRE_NOT_AVAIL);
 		if (!alive)
-			LockRelease(&tag, ShareLock, false);
+			CoordLockLetGo(&tag, ShareLock, false);
 	}
 	return alive;
 }
