@@ -997,10 +997,10 @@ TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 	if (d->first_null || start < d->first_period || !HorizonAllows(g, d, start))
 		return RUN_NOT_DUE;
 	PeriodTag(&tag, d->name, start);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 	r = CreateRun(g, d, start, flags);
 	if (r != RUN_CREATED && !(flags & PERIOD_KEEP_LOCK))
-		LockRelease(&tag, ExclusiveLock, false);
+		CoordLockLetGo(&tag, ExclusiveLock, false);
 	return r;
 }
 
@@ -1863,7 +1863,7 @@ LockDefinitions(void)
 	const char *k = "\napp definitions";
 
 	CoordSetTag(&tag, CoordNameKey(k, strlen(k)), COORD_NS_APP);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 }
 
 /*
@@ -2446,7 +2446,7 @@ AppRerunLockPeriod(const char *app, TimestampTz start)
 	LOCKTAG		tag;
 
 	PeriodTag(&tag, app, start);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 }
 
 void

@@ -465,7 +465,7 @@ coord_rerun(PG_FUNCTION_ARGS)
 
 	/* one at a time, and never during a tick (tick.c's lock) */
 	CoordSetTag(&tag, 0, COORD_NS_TICK);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 
 	CoordSpiBegin(&sw);
 	AppRerunLockDefinitions();

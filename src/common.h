@@ -40,6 +40,11 @@
 									 * segments are owned by rows) */
 #define COORD_NS_PERMIT		17210	/* semaphores.c: permit k of a path */
 #define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
+#define COORD_NS_LIMIT		17220	/* jobs_limits.c: count and take of a
+									 * (queue, limit_key) */
+/* every namespace above lies in this range: the lock budget counts them all */
+#define COORD_NS_FIRST		17201
+#define COORD_NS_LAST		17299
 
 /* Path limits: the contract's 1024 bytes, and a depth we take intention locks for. */
 #define COORD_PATH_MAX_BYTES	1024
@@ -140,7 +145,9 @@ extern bool CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 extern void CoordInflightDone(void);
 extern void CoordLockBudget(int nnew);
 extern void CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session);
-extern void CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode);
+extern bool CoordLockRoom(int nnew);
+extern LockAcquireResult CoordLockTake(const LOCKTAG *tag, LOCKMODE mode, bool session, bool dontWait);
+extern void CoordLockLetGo(const LOCKTAG *tag, LOCKMODE mode, bool session);
 extern void CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session);
 extern const char *CoordModeName(LOCKMODE mode);
 extern Datum CoordLockStatus(FunctionCallInfo fcinfo, uint16 ns);

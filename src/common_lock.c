@@ -3,9 +3,10 @@
  *		Helpers on PostgreSQL's lock manager shared by locks, requests and
  *		jobs (common family; see common.c): the lock tag of a name key,
  *		taking a set of locks with a timeout, the per-session cap on
- *		lock-table entries, holds (session locks that follow the
- *		transaction that took or let go of them), lock mode names, and who
- *		holds what (lock status rows, backend liveness).
+ *		lock-table entries (every pg_coord lock, its transaction's too,
+ *		taken through CoordAcquire or CoordLockTake), holds (session locks
+ *		that follow the transaction that took or let go of them), lock mode
+ *		names, and who holds what (lock status rows, backend liveness).
  *
  * Lock order.  CoordAcquire takes its tags in the order given and
  * CoordReleaseTags lets them go in the reverse order; callers give
@@ -37,6 +38,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "port/pg_bitutils.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/backend_status.h"
@@ -121,49 +123,48 @@ ReleaseInflight(void)
 	while (n_inflight > 0)
 	{
 		n_inflight--;
-		LockRelease(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
-		CoordLockReleased(&inflight_tags[n_inflight], inflight_modes[n_inflight]);
+		CoordLockLetGo(&inflight_tags[n_inflight], inflight_modes[n_inflight], true);
 	}
 }
 
 /*
- * The per-session cap on lock-manager entries (coord.max_locks_per_session).
+ * The cap on lock-manager entries (coord.max_locks_per_session).
  * PostgreSQL's lock table is shared by the whole cluster and sized by
  * max_locks_per_transaction; a session that fills it makes every other
  * session, in every database, fail with 53200 (and new connections fail).
- * So pg_coord counts the path, registry, request, claim, election, term,
- * partition member and permit locks it takes and refuses with 53400 before a session holds
- * more than the cap.
+ * So every lock pg_coord takes for a session, in any of its namespaces
+ * (COORD_NS_FIRST .. COORD_NS_LAST) and at either level, counts: what the
+ * session holds plus what its transaction holds never passes the cap, and a
+ * call that would pass it is refused with 53400 before it takes anything.
+ * A momentary probe (taken and let go within the call) counts too.  A lease
+ * claim takes no lock at all (jobs_claim.c).
  *
- * The count is an upper bound kept cheaply: +1 for each lock the lock
- * manager newly grants, -1 when one is let go through pg_coord, the
- * transaction-level ones subtracted at the end of the transaction.  What it
- * misses (locks released by pg_advisory_unlock_all or DISCARD ALL, or by the
- * abort of a subtransaction) only makes it too high; when it reaches the
- * cap, it is replaced by an exact count of this backend's entries in the
- * lock table before anything is refused.
+ * The count is an upper bound of the (tag, mode) pairs held, kept cheaply:
+ * +1 for each pair the lock manager newly grants, and for each session
+ * hold of a pair held already (it may have been held by the transaction
+ * only, and now outlives it); -1 when a pair is let go through pg_coord and
+ * no longer held; the transaction-level pairs subtracted at the end of the
+ * transaction.  It never counts less than what is held: what it misses
+ * (locks released by pg_advisory_unlock_all or DISCARD ALL or by the abort
+ * of a subtransaction, a session hold taken again) only makes it too high.
+ * When it reaches the cap, it is replaced by an exact count of this
+ * backend's pairs in the lock table before anything is refused.
  */
 static int	coord_max_locks_per_session = 1000;
 static int	coord_nlocks = 0;	/* held by this session, an upper bound */
 static int	coord_nxact = 0;	/* of those, transaction-level ones */
 
-/* Is tag one of the namespaces the cap counts? */
+/* Is tag one of pg_coord's (any namespace)? */
 static inline bool
 CountedTag(const LOCKTAG *tag)
 {
 	return tag->locktag_type == LOCKTAG_ADVISORY &&
 		tag->locktag_lockmethodid == USER_LOCKMETHOD &&
-		(tag->locktag_field4 == COORD_NS_PATH ||
-		 tag->locktag_field4 == COORD_NS_REGISTRY ||
-		 tag->locktag_field4 == COORD_NS_REQUEST ||
-		 tag->locktag_field4 == COORD_NS_JOB ||
-		 tag->locktag_field4 == COORD_NS_ELECTION ||
-		 tag->locktag_field4 == COORD_NS_TERM ||
-		 tag->locktag_field4 == COORD_NS_MEMBER ||
-		 tag->locktag_field4 == COORD_NS_PERMIT);
+		tag->locktag_field4 >= COORD_NS_FIRST &&
+		tag->locktag_field4 <= COORD_NS_LAST;
 }
 
-/* Exact count: this backend's entries of the counted namespaces in the lock table. */
+/* Exact count: this backend's (tag, mode) pairs of pg_coord's in the lock table. */
 static int
 CountHeldLocks(void)
 {
@@ -176,9 +177,25 @@ CountHeldLocks(void)
 		LockInstanceData *li = &ld->locks[i];
 
 		if (li->pid == MyProcPid && CountedTag(&li->locktag))
-			n++;
+			n += pg_popcount32((uint32) li->holdMask);
 	}
 	return n;
+}
+
+/*
+ * Would nnew more counted locks fit?  Recounts exactly before saying no.
+ * The transaction-level share of the exact count is unknown: taken as none,
+ * the count stays an upper bound after the transaction ends.
+ */
+bool
+CoordLockRoom(int nnew)
+{
+	if (coord_max_locks_per_session <= 0 || nnew <= 0 ||
+		coord_nlocks + nnew <= coord_max_locks_per_session)
+		return true;
+	coord_nlocks = CountHeldLocks();
+	coord_nxact = 0;
+	return coord_nlocks + nnew <= coord_max_locks_per_session;
 }
 
 /*
@@ -188,44 +205,79 @@ CountHeldLocks(void)
 void
 CoordLockBudget(int nnew)
 {
-	int			held;
-
-	if (coord_max_locks_per_session <= 0 || nnew <= 0 ||
-		coord_nlocks + nnew <= coord_max_locks_per_session)
-		return;
-	held = CountHeldLocks();
-	coord_nxact = Min(coord_nxact, held);
-	coord_nlocks = held;
-	if (held + nnew <= coord_max_locks_per_session)
+	if (CoordLockRoom(nnew))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 			 errmsg("this session holds too many pg_coord locks"),
-			 errdetail("It holds %d entries of the lock table through pg_coord and would need %d more; "
-					   "coord.max_locks_per_session is %d.",
-					   held, nnew, coord_max_locks_per_session),
-			 errhint("Release locks, claims or requests first (each path also locks its ancestors), "
-					 "or ask a superuser to raise coord.max_locks_per_session together with "
-					 "max_locks_per_transaction.")));
+			 errdetail("It holds %d entries of the lock table through pg_coord, in this transaction and across "
+					   "transactions, and would need %d more; coord.max_locks_per_session is %d.",
+					   coord_nlocks, nnew, coord_max_locks_per_session),
+			 errhint("Release locks, claims, permits or requests first, or end the transaction (each path "
+					 "also locks its ancestors; a transaction keeps an entry for each new lock name and each "
+					 "limit_key it claimed from until it ends), or ask a superuser to raise "
+					 "coord.max_locks_per_session together with max_locks_per_transaction.")));
 }
 
 /* CoordLockCounted notes a lock the lock manager answered r for. */
 void
 CoordLockCounted(const LOCKTAG *tag, LockAcquireResult r, bool session)
 {
-	if (r != LOCKACQUIRE_OK || !CountedTag(tag))
+	if (!CountedTag(tag))
 		return;
-	coord_nlocks++;
-	if (!session)
-		coord_nxact++;
+	if (r == LOCKACQUIRE_OK)
+	{
+		coord_nlocks++;
+		if (!session)
+			coord_nxact++;
+	}
+	else if (r == LOCKACQUIRE_ALREADY_HELD && session)
+		coord_nlocks++;			/* perhaps held by the transaction only */
+	else
+		return;
+	if (coord_nlocks > INT_MAX / 4)
+	{
+		/* grown by holds taken again and again: recount before it overflows */
+		coord_nlocks = CountHeldLocks();
+		coord_nxact = 0;
+	}
 }
 
-/* CoordLockReleased notes that a counted lock may have been let go. */
-void
-CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode)
+/* Notes that a counted lock has been let go once at this level. */
+static void
+CoordLockReleased(const LOCKTAG *tag, LOCKMODE mode, bool session)
 {
-	if (coord_nlocks > 0 && CountedTag(tag) && !CoordLockHeldByMe(tag, mode))
-		coord_nlocks--;
+	if (!CountedTag(tag) || CoordLockHeldByMe(tag, mode))
+		return;
+	coord_nlocks = Max(coord_nlocks - 1, 0);
+	if (!session)
+		coord_nxact = Max(coord_nxact - 1, 0);
+}
+
+/*
+ * CoordLockTake is LockAcquire for one lock of pg_coord's outside
+ * CoordAcquire, counted against the cap (53400 past it).
+ */
+LockAcquireResult
+CoordLockTake(const LOCKTAG *tag, LOCKMODE mode, bool session, bool dontWait)
+{
+	LockAcquireResult r;
+
+	if (coord_max_locks_per_session > 0 &&
+		coord_nlocks + 1 > coord_max_locks_per_session &&
+		!CoordLockHeldByMe(tag, mode))
+		CoordLockBudget(1);
+	r = LockAcquire(tag, mode, session, dontWait);
+	CoordLockCounted(tag, r, session);
+	return r;
+}
+
+/* CoordLockLetGo is LockRelease for a lock taken by CoordLockTake. */
+void
+CoordLockLetGo(const LOCKTAG *tag, LOCKMODE mode, bool session)
+{
+	if (LockRelease(tag, mode, session))
+		CoordLockReleased(tag, mode, session);
 }
 
 /* How many of tags[0 .. n) this backend does not hold yet in their modes. */
@@ -362,8 +414,7 @@ CoordHoldDrop(const char *key)
 		LOCKTAG		tag = h->tag;
 
 		hash_search(holds, key, HASH_REMOVE, NULL);
-		LockRelease(&tag, ExclusiveLock, true);
-		CoordLockReleased(&tag, ExclusiveLock);
+		CoordLockLetGo(&tag, ExclusiveLock, true);
 	}
 }
 
@@ -409,8 +460,7 @@ SettleHolds(bool committed, SubTransactionId subid, SubTransactionId parent)
 		}
 		if (release)
 		{
-			LockRelease(&h->tag, ExclusiveLock, true);
-			CoordLockReleased(&h->tag, ExclusiveLock);
+			CoordLockLetGo(&h->tag, ExclusiveLock, true);
 			hash_search(holds, h->key, HASH_REMOVE, NULL);
 		}
 	}
@@ -509,10 +559,7 @@ CoordReleaseTags(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session
 {
 	locks_in_xact = true;
 	while (n-- > 0)
-	{
-		LockRelease(&tags[n], modes[n], session);
-		CoordLockReleased(&tags[n], modes[n]);
-	}
+		CoordLockLetGo(&tags[n], modes[n], session);
 }
 
 /*
@@ -814,9 +861,11 @@ void
 CoordCommonLockInit(void)
 {
 	DefineCustomIntVariable("coord.max_locks_per_session",
-							"The most lock-table entries one session may hold through pg_coord.",
-							"Counts path locks (one per path and one per ancestor), name registrations, "
-							"requests and claims; 0 means no limit.  Keep it well below "
+							"The most lock-table entries one session holds through pg_coord, its current "
+							"transaction's included.",
+							"Counts every pg_coord lock, session or transaction level: path locks (one per path and "
+							"one per ancestor), name registrations, requests, session-bound claims, limit keys, "
+							"permits, idle marks; 0 means no limit.  Keep it well below "
 							"max_locks_per_transaction * (max_connections + max_prepared_transactions).",
 							&coord_max_locks_per_session,
 							1000, 0, INT_MAX / 2,

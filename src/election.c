@@ -496,11 +496,11 @@ coord_leader(PG_FUNCTION_ARGS)
 	else
 	{
 		/* held by the term's leader iff a share probe cannot have it */
-		LockAcquireResult r = LockAcquire(&ttag, ShareLock, false, true);
+		LockAcquireResult r = CoordLockTake(&ttag, ShareLock, false, true);
 
 		found = (r == LOCKACQUIRE_NOT_AVAIL);
 		if (!found)
-			LockRelease(&ttag, ShareLock, false);
+			CoordLockLetGo(&ttag, ShareLock, false);
 	}
 	if (found)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -21,24 +21,29 @@
  *
  * Claims.  A claim is one statement that walks the claim index (hash of
  * the queue, priority DESC, run_at, id) with FOR UPDATE SKIP LOCKED; above
- * the row locks coord.claim_take takes a try-lock on (COORD_NS_JOB, id) for
- * each candidate before it counts it (ClaimPlan says how the statement makes
- * sure the take sees only locked rows; below them coord.claim_free probes
- * that lock, so that a job a session holds is not row-locked), and the rows
- * it returns, locked,
+ * the row locks coord.claim_take looks at the claim lock (COORD_NS_JOB, id)
+ * of each candidate before it counts it (ClaimPlan says how the statement
+ * makes sure the take sees only locked rows; below them coord.claim_free
+ * probes that lock, so that a job a session holds is not row-locked), and
+ * the rows it returns, locked,
  * are then updated through the table access method (ClaimRow):
  *	- session_bound: the lock is taken at session level and kept.  When the
  *	  claiming session ends for any reason its lock goes, and the next claim
  *	  takes the job at once: no reaper, no lease wait, and pid reuse cannot
  *	  fool it.
- *	- lease: the lock is taken at transaction level, only to skip jobs a
- *	  session holds, and lease_until is set.  A claim skips jobs whose lease
- *	  has not passed; an expired lease needs no reaper: the next claim that
- *	  reaches the job takes it (and says so in last_error).
+ *	- lease: no lock is taken, only probed (is it held by a session?), and
+ *	  lease_until is set.  Until the claim commits the row lock keeps the
+ *	  job (a session takes its claim lock only on a row it has locked), and
+ *	  then the lease and the token do; so a lease claim takes no lock-table
+ *	  entry, however many jobs a transaction claims (a transaction that held
+ *	  one per job filled the shared lock table).  A claim skips jobs whose
+ *	  lease has not passed; an expired lease needs no reaper: the next claim
+ *	  that reaches the job takes it (and says so in last_error).
  * Either way a claim changes only unindexed columns (token, attempt, lease,
  * claimed_at, claimed_by, last_error), so with the table's fillfactor it is
  * a HOT update: claiming adds nothing to any index.  "Running" is derived: a lease
- * in the future or a held claim lock.  Measured with callgrind (claim +
+ * in the future or a held claim lock (a lease claim not yet committed shows
+ * as its row's xmax; the group check looks at that, jobs_claim.c).  Measured with callgrind (claim +
  * complete, one job each): the former cursor plus UPDATE cost two executor
  * starts and a bitmap scan for the UPDATE's ids; one statement is 6% fewer
  * instructions, the hashed index 14% more, the history insert through the

@@ -8,7 +8,7 @@
  * Per-backend state here: the frontiers (one per claim filter, at most
  * FRONTIERS_MAX, least recently used forgotten) and the deepest nesting
  * level at which this transaction made a claim still in effect.  What survives an abort: nothing of the
- * claims (their row changes and transaction-level claim locks roll back,
+ * claims (their row changes roll back, lease claims hold no lock,
  * session-bound claims are holds, released by common_lock.c), so the abort
  * callback, and the subtransaction-abort callback for a claim made inside
  * the subtransaction that aborts (ROLLBACK TO a savepoint, an exception
@@ -153,7 +153,7 @@ ClaimXactCallback(XactEvent event, void *arg)
 
 /*
  * A subtransaction that aborts (ROLLBACK TO a savepoint, an exception block)
- * gives back the jobs claimed in it: their row changes and claim locks go
+ * gives back the jobs claimed in it: their row changes and session claims go
  * with it.  Its parent is taken to have claimed too, since it may have.  A
  * subtransaction that commits hands its claims to its parent.
  */
@@ -245,6 +245,8 @@ typedef struct ClaimScan
 	int64	   *ids;
 	List	   *exhausted;		/* jobs set aside to die: expired or spent */
 	int			ndead;			/* how many */
+	HTAB	   *aside;			/* their ids, for a lease claim's later
+								 * statements: or NULL */
 	int			nheld;
 	int64		held[FRONTIER_HELD];	/* skipped: a session holds them */
 	bool		last_valid;
@@ -268,6 +270,29 @@ ClaimStopped(const ClaimScan *scan)
 
 /* The claim whose statement is running: coord.claim_take works for it. */
 static ClaimScan *active_scan = NULL;
+
+/*
+ * A job set aside to die (attempts spent, or past its expires_at) is
+ * remembered by a lease claim, which holds no lock on it: the call's next
+ * statements see it again, still ready, and skip it (coord_claim_take).
+ */
+static void
+ClaimSetAside(ClaimScan *scan, int64 id)
+{
+	if (scan->session_bound)
+		return;					/* its hold says so (HoldsSessionClaim) */
+	if (scan->aside == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(int64);
+		ctl.hcxt = scan->cxt;
+		scan->aside = hash_create("pg_coord claim set aside", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	(void) hash_search(scan->aside, &id, HASH_ENTER, NULL);
+}
 
 static Frontier *
 GetFrontier(const char *queue, const char *host, int32 partition, int32 partitions,
@@ -328,6 +353,7 @@ typedef enum ClaimKind
 #define CLAIM_FILTERS 3
 static SPIPlanPtr plan_claims[CLAIM_KINDS][CLAIM_FILTERS][2];	/* [.][.][limited] */
 static SPIPlanPtr plan_group_blocked = NULL;
+static SPIPlanPtr plan_group_changing = NULL;
 
 #define CLAIM_NARGS 11
 
@@ -335,8 +361,8 @@ static SPIPlanPtr plan_group_blocked = NULL;
  * ClaimPlan prepares (once) the statement of a claim scan: a SELECT of the
  * ctid and id of the jobs claimed, whose subquery walks the claim order with
  * FOR UPDATE SKIP LOCKED; above the row locks coord.claim_take takes each
- * candidate's claim lock and says whether it counts, and LIMIT stops at the
- * jobs still wanted.  The take must see
+ * candidate's claim lock (a lease claim probes it) and says whether it
+ * counts, and LIMIT stops at the jobs still wanted.  The take must see
  * only rows this statement has locked: a claim lock taken on a row that
  * SKIP LOCKED then skips would hold a job nobody works on.  A FOR UPDATE
  * subquery alone does not ensure that (the planner pushes outer quals into
@@ -409,6 +435,14 @@ ClaimPlan(ClaimKind kind, int filter, bool limited)
 	return *slot;
 }
 
+/* Is xmax, a row's, another transaction that is still changing or locking it? */
+static bool
+XactChangesRow(TransactionId xmax)
+{
+	return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		TransactionIdIsInProgress(xmax);
+}
+
 /*
  * May the job run now, as far as its group goes?  Not if an earlier job of
  * the group waits, or another of it runs: a group runs one job at a time, in
@@ -416,6 +450,12 @@ ClaimPlan(ClaimKind kind, int filter, bool limited)
  * NOT EXISTS subquery of the claim, so that a claim does not start a
  * subplan's index scan every time (7% of a claim's instructions), and only
  * for jobs with a group.  It reads with the calling statement's snapshot.
+ *
+ * A later job of the group (enqueued first, committed first) may be being
+ * claimed by a transaction that has not committed: its row shows no lease
+ * yet, and a lease claim holds no claim lock.  So when nothing else holds the
+ * job back, a second query looks for a later job whose row another
+ * transaction is changing (xmax in progress), and takes it as running.
  */
 static bool
 GroupFree(Datum queue, Datum group_key, Datum id)
@@ -440,6 +480,25 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 											 3, types), args, NULL, true, 1),
 				  SPI_OK_SELECT, "checking a job's group");
 	blocked = (SPI_processed > 0);
+	if (!blocked)
+	{
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_changing,
+												 "SELECT g.xmax FROM coord.job AS g "
+												 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
+												 "AND g.group_key OPERATOR(pg_catalog.=) $2 "
+												 "AND g.id OPERATOR(pg_catalog.>) $3 "
+												 "AND g.xmax OPERATOR(pg_catalog.<>) 0",
+												 3, types), args, NULL, true, 0),
+					  SPI_OK_SELECT, "checking a job's group");
+		for (uint64 r = 0; r < SPI_processed && !blocked; r++)
+		{
+			bool		isnull;
+			Datum		x = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
+
+			CHECK_FOR_INTERRUPTS();
+			blocked = !isnull && XactChangesRow(DatumGetTransactionId(x));
+		}
+	}
 	CoordSpiFinishAsCaller();
 	return !blocked;
 }
@@ -493,6 +552,15 @@ coord_claim_free(PG_FUNCTION_ARGS)
 			scan->held[scan->nheld++] = id;
 		PG_RETURN_BOOL(false);
 	}
+
+	/*
+	 * A row another transaction is changing: mostly a lease claim in flight,
+	 * which holds no claim lock.  SKIP LOCKED would skip it; skipping it here
+	 * spares its group and limit checks, as the probe above does for a
+	 * session-bound claim in flight.
+	 */
+	if (!PG_ARGISNULL(3) && XactChangesRow(DatumGetTransactionId(PG_GETARG_DATUM(3))))
+		PG_RETURN_BOOL(false);
 	if (!PG_ARGISNULL(2) && !GroupFree(PG_GETARG_DATUM(1), PG_GETARG_DATUM(2), PG_GETARG_DATUM(0)))
 		PG_RETURN_BOOL(false);
 	/* flow control last: it may take the key's lock */
@@ -504,9 +572,10 @@ coord_claim_free(PG_FUNCTION_ARGS)
 /*
  * coord.claim_take(id, spent, priority, run_at): called by a claim
  * statement for each row it has locked, in claim order.  Takes the job's
- * claim lock; a job a session holds is skipped (and remembered).  True when
- * the job counts; one whose attempts are used up counts too, and the claim
- * then sets it aside to die (RunClaimOnce).
+ * claim lock (session-bound) or probes it (lease); a job a session holds is
+ * skipped (and remembered).  True when the job counts; one whose attempts
+ * are used up counts too, and the claim then sets it aside to die
+ * (RunClaimOnce).
  */
 Datum
 coord_claim_take(PG_FUNCTION_ARGS)
@@ -530,9 +599,8 @@ coord_claim_take(PG_FUNCTION_ARGS)
 
 	/*
 	 * A job this session already holds (coord.claim_free has let none
-	 * through, but an EvalPlanQual recheck could).  One this call already
-	 * took (or set aside) holds our claim lock too: LockAcquire says so
-	 * below.
+	 * through, but an EvalPlanQual recheck could).  One this call already set
+	 * aside: the aside set (lease) or LockAcquire (session) says so below.
 	 */
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
@@ -540,36 +608,52 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	if (scan->limits != NULL && !spent && !LimitTakeOk(scan->limits, id))
 		PG_RETURN_BOOL(false);
 	JobTag(&tag, id);
-
-	/*
-	 * Session-bound claims count against coord.max_locks_per_session; a lease
-	 * claim's lock is only a probe, gone at commit, and one call takes at
-	 * most CLAIM_MAX_N of them.
-	 */
-	if (scan->session_bound)
-		CoordLockBudget(1);
-	r = LockAcquire(&tag, ExclusiveLock, scan->session_bound, true);
-	if (scan->session_bound)
-		CoordLockCounted(&tag, r, true);
-	if (r == LOCKACQUIRE_NOT_AVAIL)
+	if (!scan->session_bound)
 	{
 		/*
-		 * A session took it after coord.claim_free looked (the row stays
-		 * locked until this transaction ends): look again first next time.
+		 * A lease claim takes no lock: it only looks whether a session holds
+		 * the job.  None can take it meanwhile (that takes this row's lock,
+		 * which this transaction keeps), and after the commit the lease and
+		 * the token keep the job.  A job this call set aside is skipped by
+		 * id; one it claimed has a lease by now, and its statements do not
+		 * see it.
 		 */
-		if (scan->nheld < FRONTIER_HELD)
-			scan->held[scan->nheld++] = id;
-		PG_RETURN_BOOL(false);
+		if (scan->aside != NULL && hash_search(scan->aside, &id, HASH_FIND, NULL) != NULL)
+			PG_RETURN_BOOL(false);
+		if (LockWaiterCount(&tag) > 0)
+		{
+			/* a session holds it: look again first next time */
+			if (scan->nheld < FRONTIER_HELD)
+				scan->held[scan->nheld++] = id;
+			PG_RETURN_BOOL(false);
+		}
 	}
-	if (r != LOCKACQUIRE_OK)
+	else
 	{
-		/* held by this session or transaction already: not a new claim */
-		LockRelease(&tag, ExclusiveLock, scan->session_bound);
-		PG_RETURN_BOOL(false);
-	}
-	if (scan->session_bound)
+		/* a session-bound claim counts against coord.max_locks_per_session */
+		CoordLockBudget(1);
+		r = LockAcquire(&tag, ExclusiveLock, true, true);
+		CoordLockCounted(&tag, r, true);
+		if (r == LOCKACQUIRE_NOT_AVAIL)
+		{
+			/*
+			 * A session took it after coord.claim_free looked (the row stays
+			 * locked until this transaction ends): look again first next
+			 * time.
+			 */
+			if (scan->nheld < FRONTIER_HELD)
+				scan->held[scan->nheld++] = id;
+			PG_RETURN_BOOL(false);
+		}
+		if (r != LOCKACQUIRE_OK)
+		{
+			/* held by this session already: not a new claim */
+			CoordLockLetGo(&tag, ExclusiveLock, true);
+			PG_RETURN_BOOL(false);
+		}
 		CoordHoldTaken(ClaimKey(id), &tag); /* released if this transaction
 											 * aborts */
+	}
 
 	/*
 	 * A job whose every attempt was lost to crashed or stalled claimers
@@ -846,8 +930,9 @@ static int	RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *sca
 /*
  * A job found past its expires_at or spent is not claimed (ClaimRow sets it
  * aside to die): the scan runs again for the jobs still wanted.  Each round
- * sets aside at least one job, which the next round skips (this transaction
- * holds its claim lock), until CLAIM_DEAD_MAX are set aside (ClaimStopped).
+ * sets aside at least one job, which the next round skips (ClaimSetAside, or
+ * the session-bound claim's hold), until CLAIM_DEAD_MAX are set aside
+ * (ClaimStopped).
  */
 static void
 RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
@@ -950,6 +1035,7 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 					*p = id;
 					scan->exhausted = lappend(scan->exhausted, p);
 					MemoryContextSwitchTo(old);
+					ClaimSetAside(scan, id);
 					scan->ids[i] = -1;
 					scan->ndead++;
 					expired++;

@@ -191,7 +191,10 @@ JobsXactCallback(XactEvent event, void *arg)
 
 /*
  * Marks this session idle on a channel (shared session lock), or not.  Beyond
- * coord.max_idle_marks marks, the least recently set one is let go.
+ * coord.max_idle_marks marks, the least recently set one is let go.  A mark
+ * counts against coord.max_locks_per_session; one that does not fit is not
+ * taken (the session is not woken there, and finds the work at its next
+ * claim), rather than failing the claim.
  */
 void
 SetIdle(const char *channel, bool idle)
@@ -214,8 +217,6 @@ SetIdle(const char *channel, bool idle)
 		if (found)
 			dlist_delete(&m->lru);
 		dlist_push_tail(&idle_lru, &m->lru);
-		if (!found || !CoordLockHeldByMe(&tag, ShareLock))
-			(void) LockAcquire(&tag, ShareLock, true, true);
 		while (hash_get_num_entries(idle_marks) > Max(coord_max_idle_marks, 1))
 		{
 			IdleMark   *old = dlist_container(IdleMark, lru, dlist_pop_head_node(&idle_lru));
@@ -225,8 +226,10 @@ SetIdle(const char *channel, bool idle)
 			CoordSetTag(&oldtag, oldkey, COORD_NS_IDLE);
 			hash_search(idle_marks, &oldkey, HASH_REMOVE, NULL);
 			if (CoordLockHeldByMe(&oldtag, ShareLock))
-				LockRelease(&oldtag, ShareLock, true);
+				CoordLockLetGo(&oldtag, ShareLock, true);
 		}
+		if ((!found || !CoordLockHeldByMe(&tag, ShareLock)) && CoordLockRoom(1))
+			(void) CoordLockTake(&tag, ShareLock, true, true);
 	}
 	else
 	{
@@ -236,7 +239,7 @@ SetIdle(const char *channel, bool idle)
 			dlist_delete(&m->lru);
 			hash_search(idle_marks, &key, HASH_REMOVE, NULL);
 			if (CoordLockHeldByMe(&tag, ShareLock))
-				LockRelease(&tag, ShareLock, true);
+				CoordLockLetGo(&tag, ShareLock, true);
 		}
 	}
 }

@@ -126,8 +126,6 @@
 
 #include "jobs_int.h"
 
-#define COORD_NS_LIMIT	17220	/* jobs_limits.c: count and take of a (queue,
-								 * limit_key) */
 #define LIMIT_KEY_MAX	1024
 #define LIMIT_POLL_US	(1000 * 1000)	/* next_due's guess when a slot's end
 										 * is unknown */
@@ -564,7 +562,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	}
 
 	KeyTag(&st->tag, ls->queue, st->key, st->keylen);
-	r = LockAcquire(&st->tag, ExclusiveLock, false, true);
+	r = CoordLockTake(&st->tag, ExclusiveLock, false, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 	{
 		/* another claimer counts and takes this key now: not now */
@@ -645,7 +643,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	if (!st->ok && st->locked_here)
 	{
 		/* nothing to take here: let the others count */
-		LockRelease(&st->tag, ExclusiveLock, false);
+		CoordLockLetGo(&st->tag, ExclusiveLock, false);
 		st->locked_here = false;
 	}
 	else if (st->locked_here)
@@ -967,8 +965,8 @@ LimitWaitContended(LimitScan *ls, int got)
 {
 	if (ls == NULL || !ls->contended || got > 0 || xact_limit_locks > 0)
 		return false;
-	(void) LockAcquire(&ls->contended_tag, ExclusiveLock, false, false);
-	LockRelease(&ls->contended_tag, ExclusiveLock, false);
+	(void) CoordLockTake(&ls->contended_tag, ExclusiveLock, false, false);
+	CoordLockLetGo(&ls->contended_tag, ExclusiveLock, false);
 	return true;
 }
 

@@ -287,8 +287,12 @@ coord_partition_members_changed(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
+	/* as PostgreSQL's own trigger functions answer a direct call */
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "coord.partition_members_changed: not called as a trigger");
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("function \"%s\" was not called by trigger manager",
+						"coord.partition_members_changed")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
 	PG_RETURN_POINTER(NULL);
 }
@@ -528,11 +532,11 @@ MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
 	}
 	MemberTag(st->group, name, &tag);
 	{
-		LockAcquireResult r = LockAcquire(&tag, ShareLock, false, true);
+		LockAcquireResult r = CoordLockTake(&tag, ShareLock, false, true);
 
 		alive = (r == LOCKACQUIRE_NOT_AVAIL);
 		if (!alive)
-			LockRelease(&tag, ShareLock, false);
+			CoordLockLetGo(&tag, ShareLock, false);
 	}
 	return alive;
 }

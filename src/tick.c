@@ -174,7 +174,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	 * per statement)
 	 */
 	CoordSetTag(&tag, 0, COORD_NS_TICK);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 
 	CoordSpiBegin(&sw);
 	done += CoordSchedulesTick(now);

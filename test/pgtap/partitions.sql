@@ -6,7 +6,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(156);
+SELECT plan(157);
 
 SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'double precision', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
@@ -91,6 +91,8 @@ SELECT throws_ok($$SELECT coord.join('tap/h', 'm', meta => jsonb_build_object('x
                  '54000', NULL, 'meta too large');
 SELECT throws_ok($$SELECT coord.join('', 'm')$$, '22023', NULL, 'empty group name');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'a b')$$, '22023', NULL, 'invalid member name');
+SELECT throws_ok($$SELECT coord.partition_members_changed()$$, '39P01', NULL,
+  'the trigger function called directly: 39P01, as PostgreSQL''s own');
 SELECT is((SELECT count(*) FROM coord.partition_groups WHERE partition_group = 'tap/h'), 0::bigint,
           'a failed first join creates no group');
 

@@ -72,6 +72,8 @@ SELECT total_bytes < 2 * 1024 * 1024 AS frontiers_bounded FROM pg_backend_memory
 LISTEN "coord:bounds-idle-30000";
 SELECT count(*) FROM pg_locks l WHERE pid = pg_backend_pid() AND objsubid = 17205
   AND (objid::bigint | (classid::bigint << 32)) = coord.key_hash('coord:bounds-idle-30000');
+-- (the marks count against coord.max_locks_per_session: let them go)
+SELECT pg_advisory_unlock_all();
 
 -- The per-session cap on pg_coord locks (coord.max_locks_per_session, 1000
 -- by default): 53400 before the lock table runs out.  In one transaction a
@@ -107,12 +109,61 @@ SELECT count(*) FROM (SELECT coord.lock('/cap/' || i) FROM generate_series(1, 20
 SELECT pg_advisory_unlock_all();
 SELECT count(*) FROM (SELECT coord.lock('/cap2/' || i) FROM generate_series(1, 20) i) s;
 SELECT coord.unlock_all();
+-- Issue 23: every pg_coord lock counts, at either level.  Lease claims
+-- take no entry at all, however many one transaction makes (one per job
+-- filled the lock table: no new connection to any database then).
+SELECT count(*) FROM coord.enqueue_many('bounds-lease', (SELECT array_agg('{}'::jsonb) FROM generate_series(1, 300)));
+BEGIN;
+SELECT count(*) FROM coord.claim('bounds-lease', 100);
+SAVEPOINT a;
+SELECT count(*) FROM coord.claim('bounds-lease', 100);
+RELEASE a;
+SELECT count(*) FROM coord.claim('bounds-lease', 100);
+SELECT count(*) AS entries FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+COMMIT;
+-- limit keys a transaction claimed from count until it ends: 53400, and the
+-- claim that failed claimed nothing
+SELECT coord.set_limit('bounds-keys', concurrency => 1, per_key => true);
+SELECT count(*) FROM (SELECT coord.enqueue('bounds-keys', '{}', limit_key => 'k' || i) FROM generate_series(1, 100) i) s;
+BEGIN;
+SELECT count(*) FROM coord.claim('bounds-keys', 40);
+SAVEPOINT a;
+SELECT count(*) FROM coord.claim('bounds-keys', 40);
+ROLLBACK TO a;
+SELECT count(*) AS claimed FROM coord.job WHERE queue = 'bounds-keys' AND claimed_at IS NOT NULL;
+ROLLBACK;
+SELECT coord.drop_limit('bounds-keys', per_key => true);
+-- what is held counts, not what was let go: a lock taken by the transaction
+-- and then by the session outlives the transaction, and a permit's gate is
+-- let go before commit (each passed the cap by one entry per transaction)
+SET coord.max_locks_per_session = 20;
+DO $$BEGIN
+  FOR i IN 1..30 LOOP
+    PERFORM coord.xact_lock('/cap3/' || i);
+    PERFORM coord.lock('/cap3/' || i);
+    COMMIT;
+  END LOOP;
+END$$;
+SELECT count(*) <= 20 AS within_cap FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+SELECT coord.unlock_all() > 0 AS unlocked;
+DO $$BEGIN
+  FOR i IN 1..30 LOOP
+    PERFORM coord.acquire_permit('/cap-permit/' || i, 1);
+    PERFORM coord.acquire_permit('/cap-permit/' || i, 1);
+    PERFORM coord.release_permit('/cap-permit/' || i);
+    COMMIT;
+  END LOOP;
+END$$;
+SELECT count(*) <= 20 AS within_cap FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory';
+SELECT pg_advisory_unlock_all();
+SET coord.max_locks_per_session = 50;
 -- session-bound claims count
 SELECT count(*) FROM coord.enqueue_many('bounds-cap', (SELECT array_agg('{}'::jsonb) FROM generate_series(1, 60)));
 SELECT count(*) FROM coord.claim('bounds-cap', 60, session_bound => true);
 SELECT count(*) FROM coord.claim('bounds-cap', 40, session_bound => true);
 RESET coord.max_locks_per_session;
 DELETE FROM coord.lock_names WHERE path LIKE '/cap%';
+DELETE FROM coord.permit_holders WHERE path LIKE '/cap%';
 
 -- Skipping the lock-name collision check is a superuser setting.
 CREATE ROLE regress_coord_bounds;
