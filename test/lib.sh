@@ -224,6 +224,11 @@ coord_pgbouncer_run() {
   local db=$1 port=$2 script=$3 pgb
   pgb=$(command -v pgbouncer || echo /usr/sbin/pgbouncer)
   [ -x "$pgb" ] || { echo "FAIL: pgbouncer not found (Debian: pgbouncer)"; return 1; }
+  # PgBouncer 1.21 and later can track prepared statements in transaction
+  # mode (max_prepared_statements); older ones (bookworm's 1.18) cannot
+  local ver track=""
+  ver=$("$pgb" --version 2>/dev/null | sed -n 's/^PgBouncer \([0-9][0-9.]*\).*/\1/p' | head -1)
+  [ "$(printf '%s\n1.21\n' "${ver:-0}" | sort -V | head -1)" = 1.21 ] && track="max_prepared_statements = 100"
   COORD_PGB_DIR=$(mktemp -d /tmp/pg_coord_pgb.XXXXXX)
   COORD_PGB_DB=$db
   chmod 755 "$COORD_PGB_DIR"
@@ -245,13 +250,15 @@ default_pool_size = 1
 max_client_conn = 50
 logfile = $COORD_PGB_DIR/pgbouncer.log
 pidfile = $COORD_PGB_DIR/pgbouncer.pid
+$track
 INI
   [ "$(id -u)" -eq 0 ] && chown postgres: "$COORD_PGB_DIR/pgbouncer.ini"
   as_pg "$pgb" -d -q "$COORD_PGB_DIR/pgbouncer.ini"
   for _ in $(seq 1 50); do [ -S "$COORD_PGB_DIR/.s.PGSQL.$port" ] && break; sleep 0.1; done
   [ -S "$COORD_PGB_DIR/.s.PGSQL.$port" ] || {
     cat "$COORD_PGB_DIR/pgbouncer.log"; echo "FAIL: pgbouncer did not start"; return 1; }
-  PGB_HOST=$COORD_PGB_DIR PGB_PORT=$port "${PYTHON:-/usr/bin/python3}" "$script"
+  PGB_HOST=$COORD_PGB_DIR PGB_PORT=$port PGB_VERSION=${ver:-0} PGB_TRACKS_PREPARED=${track:+1} \
+    "${PYTHON:-/usr/bin/python3}" "$script"
 }
 
 coord_pgbouncer_stop() {

@@ -168,9 +168,17 @@ def main():
     (pid_b,) = b3.execute("SELECT pg_backend_pid()").fetchone()
     got_b = runs(b3, 8)
     b3.close()
-    check("psycopg 3 defaults", pid_a == pid_b and got_a[1] is None and got_b[:2] == (6, "42P05"),
-          f"A runs a claim 8 times ({'ok' if got_a[1] is None else got_a}); B, on the same server connection, "
-          f"fails on its run {got_b[0]}: {got_b[1]} {got_b[2]}")
+    if os.environ.get("PGB_TRACKS_PREPARED"):
+        # PgBouncer 1.21+ with max_prepared_statements: it renames and tracks them
+        check("psycopg 3 defaults", pid_a == pid_b and got_a[1] is None and got_b[1] is None,
+              f"PgBouncer {os.environ.get('PGB_VERSION')} with max_prepared_statements: A runs a claim 8 times "
+              f"({'ok' if got_a[1] is None else got_a}); B, on the same server connection, too "
+              f"({'ok' if got_b[1] is None else got_b})")
+    else:
+        check("psycopg 3 defaults", pid_a == pid_b and got_a[1] is None and got_b[:2] == (6, "42P05"),
+              f"PgBouncer {os.environ.get('PGB_VERSION')}: A runs a claim 8 times "
+              f"({'ok' if got_a[1] is None else got_a}); B, on the same server connection, "
+              f"fails on its run {got_b[0]}: {got_b[1]} {got_b[2]}")
     c3 = psycopg.connect(**PGB, autocommit=True, prepare_threshold=None)
     d3 = psycopg.connect(**PGB, autocommit=True, prepare_threshold=None)
     got_cd = [runs(conn, 1) for _ in range(10) for conn in (c3, d3)]
