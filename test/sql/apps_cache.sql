@@ -5,6 +5,11 @@
 -- and the runs show that the finish then saw the change.
 \set VERBOSITY terse
 SET client_min_messages = warning;
+-- DEBUG1 also reports catalog cache rehashes (PostgreSQL 18), which come
+-- with the number of functions this session has looked up so far: look
+-- every function up now, so that none comes between the lines below.
+SELECT count(pg_catalog.to_regprocedure(p.oid::pg_catalog.regprocedure::text)) > 0 AS warm
+  FROM pg_catalog.pg_proc AS p;
 CREATE FUNCTION pg_temp.u(t timestamptz) RETURNS text LANGUAGE sql
   AS $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') $$;
 SELECT coord.define_app('gc_up', 'hourly', queue => 'gc_q', catchup_from => '2024-01-01 00:00Z');
