@@ -31,7 +31,41 @@ AUTOCTL=$(command -v pg_autoctl || echo /usr/bin/pg_autoctl)
 [ -e "$(dirname "$MON_BIN")/lib/pgautofailover.so" ] ||
   { echo "FAIL: no pgautofailover library for PostgreSQL $M (Debian: postgresql-$M-auto-failover)"; exit 1; }
 
+# DIR: stops everything a run in DIR started: the driver's process group
+# (it stops its workers and agents itself, but not when it is killed by a
+# time limit), each node's, then any postmaster still running (one the
+# keeper started through pg_ctl has a session of its own)
+stop_all() {
+  local dir=$1 f pid n bin
+  local -     # set +e for this function only
+  set +e
+  if [ -f "$dir/driver.pgid" ] && kill -0 "$(cat "$dir/driver.pgid")" 2>/dev/null; then
+    kill -TERM -- "-$(cat "$dir/driver.pgid")" 2>/dev/null; sleep 1
+  fi
+  for f in "$dir"/*.pgid; do
+    [ -f "$f" ] && kill -KILL -- "-$(cat "$f")" 2>/dev/null
+  done
+  sleep 0.3
+  for n in monitor n1 n2; do
+    [ -f "$dir/$n/postmaster.pid" ] || continue
+    pid=$(head -1 "$dir/$n/postmaster.pid")
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue
+    bin=$PGBIN; [ "$n" = monitor ] && bin=$MON_BIN
+    as_pg "$bin/pg_ctl" -D "$dir/$n" -m immediate -w stop >/dev/null 2>&1 || kill -KILL "$pid" 2>/dev/null
+  done
+  return 0
+}
+
+# --sweep DIR: stops and removes what a run killed by a time limit left
+# (test/ha/run.sh)
+if [ "${1:-}" = --sweep ]; then
+  case ${2:-} in /tmp/pg_coord_ha.*) [ -d "$2" ] && { stop_all "$2"; rm -rf "$2"; } ;; esac
+  exit 0
+fi
+
 HA_TMP=$(mktemp -d /tmp/pg_coord_ha.XXXXXX)
+# COORD_HA_STATE: a file that names the directory while the run lasts
+[ -n "${COORD_HA_STATE:-}" ] && echo "$HA_TMP" >"$COORD_HA_STATE"
 chmod 755 "$HA_TMP"
 mkdir -p "$HA_TMP/xdg/config" "$HA_TMP/xdg/data" "$HA_TMP/xdg/run" "$HA_TMP/work"
 chmod 700 "$HA_TMP/xdg/run"
@@ -64,35 +98,20 @@ start_node() {
 }
 
 cleanup() {
-  local rc=$? n pid bin
+  local rc=$? n f
   set +e
-  # the driver's group first: it stops its workers and agents itself, but
-  # not when it is killed (a time limit)
-  if [ -n "${DRIVER_PID:-}" ] && kill -0 "$DRIVER_PID" 2>/dev/null; then
-    kill -TERM -- "-$DRIVER_PID" 2>/dev/null; sleep 1; kill -KILL -- "-$DRIVER_PID" 2>/dev/null
-  fi
-  for n in monitor n1 n2; do
-    [ -f "$HA_TMP/$n.pgid" ] && kill -KILL -- "-$(cat "$HA_TMP/$n.pgid")" 2>/dev/null
-  done
-  sleep 0.3
-  # a postmaster the keeper started through pg_ctl has a session of its own
-  for n in monitor n1 n2; do
-    [ -f "$HA_TMP/$n/postmaster.pid" ] || continue
-    pid=$(head -1 "$HA_TMP/$n/postmaster.pid")
-    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue
-    bin=$PGBIN; [ "$n" = monitor ] && bin=$MON_BIN
-    as_pg "$bin/pg_ctl" -D "$HA_TMP/$n" -m immediate -w stop >/dev/null 2>&1 || kill -KILL "$pid" 2>/dev/null
-  done
+  trap '' INT TERM
+  stop_all "$HA_TMP"
   if [ "$rc" -ne 0 ]; then
     for n in monitor n1 n2; do
       [ -f "$HA_TMP/$n.keeper.log" ] && { log "--- last lines of $n's pg_autoctl log"; tail -8 "$HA_TMP/$n.keeper.log" >&2; }
-      for f in "$HA_TMP/$n"/log/*.log; do
-        [ -f "$f" ] && { log "--- last lines of $n's server log"; tail -8 "$f" >&2; }
-      done
+      f=$(ls -t "$HA_TMP/$n"/log/*.log 2>/dev/null | head -1)
+      [ -n "$f" ] && { log "--- last lines of $n's server log"; tail -8 "$f" >&2; }
     done
     [ -n "${COORD_HA_KEEP:-}" ] && { log "(kept $HA_TMP)"; exit "$rc"; }
   fi
   rm -rf "$HA_TMP"
+  [ -n "${COORD_HA_STATE:-}" ] && rm -f "$COORD_HA_STATE"
   exit "$rc"
 }
 trap cleanup EXIT
@@ -201,4 +220,5 @@ export HA_AGENT_BIN=${COORD_AGENT_BIN:-$COORD_ROOT/agent/coord-agent}
 # in a process group of its own with its workers and agents (see cleanup)
 setsid "$PYTHON" "$HERE/failover.py" &
 DRIVER_PID=$!
+echo "$DRIVER_PID" >"$HA_TMP/driver.pgid"
 wait "$DRIVER_PID"

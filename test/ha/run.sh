@@ -17,6 +17,7 @@ passed=0 failed=0
 mkdir -p "$COORD_RESULTS"
 out=$COORD_RESULTS/ha_failover.sh.out
 t0=$SECONDS
+export COORD_HA_STATE=$COORD_RESULTS/ha_state
 if timeout -k 20 "${COORD_HA_TIMEOUT:-480}" bash test/ha/failover.sh >"$out" 2>&1; then
   passed=1
   log "ha/failover.sh: ok $((SECONDS - t0))s ($(tail -1 "$out"))"
@@ -25,6 +26,11 @@ else
   failed=1
   [ "$rc" -eq 124 ] && log "ha/failover.sh: timed out after ${COORD_HA_TIMEOUT:-480}s"
   log "ha/failover.sh: FAILED $((SECONDS - t0))s"; tail -40 "$out" >&2
+fi
+# a run killed by the time limit may have left servers and workers behind
+if [ -s "$COORD_HA_STATE" ]; then
+  bash test/ha/failover.sh --sweep "$(cat "$COORD_HA_STATE")" || true
+  rm -f "$COORD_HA_STATE"
 fi
 log "(output: $out)"
 echo "$passed passed, $failed failed"
