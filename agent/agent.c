@@ -46,10 +46,19 @@
  * anyone.
  *
  * A claim whose result cannot be read (the wrong shape, a row without id or
- * token, an error libpq made up rather than one the server sent) may have
+ * token), or whose outcome is unknown (db.c: no whole answer), may have
  * claimed jobs we know nothing of: the agent drops the connection, which
  * releases session-bound claims at once (lease claims come back when their
  * lease runs out).
+ *
+ * A complete or fail whose outcome is unknown is not an outcome: the job is
+ * kept, marked in_doubt (its child gone, its slot held), and never dropped
+ * as lost with the session; once connected, coord.claim_state says exactly
+ * what became of the claim, in a transaction whose commit also waits for
+ * the synchronous standby (protocol.c): committed (the end line says so),
+ * released with its session (lost: it runs again), claimed still (report
+ * again, same token), or no longer ours (stale).  A heartbeat whose outcome
+ * is unknown renews nothing by the agent's clock.
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -218,7 +227,8 @@ agent_session_lost(void)
 
 	for (j = jobs; j; j = j->next)
 	{
-		if (!j->session_bound || j->killed == KILL_LOST)
+		/* a report in doubt is resolved after the reconnect */
+		if (!j->session_bound || j->killed == KILL_LOST || j->in_doubt)
 			continue;
 		j->killed = KILL_LOST;
 		if (!j->exited)
@@ -244,125 +254,290 @@ log_end(const Job *job, const char *outcome, const char *extra)
 			 outcome, extra && *extra ? " " : "", extra ? extra : "");
 }
 
-/*
- * Reports an exited child's job: complete on exit 0, fail with retry_after
- * on exit 75, fail otherwise.  Returns false when it could not (the
- * connection went away): the caller keeps the job for later or drops it.
- */
-static bool
-report_job(Job *job)
+/* What is reported for an exited child's job (make_report). */
+typedef struct Report
 {
-	char	   *tail = child_stderr_tail(job);
+	const char *outcome;		/* done, retry, failed, timeout, shutdown */
+	bool		complete;		/* coord.complete, else coord.fail */
+	char	   *result;			/* complete: the JSON result, or NULL */
+	char	   *error;			/* fail: the error */
+	msec_t		retry_after;	/* fail: the delay, -1: the backoff */
+	char	   *extra;			/* fields for the end line, or NULL */
+	char	   *tail;			/* the end of stderr */
+} Report;
+
+/*
+ * What to report for an exited child (the same each time it is asked):
+ * complete on exit 0, fail with retry_after on exit 75, fail otherwise.
+ */
+static void
+make_report(Job *job, Report *r)
+{
 	const char *last = child_last_line(job);
-	char	   *state = NULL;
-	char	   *error = NULL;
-	char	   *extra = NULL;
-	const char *outcome;
 	char		b1[32],
 				b2[32];
-	bool		ok;
 
+	memset(r, 0, sizeof(*r));
+	r->tail = child_stderr_tail(job);
+	r->retry_after = -1;
 	if (job->killed == KILL_SHUTDOWN)
 	{
 		/* hand the job back at once, without using up an attempt */
-		outcome = "shutdown";
-		error = xasprintf("coord-agent on host %s shut down before the job finished%s%s",
-						  cfg->host, *tail ? "; stderr: " : "", tail);
-		state = proto_fail(job, error, 0);
+		r->outcome = "shutdown";
+		r->error = xasprintf("coord-agent on host %s shut down before the job finished%s%s",
+							 cfg->host, *r->tail ? "; stderr: " : "", r->tail);
+		r->retry_after = 0;
 	}
 	else if (job->killed == KILL_TIMEOUT)
 	{
-		outcome = "timeout";
-		error = xasprintf("timed out after %s (task timeout %s); the process group was killed%s%s",
-						  format_duration(job->ended - job->started, b1, sizeof(b1)),
-						  format_duration(job->timeout, b2, sizeof(b2)),
-						  *tail ? "; stderr: " : "", tail);
-		state = proto_fail(job, error, -1);
+		r->outcome = "timeout";
+		r->error = xasprintf("timed out after %s (task timeout %s); the process group was killed%s%s",
+							 format_duration(job->ended - job->started, b1, sizeof(b1)),
+							 format_duration(job->timeout, b2, sizeof(b2)),
+							 *r->tail ? "; stderr: " : "", r->tail);
 	}
 	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 0)
 	{
-		char	   *result = NULL;
-		bool		kept = false;
-
-		outcome = "done";
+		r->outcome = "done";
+		r->complete = true;
 		if (last)
 		{
 			char	   *t = xstrdup(last);
 
 			if (json_valid(trim(t)))
-				result = xstrdup(trim(t));
+				r->result = xstrdup(trim(t));
 			free(t);
 		}
-		state = proto_complete(job, result, &kept);
-		extra = xstrdup(kept ? "result=json" : "result=null");
-		free(result);
 	}
 	else if (WIFEXITED(job->status) && WEXITSTATUS(job->status) == 75)
 	{
 		msec_t		delay = job->retry_after;
 
-		outcome = "retry";
+		r->outcome = "retry";
 		if (last && strncmp(last, "retry_after=", 12) == 0)
 		{
 			msec_t		d;
 
 			if (parse_duration(last + 12, &d))
 				delay = d;
-			else
+			else if (!job->in_doubt)
 				log_warning("job %lld: ignoring \"%s\": not a number of seconds", (long long) job->id, last);
 		}
-		error = xasprintf("temporary failure (exit 75), retry after %s%s%s",
-						  format_duration(delay, b1, sizeof(b1)), *tail ? "; stderr: " : "", tail);
-		state = proto_fail(job, error, delay);
-		extra = xasprintf("exit=75 retry_after=%s", format_duration(delay, b1, sizeof(b1)));
+		r->error = xasprintf("temporary failure (exit 75), retry after %s%s%s",
+							 format_duration(delay, b1, sizeof(b1)), *r->tail ? "; stderr: " : "", r->tail);
+		r->retry_after = delay;
+		r->extra = xasprintf("exit=75 retry_after=%s", format_duration(delay, b1, sizeof(b1)));
 	}
 	else
 	{
-		outcome = "failed";
+		r->outcome = "failed";
 		if (WIFEXITED(job->status))
 		{
-			error = xasprintf("exit status %d%s%s", WEXITSTATUS(job->status),
-							  *tail ? ": " : " (nothing on stderr)", tail);
-			extra = xasprintf("exit=%d", WEXITSTATUS(job->status));
+			r->error = xasprintf("exit status %d%s%s", WEXITSTATUS(job->status),
+								 *r->tail ? ": " : " (nothing on stderr)", r->tail);
+			r->extra = xasprintf("exit=%d", WEXITSTATUS(job->status));
 		}
 		else
 		{
 			int			sig = WTERMSIG(job->status);
 
-			error = xasprintf("killed by signal %d (%s)%s%s", sig, strsignal(sig),
-							  *tail ? ": " : "", tail);
-			extra = xasprintf("signal=%d", sig);
+			r->error = xasprintf("killed by signal %d (%s)%s%s", sig, strsignal(sig),
+								 *r->tail ? ": " : "", r->tail);
+			r->extra = xasprintf("signal=%d", sig);
 		}
-		state = proto_fail(job, error, -1);
+	}
+}
+
+static void
+free_report(Report *r)
+{
+	free(r->result);
+	free(r->error);
+	free(r->extra);
+	free(r->tail);
+}
+
+/*
+ * A report in doubt (job->in_doubt): what coord.claim_state says became of
+ * the claim, asked in a transaction whose commit confirms the report's
+ * (protocol.c).  Returns what the report would have answered -- "done",
+ * "scheduled" or "dead" (it committed), "lost" (the claim is no longer
+ * ours) -- with *why for the log; "released" (nothing committed, and the
+ * session-bound claim ended with its session); "again" (nothing committed
+ * and the claim still holds: report again); "later" (not said yet: ask
+ * again); or "unknown" (it cannot be said: *why).
+ */
+static char *
+resolve_report(Job *job, const Report *r, char **why)
+{
+	char		sqlstate[6];
+	char	   *st = proto_claim_state(job, sqlstate);
+	char	   *answer;
+	const char *shown;
+
+	*why = NULL;
+	if (st == NULL)
+	{
+		/* 42883: a pg_coord without coord.claim_state; 42501: not allowed */
+		if (db_doubt() == NULL && db_state == DB_READY &&
+			(strcmp(sqlstate, "42883") == 0 || strcmp(sqlstate, "42501") == 0))
+		{
+			*why = xasprintf("coord.claim_state could not say what became of the claim: %s", db_error());
+			return xstrdup("unknown");
+		}
+		if (db_state == DB_READY)
+			log_warning("job %lld: could not resolve the unknown outcome yet (%s); trying again",
+						(long long) job->id, db_doubt() ? db_doubt() : db_error());
+		return xstrdup("later");
+	}
+	shown = strcmp(st, "none") == 0 ? "NULL" : st;
+	if (strcmp(st, "claimed") == 0)
+	{
+		/* a session-bound claim held by our old session, which lingers */
+		if (job->session_bound && job->doubt_session != db_session())
+		{
+			log_verbose("job %lld: coord.claim_state: claimed: our old session still holds the claim; asking again",
+						(long long) job->id);
+			answer = xstrdup("later");
+		}
+		else
+			answer = xstrdup("again");
+	}
+	else if (strcmp(st, "released") == 0)
+		answer = xstrdup("released");
+	else if (r->complete ? strcmp(st, "done") == 0 :
+			 (strcmp(st, "scheduled") == 0 || strcmp(st, "dead") == 0))
+	{
+		answer = xstrdup(st);
+		*why = xasprintf("coord.claim_state: %s, so it committed", st);
+	}
+	else
+	{
+		answer = xstrdup("lost");
+		*why = xasprintf("coord.claim_state: %s, so it did not commit", shown);
+	}
+	free(st);
+	return answer;
+}
+
+/*
+ * Reports an exited child's job (make_report), or resolves the report
+ * whose outcome was unknown.  Returns true when the job is done with (its
+ * end logged); false when it is to be kept: job->in_doubt (resolve it when
+ * connected), or the report failed (a statement error, or the connection
+ * went away: the caller keeps the job for later or drops it).
+ */
+static bool
+report_job(Job *job)
+{
+	Report		r;
+	char	   *state = NULL;
+	char	   *why = NULL;
+	bool		kept = false;
+	bool		ok;
+
+	make_report(job, &r);
+	if (job->in_doubt)
+	{
+		state = resolve_report(job, &r, &why);
+		if (strcmp(state, "later") == 0)
+		{
+			job->report_at = now_ms() + 1000;
+			free(state);
+			free_report(&r);
+			return false;
+		}
+		if (strcmp(state, "released") == 0 || strcmp(state, "unknown") == 0)
+		{
+			bool		released = strcmp(state, "released") == 0;
+			char	   *more = released ?
+			xstrdup("(its report's outcome was unknown; coord.claim_state: released: nothing committed, and the session-bound claim ended with its session; nothing reported)") :
+			xasprintf("(%s)", why);
+
+			log_end(job, released ? "lost" : "unknown", more);
+			free(more);
+			free(why);
+			free(state);
+			free_report(&r);
+			return true;
+		}
+		if (strcmp(state, "again") == 0)
+		{
+			/* nothing committed, and the claim is still ours: report again */
+			log_info("job %lld: coord.claim_state: claimed: its report did not commit; reporting again",
+					 (long long) job->id);
+			free(state);
+			state = NULL;
+			job->in_doubt = false;
+		}
+		else
+		{
+			kept = job->doubt_kept;
+			job->in_doubt = false;
+		}
+	}
+	if (state == NULL)
+	{
+		KillReason	killed = job->killed;
+
+		if (r.complete)
+			state = proto_complete(job, r.result, &kept);
+		else
+			state = proto_fail(job, r.error, r.retry_after);
+		if (state != NULL && strcmp(state, "unknown") == 0)
+		{
+			/* a lost session said KILL_LOST: not so before it is resolved */
+			job->killed = killed;
+			job->in_doubt = true;
+			job->doubt_kept = kept;
+			job->doubt_session = db_session();
+			job->report_at = 0;
+			log_warning("job %lld: the outcome of coord.%s is unknown (%s); resolving it %s",
+						(long long) job->id, r.complete ? "complete" : "fail", db_doubt(),
+						db_state == DB_READY ? "now" : "after the reconnect");
+			free(state);
+			free_report(&r);
+			return false;
+		}
+	}
+	if (r.complete && state != NULL)
+	{
+		char	   *e = xasprintf("%s%s", kept ? "result=json" : "result=null",
+								  r.extra ? r.extra : "");
+
+		free(r.extra);
+		r.extra = e;
 	}
 
 	ok = (state != NULL);
 	if (ok)
 	{
 		char	   *more;
-		char	   *err1 = error && strcmp(outcome, "retry") != 0 ? first_line(tail, 200) : NULL;
+		char	   *err1 = r.error && strcmp(r.outcome, "retry") != 0 ? first_line(r.tail, 200) : NULL;
+		char	   *res = why ? xasprintf(" (its report's outcome was unknown; %s)", why) : xstrdup("");
 
 		if (strcmp(state, "lost") == 0)
-			more = xasprintf("%s%sstate=unchanged (the claim was no longer ours; nothing reported)",
-							 extra ? extra : "", extra ? " " : "");
+			more = xasprintf("%s%sstate=unchanged (the claim was no longer ours; nothing reported)%s",
+							 r.extra ? r.extra : "", r.extra ? " " : "", res);
 		else
-			more = xasprintf("%s%sstate=%s%s%s%s", extra ? extra : "", extra ? " " : "", state,
+			more = xasprintf("%s%sstate=%s%s%s%s%s", r.extra ? r.extra : "", r.extra ? " " : "", state,
 							 err1 && *err1 ? " stderr=\"" : "", err1 && *err1 ? err1 : "",
-							 err1 && *err1 ? "\"" : "");
-		log_end(job, strcmp(state, "lost") == 0 ? "stale" : outcome, more);
+							 err1 && *err1 ? "\"" : "", res);
+		log_end(job, strcmp(state, "lost") == 0 ? "stale" : r.outcome, more);
 		free(more);
 		free(err1);
+		free(res);
 	}
+	free(why);
 	free(state);
-	free(error);
-	free(extra);
-	free(tail);
+	free_report(&r);
 	return ok;
 }
 
 /*
  * Every exited child's job: report it if we can, keep it while a lease
- * claim may still be reported after a reconnect, or drop it.
+ * claim may still be reported after a reconnect or while its report is in
+ * doubt, or drop it.
  */
 static void
 finish_exited(msec_t now)
@@ -375,7 +550,7 @@ finish_exited(msec_t now)
 		next = j->next;
 		if (!j->exited)
 			continue;
-		if (j->killed == KILL_LOST)
+		if (j->killed == KILL_LOST && !j->in_doubt)
 		{
 			log_end(j, "lost", "(the claim is gone: killed, nothing reported)");
 			job_remove(j);
@@ -383,6 +558,8 @@ finish_exited(msec_t now)
 		}
 		if (db_state != DB_READY)
 		{
+			if (j->in_doubt)
+				continue;		/* resolved after the reconnect */
 			if (j->session_bound)
 			{
 				log_end(j, "lost", "(the session-bound claim ended with the database session; nothing reported)");
@@ -399,6 +576,8 @@ finish_exited(msec_t now)
 			continue;
 		if (report_job(j))
 			job_remove(j);
+		else if (j->in_doubt)
+			continue;			/* resolved now, later, or after the reconnect */
 		else if (db_state == DB_READY)
 		{
 			/*
@@ -494,15 +673,23 @@ claim_from(const char *queue, int n)
 
 	switch (proto_claim(queue, n, cfg->lease, cfg->host, cfg->partition_group, &res, &why))
 	{
-		case CLAIM_NO_ANSWER:
+		case CLAIM_UNKNOWN:
 			{
-				/* not the server's error: it may have claimed */
-				char	   *m = xasprintf("the result of a claim from queue %s could not be read (%s): reconnecting, so that the session's claims are released",
-										  queue, db_error());
+				/* it may have claimed: drop the session that may hold claims */
+				char		b[32];
+				char	   *m = xasprintf("the outcome of a claim from queue %s is unknown (%s): %s",
+										  queue, db_doubt(),
+										  !session_bound ? "jobs it may have claimed come back when their lease runs out" :
+										  db_state == DB_READY ? "reconnecting, so that the session's claims are released" :
+										  "any claim it made ended with the session");
 
-				log_error("%s", m);
+				if (!session_bound)
+					log_error("%s (%s)", m, format_duration(cfg->lease, b, sizeof(b)));
+				else
+					log_error("%s", m);
 				free(m);
-				db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+				if (db_state == DB_READY)
+					db_lost_after("claim outcome unknown", BROKEN_CLAIM_DELAY_MS);
 				return -1;
 			}
 		case CLAIM_UNREADABLE:
@@ -610,7 +797,8 @@ claim_jobs(msec_t now)
 {
 	int			k;
 
-	if (draining || db_state != DB_READY)
+	/* a group's claims wait for its join (db.c) */
+	if (draining || db_state != DB_READY || !db_group_ready())
 		return;
 	if (njobs >= cfg->concurrency)
 	{
@@ -667,10 +855,17 @@ heartbeats(msec_t now)
 		if (j->exited || j->killed != KILL_NONE || now < j->next_heartbeat)
 			continue;
 		hb = proto_heartbeat(j, &valid_until);
-		if (hb == HEARTBEAT_FAILED)
+		if (hb == HEARTBEAT_FAILED || hb == HEARTBEAT_UNKNOWN)
 		{
-			/* lost connection (handled) or an error: try again later */
-			if (db_state == DB_READY)
+			/*
+			 * Lost connection (handled) or an error: try again later.  An
+			 * unknown outcome renews nothing by our clock: the lease runs out
+			 * by it unless a later heartbeat succeeds.
+			 */
+			if (hb == HEARTBEAT_UNKNOWN && !j->session_bound)
+				log_warning("job %lld: the outcome of its heartbeat is unknown (%s): the lease is not counted as renewed; trying again later",
+							(long long) j->id, db_doubt());
+			else if (hb == HEARTBEAT_FAILED && db_state == DB_READY)
 				log_warning("job %lld: heartbeat failed (%s); trying again later",
 							(long long) j->id, db_error());
 			j->next_heartbeat = now + (j->session_bound ? cfg->check : j->lease / 3);
@@ -865,7 +1060,7 @@ next_wakeup(void)
 	msec_t		t = 0;
 	Job		   *j;
 
-	if (db_state == DB_READY && !draining && njobs < cfg->concurrency)
+	if (db_state == DB_READY && db_group_ready() && !draining && njobs < cfg->concurrency)
 		t = min_deadline(t, need_claim || next_claim == 0 ? now_ms() : next_claim);
 	t = min_deadline(t, db_next_wakeup(!draining || jobs != NULL));
 	if (draining && !drain_killed)
@@ -874,7 +1069,7 @@ next_wakeup(void)
 	{
 		if (j->exited)
 		{
-			if (!j->session_bound && db_state != DB_READY)
+			if (!j->session_bound && db_state != DB_READY && !j->in_doubt)
 				t = min_deadline(t, j->lease_valid_until);
 			if (db_state == DB_READY)
 				t = min_deadline(t, j->report_at ? j->report_at : 1);
@@ -978,7 +1173,10 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			{
 				while (jobs)
 				{
-					log_end(jobs, "unreported", "(shutting down without a database connection)");
+					if (jobs->in_doubt)
+						log_end(jobs, "unknown", "(shutting down without a database connection: the outcome of its report is unknown)");
+					else
+						log_end(jobs, "unreported", "(shutting down without a database connection)");
 					job_remove(jobs);
 				}
 				break;

@@ -20,6 +20,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -70,14 +71,30 @@ parse_weight(const char *s, double *out)
 }
 
 /*
- * The agent's member name in its partition group: HOST:PID, unique among
- * live sessions as long as host names are (coord.join refuses another live
- * session's name).  The caller frees it.
+ * A new member name for the agent's partition group: HOST:PID:R, R 64 bits
+ * from /dev/urandom in hex.  coord.join refuses a name another live session
+ * holds, so a name others can guess (HOST:PID) lets a worker that takes it
+ * first keep the agent out of its group.  HOST is cut to fit NAME_MAX_BYTES
+ * (R makes the name unique).  NULL when /dev/urandom cannot be read; the
+ * caller frees it.
  */
 char *
 member_name(const AgentConfig *cfg)
 {
-	return xasprintf("%s:%d", cfg->host, (int) getpid());
+	unsigned char r[8];
+	char		tail[64];
+	int			fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t		got = fd < 0 ? -1 : read(fd, r, sizeof(r));
+	int			room;
+
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t) sizeof(r))
+		return NULL;
+	snprintf(tail, sizeof(tail), ":%d:%02x%02x%02x%02x%02x%02x%02x%02x", (int) getpid(),
+			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+	room = NAME_MAX_BYTES - (int) strlen(tail);
+	return xasprintf("%.*s%s", room, cfg->host, tail);
 }
 
 /* Task names: anything printable without ']', so that app names fit. */
@@ -730,20 +747,10 @@ config_validate(AgentConfig *cfg, char **errmsg)
 	}
 	if (cfg->partition_group != NULL)
 	{
-		char	   *member = member_name(cfg);
-		bool		ok = strlen(member) <= NAME_MAX_BYTES;
-
-		free(member);
 		if (!valid_name(cfg->partition_group))
 		{
 			*errmsg = xasprintf("invalid partition group name \"%s\": 1-%d bytes of letters, digits and _ - . : /",
 								cfg->partition_group, NAME_MAX_BYTES);
-			return false;
-		}
-		if (!ok)
-		{
-			*errmsg = xasprintf("with a partition group the host name \"%s\" is too long: the member name HOST:PID must fit in %d bytes (set a shorter host or --host)",
-								cfg->host, NAME_MAX_BYTES);
 			return false;
 		}
 	}
@@ -826,7 +833,7 @@ config_print(const AgentConfig *cfg, FILE *out)
 		fprintf(out, " %s", cfg->queues[i]);
 	fprintf(out, "\nconcurrency: %d\n", cfg->concurrency);
 	if (cfg->partition_group)
-		fprintf(out, "partition group: %s, weight %g (member %s:PID)\n",
+		fprintf(out, "partition group: %s, weight %g (member %s:PID:<64 random bits>)\n",
 				cfg->partition_group, cfg->weight, cfg->host);
 	if (cfg->lease > 0)
 		fprintf(out, "claims:      lease %s\n", format_duration(cfg->lease, b1, sizeof(b1)));

@@ -183,6 +183,11 @@ typedef struct Job
 	int			status;			/* waitpid status */
 	msec_t		ended;
 	msec_t		report_at;		/* a report failed: try again then */
+	bool		in_doubt;		/* its complete or fail has an unknown
+								 * outcome: resolve it (coord.claim_state)
+								 * before anything else */
+	bool		doubt_kept;		/* the complete in doubt sent the result */
+	unsigned long doubt_session;	/* db_session() of the report in doubt */
 
 	Buf			line;			/* stdout: the line being read */
 	Buf			last_line;		/* stdout: the last non-empty line */

@@ -12,16 +12,25 @@
  * (statement_timeout and lock_timeout, the extension check, LISTEN on every
  * channel, and coord.join of the partition group when there is one: a
  * group's membership ends with its session, so every connect joins again)
- * and only then counts as up: the backoff starts again from zero.  A join
- * refused because our member name is still another live session's (23505:
- * our old backend has not noticed yet that we went away) is a failed
- * connect like any other, retried with backoff.
+ * and only then counts as up: the backoff starts again from zero.  Each
+ * session joins under a new, unguessable member name (member_name).  A
+ * failed join does not fail the session, which goes on reporting and
+ * heartbeating its jobs: the loop claims nothing until a join succeeds
+ * (db_group_ready), db_tick tries again with backoff, and a refused name
+ * (23505) is replaced by a new one.
  * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
  * a database that is down or slow never stops the loop.
  *
  * db_run is the only way a statement goes out: one round trip, at most
  * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer (then
  * the connection is given up as broken), notifications read after each.
+ * A result counts only once the answer is whole (ReadyForQuery): with the
+ * extended protocol the rows come before the commit, so a result followed
+ * by a lost connection, a FATAL, no answer at all, or a notice that the
+ * commit's wait for a synchronous standby was cancelled (committed here
+ * only, and lost at a failover) is an unknown outcome: db_run returns
+ * NULL and db_doubt() says why (the callers that change a claim resolve it:
+ * protocol.c, agent.c).
  * Whenever the session is lost (db_lost: a broken connection, no answer in
  * time, or the loop's own decision), agent_session_lost() is called before
  * the reconnect is scheduled: session-bound claims went with the session.
@@ -57,9 +66,30 @@ static msec_t reconnect_at;
 static msec_t backoff;
 static char *last_connect_error;
 
+/*
+ * The statement in flight: whether a notice said its commit skipped the
+ * synchronous standby, and why the last statement's outcome is unknown
+ * (empty: it is known).
+ */
+static bool syncrep_cancelled;
+static char doubt[512];
+
+/* sessions opened so far: which one a claim or a report was made in */
+static unsigned long sessions;
+
 /* the group (and weight) this session joined, or NULL */
 static char *joined_group;
 static double joined_weight;
+
+/* this session's member name (NULL: a new one at the next join) */
+static char *member;
+
+/* a failed join: when to try again, the backoff, the last error logged */
+#define JOIN_RETRY_FIRST_MS	500
+#define JOIN_RETRY_CAP_MS	5000
+static msec_t join_at;
+static msec_t join_backoff;
+static char *last_join_error;
 
 /* The connection's last error, one line, for a log line. */
 const char *
@@ -71,12 +101,24 @@ db_error(void)
 	return trim(buf);
 }
 
+/*
+ * A notice from the server: logged.  One says that the commit of the
+ * statement in flight did not wait for its synchronous standby (a cancel
+ * or a terminate of the wait): committed here, it may be lost at a
+ * failover.  It is known by its source file (locale-proof), or else by its
+ * detail.
+ */
 static void
-notice_processor(void *arg, const char *message)
+notice_receiver(void *arg, const PGresult *res)
 {
-	char	   *m = xstrdup(message);
+	const char *file = PQresultErrorField(res, PG_DIAG_SOURCE_FILE);
+	const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+	char	   *m = xstrdup(PQresultErrorMessage(res));
 
 	(void) arg;
+	if ((file && strcmp(file, "syncrep.c") == 0) ||
+		(detail && strstr(detail, "committed locally") != NULL))
+		syncrep_cancelled = true;
 	log_info("server: %s", trim(m));
 	free(m);
 }
@@ -125,22 +167,31 @@ db_lost(const char *why)
 	db_state = DB_DOWN;
 	free(joined_group);
 	joined_group = NULL;
+	free(member);
+	member = NULL;
 	agent_session_lost();
 	schedule_reconnect();
 }
 
 /*
- * Waits for the answer to the statement just sent, at most until deadline
- * (0: no limit); returns its first result (NULL: none), the rest is read
- * and dropped.  *timed_out says the deadline passed first.
+ * Reads the whole answer to the statement just sent, at most until deadline
+ * (0: no limit): its results, then ReadyForQuery, which libpq has seen
+ * when PQgetResult returns NULL on a good connection (*ended).  Returns the
+ * first result (NULL: none), and in *later the first error the server sent
+ * after it (an error after the result is the commit's); the rest is dropped.
+ * *timed_out says the deadline passed first (nothing is returned then).
+ * With the extended protocol the rows and CommandComplete come before the
+ * commit: without *ended, nothing says it committed.
  */
 static PGresult *
-wait_result(msec_t deadline, bool *timed_out)
+wait_result(msec_t deadline, bool *timed_out, bool *ended, PGresult **later)
 {
 	PGresult   *first = NULL;
 	PGresult   *r;
 
 	*timed_out = false;
+	*ended = false;
+	*later = NULL;
 	for (;;)
 	{
 		while (PQisBusy(conn))
@@ -150,43 +201,60 @@ wait_result(msec_t deadline, bool *timed_out)
 			int			rc;
 
 			if (left <= 0)
-			{
 				*timed_out = true;
-				if (first)
-					PQclear(first);
-				return NULL;
-			}
-			pfd.fd = PQsocket(conn);
-			pfd.events = POLLIN;
-			pfd.revents = 0;
-			rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
-			if (rc < 0 && errno != EINTR)
+			else
 			{
+				pfd.fd = PQsocket(conn);
+				pfd.events = POLLIN;
+				pfd.revents = 0;
+				rc = poll(&pfd, 1, left > 1000 ? 1000 : (int) left);
+				if (rc < 0 && errno != EINTR)
+				{
+					/* cannot wait: no answer (PQgetResult would block) */
+					log_error("poll: %s", strerror(errno));
+					*timed_out = true;
+				}
+
 				/*
-				 * cannot wait: treat it as no answer (PQgetResult would
-				 * block)
+				 * an error here leaves the connection bad: PQgetResult says
+				 * why
 				 */
-				log_error("poll: %s", strerror(errno));
-				*timed_out = true;
+				else if (rc > 0 && !PQconsumeInput(conn))
+					break;
+			}
+			if (*timed_out)
+			{
 				if (first)
 					PQclear(first);
+				if (*later)
+					PQclear(*later);
+				*later = NULL;
 				return NULL;
 			}
-			/* an error here leaves the connection bad: PQgetResult says why */
-			if (rc > 0 && !PQconsumeInput(conn))
-				break;
 		}
 		r = PQgetResult(conn);
 		if (r == NULL)
+		{
+			*ended = PQstatus(conn) == CONNECTION_OK;
 			break;
+		}
 		if (first == NULL)
 			first = r;
+		else if (*later == NULL && PQresultErrorField(r, PG_DIAG_SQLSTATE) != NULL)
+			*later = r;
 		else
 			PQclear(r);
 		if (PQstatus(conn) == CONNECTION_BAD)
 			break;
 	}
 	return first;
+}
+
+/* Why the last db_run's outcome is unknown, or NULL when it is known. */
+const char *
+db_doubt(void)
+{
+	return doubt[0] ? doubt : NULL;
 }
 
 /* db_lost, and no reconnect before delay ms. */
@@ -199,58 +267,96 @@ db_lost_after(const char *why, msec_t delay)
 }
 
 /*
- * Runs one statement; returns its result when it has the expected status,
- * else NULL (after handling a lost connection).  sqlstate, if given, gets
- * the error's SQLSTATE: empty when the server sent none (libpq's own error:
- * the statement may have done its work).  A statement that the server does
- * not answer within statement_timeout plus a grace period is given up with
- * its connection.
+ * Runs one statement; returns its result when it has the expected status
+ * and its outcome is known, else NULL (after handling a lost connection).
+ * sqlstate, if given, gets the error's SQLSTATE (empty when the server sent
+ * none).  A statement that the server does not answer within
+ * statement_timeout plus a grace period is given up with its connection.
+ *
+ * The outcome is known only when the answer is whole: the result, then
+ * ReadyForQuery, and no notice that the commit skipped its synchronous
+ * standby; or an ERROR the server sent (the transaction rolled back).
+ * Otherwise (no answer, libpq's own error, the connection lost after the
+ * result, a FATAL after it, the standby's wait cancelled) the statement
+ * may or may not have committed: db_doubt() says why, and it returns NULL
+ * even with a result in hand.
  */
 PGresult *
 db_run(const char *sql, int nparams, const char *const *values, ExecStatusType want,
 	   char *sqlstate)
 {
-	PGresult   *res;
-	bool		timed_out;
+	PGresult   *res = NULL;
+	PGresult   *later = NULL;
+	bool		timed_out = false;
+	bool		ended = false;
 	msec_t		deadline = 0;
+	const char *state;
 
 	if (cfg->statement_timeout > 0)
 		deadline = now_ms() + cfg->statement_timeout + STATEMENT_GRACE_MS;
 	if (sqlstate)
 		sqlstate[0] = '\0';
+	doubt[0] = '\0';
+	syncrep_cancelled = false;
 	if (db_state != DB_READY)
 		return NULL;
-	if (!PQsendQueryParams(conn, sql, nparams, NULL, values, NULL, NULL, 0))
-		res = NULL;
-	else
+	if (PQsendQueryParams(conn, sql, nparams, NULL, values, NULL, NULL, 0))
+		res = wait_result(deadline, &timed_out, &ended, &later);
+	if (timed_out)
 	{
-		res = wait_result(deadline, &timed_out);
-		if (timed_out)
-		{
-			char		b[32];
-			char	   *why = xasprintf("no answer within %s (statement_timeout and %d ms)",
-										format_duration(cfg->statement_timeout, b, sizeof(b)),
-										STATEMENT_GRACE_MS);
+		char		b[32];
+		char	   *why = xasprintf("no answer within %s (statement_timeout and %d ms)",
+									format_duration(cfg->statement_timeout, b, sizeof(b)),
+									STATEMENT_GRACE_MS);
 
-			db_lost(why);
-			free(why);
-			return NULL;
-		}
+		snprintf(doubt, sizeof(doubt), "%s", why);
+		db_lost(why);
+		free(why);
+		return NULL;
 	}
 	if (res && PQresultStatus(res) == want)
 	{
-		drain_notifies();
-		return res;
-	}
-	if (PQstatus(conn) == CONNECTION_BAD)
-	{
-		if (res)
+		if (later)
+		{
+			const char *severity = PQresultErrorField(later, PG_DIAG_SEVERITY_NONLOCALIZED);
+
+			/* the commit's ERROR rolled it back; a FATAL may follow a commit */
+			if (severity == NULL || strcmp(severity, "ERROR") != 0)
+			{
+				char	   *m = xstrdup(PQresultErrorMessage(later));
+
+				snprintf(doubt, sizeof(doubt), "the server ended the session after the result: %s", trim(m));
+				free(m);
+			}
 			PQclear(res);
-		db_lost(PQerrorMessage(conn));
-		return NULL;
+			res = later;
+			later = NULL;
+		}
+		else if (ended && !syncrep_cancelled)
+		{
+			drain_notifies();
+			return res;
+		}
+		else
+			snprintf(doubt, sizeof(doubt), "%s", ended ?
+					 "the server cancelled the commit's wait for its synchronous standby: committed on this server only" :
+					 "the connection was lost after the result, before the server confirmed the commit");
 	}
-	if (sqlstate && res && PQresultErrorField(res, PG_DIAG_SQLSTATE))
-		snprintf(sqlstate, 6, "%s", PQresultErrorField(res, PG_DIAG_SQLSTATE));
+	if (later)
+		PQclear(later);
+	state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (doubt[0] == '\0' && state == NULL &&
+		(res == NULL || PQresultStatus(res) == PGRES_FATAL_ERROR))
+	{
+		char	   *m = xstrdup(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+
+		/* libpq's own error, or nothing: the statement may have done its work */
+		snprintf(doubt, sizeof(doubt), "no answer from the server: %s", trim(m));
+		free(m);
+	}
+	if (sqlstate && state && doubt[0] == '\0')
+		snprintf(sqlstate, 6, "%s", state);
+	if (doubt[0] == '\0')
 	{
 		char	   *m = xstrdup(res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
 
@@ -259,36 +365,89 @@ db_run(const char *sql, int nparams, const char *const *values, ExecStatusType w
 	}
 	if (res)
 		PQclear(res);
+	if (PQstatus(conn) == CONNECTION_BAD)
+	{
+		db_lost(PQerrorMessage(conn));
+		return NULL;
+	}
 	drain_notifies();
 	return NULL;
 }
 
-/* coord.join of cfg's partition group; false with *why on failure. */
+/* A partition group is configured and not joined (or not with its weight). */
 static bool
-join_group(char **why)
+join_wanted(void)
 {
-	char		sqlstate[6];
+	return cfg->partition_group != NULL &&
+		(joined_group == NULL || strcmp(joined_group, cfg->partition_group) != 0 ||
+		 joined_weight != cfg->weight);
+}
 
-	if (!proto_join(cfg, sqlstate))
-	{
-		if (strcmp(sqlstate, "23505") == 0)
-			*why = xasprintf("could not join partition group \"%s\": our member name is still another live session's",
-							 cfg->partition_group);
-		else
-			*why = xasprintf("could not join partition group \"%s\"%s%s", cfg->partition_group,
-							 sqlstate[0] ? ": SQLSTATE " : "", sqlstate);
-		return false;
-	}
-	free(joined_group);
-	joined_group = xstrdup(cfg->partition_group);
-	joined_weight = cfg->weight;
-	return true;
+/* Whether the loop may claim: no group, or this session is its member. */
+bool
+db_group_ready(void)
+{
+	return cfg->partition_group == NULL ||
+		(joined_group != NULL && strcmp(joined_group, cfg->partition_group) == 0);
 }
 
 /*
- * Connected: the session's limits, the extension check, LISTEN, the join of
- * the partition group, and look for work at once.  Up to here the session does not count as up: a failure is
- * a failed connect (logged once per distinct error, backoff kept).
+ * coord.join of cfg's partition group.  A failure keeps the session: it is
+ * logged (once per distinct error) and db_tick tries again after a backoff;
+ * 23505 (the name is another live session's) picks a new name.
+ */
+static void
+join_group(void)
+{
+	char		sqlstate[6] = "";
+	char	   *why;
+	char		b[32];
+
+	if (member == NULL)
+		member = member_name(cfg);
+	if (member != NULL && proto_join(cfg, member, sqlstate))
+	{
+		free(joined_group);
+		joined_group = xstrdup(cfg->partition_group);
+		joined_weight = cfg->weight;
+		join_backoff = 0;
+		free(last_join_error);
+		last_join_error = NULL;
+		agent_wake();
+		return;
+	}
+	if (db_state != DB_READY)
+		return;					/* the session went: the next one joins */
+	if (member == NULL)
+		why = xasprintf("could not join partition group \"%s\": no member name (could not read /dev/urandom)",
+						cfg->partition_group);
+	else
+	{
+		why = xasprintf("could not join partition group \"%s\" as %s: %s", cfg->partition_group, member,
+						strcmp(sqlstate, "23505") == 0 ? "the name is another live session's" : db_error());
+		if (strcmp(sqlstate, "23505") == 0)
+		{
+			free(member);
+			member = NULL;
+		}
+	}
+	join_backoff = join_backoff == 0 ? JOIN_RETRY_FIRST_MS : join_backoff * 2;
+	if (join_backoff > JOIN_RETRY_CAP_MS)
+		join_backoff = JOIN_RETRY_CAP_MS;
+	join_at = now_ms() + join_backoff;
+	if (last_join_error == NULL || strcmp(last_join_error, why) != 0)
+		log_error("%s; %s, trying again in %s", why,
+				  db_group_ready() ? "claiming with the old weight" : "claiming nothing until a join succeeds",
+				  format_duration(join_backoff, b, sizeof(b)));
+	free(last_join_error);
+	last_join_error = why;
+}
+
+/*
+ * Connected: the session's limits, the extension check, LISTEN, and look
+ * for work at once; up to here the session does not count as up: a failure
+ * is a failed connect (logged once per distinct error, backoff kept).  Then
+ * the join of the partition group, under a new name.
  */
 static void
 session_ready(void)
@@ -296,7 +455,7 @@ session_ready(void)
 	char	   *why = NULL;
 	int			installed;
 
-	PQsetNoticeProcessor(conn, notice_processor, NULL);
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
 	db_state = DB_READY;
 	if (!proto_set_limits(cfg->statement_timeout, cfg->lock_timeout))
 		why = xstrdup("could not set statement_timeout and lock_timeout");
@@ -308,8 +467,8 @@ session_ready(void)
 		why = xstrdup("LISTEN failed");
 	free(joined_group);
 	joined_group = NULL;
-	if (why == NULL && db_state == DB_READY && cfg->partition_group != NULL)
-		(void) join_group(&why);
+	free(member);
+	member = NULL;
 	if (why != NULL)
 	{
 		if (last_connect_error == NULL || strcmp(last_connect_error, why) != 0)
@@ -326,6 +485,12 @@ session_ready(void)
 	free(last_connect_error);
 	last_connect_error = NULL;
 	backoff = 0;
+	sessions++;
+	join_backoff = 0;
+	if (cfg->partition_group != NULL)
+		join_group();
+	if (db_state != DB_READY)
+		return;
 	agent_wake();
 	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims%s%s",
 			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
@@ -422,17 +587,10 @@ db_reload(const AgentConfig *config, bool relisten)
 		free(joined_group);
 		joined_group = NULL;
 	}
-	if (db_state == DB_READY && cfg->partition_group != NULL &&
-		(joined_group == NULL || joined_weight != cfg->weight))
+	if (db_state == DB_READY && join_wanted())
 	{
-		char	   *why = NULL;
-
-		/* claims must not go on without the group: start the session again */
-		if (!join_group(&why))
-		{
-			db_lost(why);
-			free(why);
-		}
+		join_backoff = 0;
+		join_group();
 	}
 }
 
@@ -446,6 +604,8 @@ db_tick(msec_t now, bool wanted)
 {
 	if (db_state == DB_DOWN && wanted && now >= reconnect_at)
 		start_connect();
+	if (db_state == DB_READY && join_wanted() && now >= join_at)
+		join_group();
 	if (db_state == DB_CONNECTING && now - connect_started > CONNECT_TIMEOUT_MS)
 		connect_failed("timeout expired");
 }
@@ -458,6 +618,8 @@ db_next_wakeup(bool wanted)
 		return reconnect_at > 0 ? reconnect_at : 1;
 	if (db_state == DB_CONNECTING)
 		return connect_started + CONNECT_TIMEOUT_MS;
+	if (db_state == DB_READY && join_wanted())
+		return join_at > 0 ? join_at : 1;
 	return 0;
 }
 
@@ -486,6 +648,13 @@ db_socket_ready(void)
 		else
 			drain_notifies();
 	}
+}
+
+/* The number of the session that is up (or was last): changes at each connect. */
+unsigned long
+db_session(void)
+{
+	return sessions;
 }
 
 /* The connection, for libpq calls that need one (NULL: none). */

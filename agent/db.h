@@ -32,6 +32,7 @@ extern DbState db_state;
 extern void db_init(const AgentConfig *config);
 extern void db_reload(const AgentConfig *config, bool relisten);
 extern void db_tick(msec_t now, bool wanted);
+extern bool db_group_ready(void);
 extern msec_t db_next_wakeup(bool wanted);
 extern bool db_poll_fd(struct pollfd *pfd);
 extern void db_socket_ready(void);
@@ -41,6 +42,8 @@ extern void db_close(void);
 extern PGresult *db_run(const char *sql, int nparams, const char *const *values,
 						ExecStatusType want, char *sqlstate);
 extern const char *db_error(void);
+extern const char *db_doubt(void);
+extern unsigned long db_session(void);
 extern PGconn *db_conn(void);
 extern void db_lost(const char *why);
 extern void db_lost_after(const char *why, msec_t delay);

@@ -11,9 +11,11 @@
  *                          "coord:host:<host>" (the channels enqueue
  *                          NOTIFYs; README.md, "Waking idle workers")
  *   proto_unlisten_all     UNLISTEN *
- *   proto_join             coord.join of the partition group as HOST:PID
- *                          with the weight, at every connect (membership
- *                          is the session's) and after a reload changed it
+ *   proto_join             coord.join of the partition group as db.c's
+ *                          member name (HOST:PID:random) with the
+ *                          weight, at every connect (membership is the
+ *                          session's), after a reload changed it, and
+ *                          again after a failed join
  *   proto_leave            coord.leave of the old group after such a reload
  *   proto_claim            coord.claim: up to n jobs, session-bound or with
  *                          a lease, of the group's owned segments when
@@ -21,14 +23,24 @@
  *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
- *   proto_fail             coord.fail, with retry_after or the default
+ *   proto_fail             coord.fail, with retry_after or the default;
+ *                          retry_after cut to coord.max_retry_after (a
+ *                          longer one is refused, and would be forever)
+ *   proto_claim_state      coord.claim_state of a job's claim, in a
+ *                          transaction that writes a logical message: a
+ *                          complete or fail with an unknown outcome
+ *                          (db_doubt()), resolved
  *   proto_next_due         min(coord.next_due) of every queue, as the
  *                          milliseconds from the server's clock_timestamp()
  *                          (so the agent's clock does not matter): how long
  *                          an idle agent may sleep before it claims again
  * A claim result is checked before anything of it is used
  * (proto_claim's CLAIM_UNREADABLE): a claim we cannot read may have claimed
- * jobs we know nothing of, and the caller must drop the session.  Every
+ * jobs we know nothing of, and the caller must drop the session.  The
+ * statements that change a claim (claim, heartbeat, complete, fail) say
+ * when their outcome is unknown (db.c's db_run: no whole answer, or the
+ * synchronous standby's wait cancelled): CLAIM_UNKNOWN, HEARTBEAT_UNKNOWN,
+ * "unknown".  Every
  * parameter is sent as text with no type (ids and tokens in decimal), and
  * the statement casts it where the function's argument is not text.
  *
@@ -138,14 +150,13 @@ proto_unlisten_all(void)
 }
 
 /*
- * coord.join of the configured partition group as this agent's member with
- * its weight (again: the weight is updated); *sqlstate gets the error's
- * (23505: another live session has the name).  Logs the segments owned.
+ * coord.join of the configured partition group as member with its weight
+ * (again: the weight is updated); *sqlstate gets the error's (23505:
+ * another live session has the name).  Logs the segments owned.
  */
 bool
-proto_join(const AgentConfig *cfg, char *sqlstate)
+proto_join(const AgentConfig *cfg, const char *member, char *sqlstate)
 {
-	char	   *member = member_name(cfg);
 	char		weight[64];
 	const char *values[3];
 	PGresult   *res;
@@ -159,7 +170,6 @@ proto_join(const AgentConfig *cfg, char *sqlstate)
 	if (res != NULL)
 		log_info("joined partition group %s as %s, weight %s: %s segment(s) owned now",
 				 cfg->partition_group, member, weight, PQgetvalue(res, 0, 0));
-	free(member);
 	if (res == NULL)
 		return false;
 	PQclear(res);
@@ -227,7 +237,7 @@ unreadable_claim(const PGresult *res, int n)
  * segments this session owns in that group.  CLAIM_OK: *rows holds the jobs
  * (read them with proto_claim_job; the caller clears it).  CLAIM_FAILED:
  * an error the server sent, or the connection is gone (db_state says).
- * CLAIM_NO_ANSWER (libpq's own error: it may have claimed) and
+ * CLAIM_UNKNOWN (the outcome is unknown, db_doubt() says why) and
  * CLAIM_UNREADABLE (*why says what is wrong with the result): the session
  * may hold claims we cannot know.
  */
@@ -259,8 +269,8 @@ proto_claim(const char *queue, int n, msec_t lease, const char *host, const char
 	values[4] = session_bound ? "true" : "false";
 	values[5] = pgroup;
 	res = db_run(sql, 6, values, PGRES_TUPLES_OK, sqlstate);
-	if (res == NULL && db_state == DB_READY && sqlstate[0] == '\0')
-		return CLAIM_NO_ANSWER;
+	if (res == NULL && db_doubt() != NULL)
+		return CLAIM_UNKNOWN;
 	if (res != NULL && (*why = unreadable_claim(res, n)) != NULL)
 	{
 		PQclear(res);
@@ -310,8 +320,9 @@ proto_claim_job(const PGresult *rows, int r, Job *job)
 /*
  * coord.heartbeat of a job's claim: HEARTBEAT_VALID (*valid_until, which the
  * caller frees, the claim's new end as the server prints it),
- * HEARTBEAT_LOST (NULL: cancelled, timed out or taken over), or
- * HEARTBEAT_FAILED (an error or the connection: try again later).
+ * HEARTBEAT_LOST (NULL: cancelled, timed out or taken over),
+ * HEARTBEAT_FAILED (an error or the connection: try again later), or
+ * HEARTBEAT_UNKNOWN (no whole answer: the lease may not have been renewed).
  */
 HeartbeatStatus
 proto_heartbeat(const Job *job, char **valid_until)
@@ -329,7 +340,7 @@ proto_heartbeat(const Job *job, char **valid_until)
 	values[1] = token;
 	res = db_run("SELECT coord.heartbeat($1::bigint, $2::bigint)", 2, values, PGRES_TUPLES_OK, NULL);
 	if (res == NULL)
-		return HEARTBEAT_FAILED;
+		return db_doubt() ? HEARTBEAT_UNKNOWN : HEARTBEAT_FAILED;
 	if (PQgetisnull(res, 0, 0))
 		status = HEARTBEAT_LOST;
 	else
@@ -343,8 +354,9 @@ proto_heartbeat(const Job *job, char **valid_until)
 
 /*
  * coord.fail; returns the new state ('scheduled', 'dead'), "lost" when the
- * claim was no longer ours, or NULL when it could not be said (connection
- * or statement error).
+ * claim was no longer ours, "unknown" when it may or may not have committed
+ * (db_doubt() says why), or NULL when it did not (connection or statement
+ * error).
  */
 char *
 proto_fail(const Job *job, const char *error, msec_t retry_after)
@@ -364,11 +376,18 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 	values[1] = token;
 	values[2] = clean;
 	values[3] = retry_after >= 0 ? delay : NULL;
-	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, $4::interval)",
+
+	/*
+	 * NULL stays NULL (a failure, not a snooze); LEAST ignores the NULL of a
+	 * server without the setting
+	 */
+	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
+				 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
+				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END)",
 				 4, values, PGRES_TUPLES_OK, NULL);
 	free(clean);
 	if (res == NULL)
-		return NULL;
+		return db_doubt() ? xstrdup("unknown") : NULL;
 	if (PQntuples(res) != 1 || PQnfields(res) != 1)
 	{
 		log_error("job %lld: coord.fail returned %d row(s) of %d column(s)",
@@ -383,7 +402,9 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 
 /*
  * coord.complete with the result, or with NULL if the server will not take
- * it (*kept says which).
+ * it (*kept says which); returns "done", "lost" (the claim was no longer
+ * ours), "unknown" (it may or may not have committed: db_doubt() says why)
+ * or NULL (it did not: connection or statement error).
  */
 char *
 proto_complete(const Job *job, const char *result, bool *kept)
@@ -414,7 +435,7 @@ proto_complete(const Job *job, const char *result, bool *kept)
 					 3, values, PGRES_TUPLES_OK, NULL);
 	}
 	if (res == NULL)
-		return NULL;
+		return db_doubt() ? xstrdup("unknown") : NULL;
 	if (PQntuples(res) != 1 || PQnfields(res) != 1)
 	{
 		log_error("job %lld: coord.complete returned %d row(s) of %d column(s)",
@@ -423,6 +444,46 @@ proto_complete(const Job *job, const char *result, bool *kept)
 		return NULL;
 	}
 	state = xstrdup(strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "done" : "lost");
+	PQclear(res);
+	return state;
+}
+
+/*
+ * coord.claim_state of the job's claim (its token): "claimed", "released",
+ * "scheduled", "done", "dead", "cancelled", or "none" (NULL: claimed again
+ * since, or gone); NULL when it could not be said (sqlstate, if the server
+ * sent one; db_doubt() when the answer was not whole).  The transaction
+ * also writes a logical message, so that its commit waits for the
+ * synchronous standby, if there is one, like any other: a whole answer
+ * then says that everything this server committed before it, the report
+ * in doubt included, is on the standby too.
+ */
+char *
+proto_claim_state(const Job *job, char *sqlstate)
+{
+	char		id[24],
+				token[24];
+	const char *values[2];
+	PGresult   *res;
+	char	   *state;
+
+	snprintf(id, sizeof(id), "%lld", (long long) job->id);
+	snprintf(token, sizeof(token), "%lld", (long long) job->token);
+	values[0] = id;
+	values[1] = token;
+	res = db_run("SELECT coord.claim_state($1::bigint, $2::bigint) "
+				 "FROM pg_catalog.pg_logical_emit_message(true, 'coord-agent', 'claim_state') AS fence",
+				 2, values, PGRES_TUPLES_OK, sqlstate);
+	if (res == NULL)
+		return NULL;
+	if (PQntuples(res) != 1 || PQnfields(res) != 1)
+	{
+		log_error("job %lld: coord.claim_state returned %d row(s) of %d column(s)",
+				  (long long) job->id, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return NULL;
+	}
+	state = xstrdup(PQgetisnull(res, 0, 0) ? "none" : PQgetvalue(res, 0, 0));
 	PQclear(res);
 	return state;
 }

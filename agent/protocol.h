@@ -18,7 +18,8 @@ typedef enum ClaimStatus
 {
 	CLAIM_OK,					/* *rows: 0 to n readable rows */
 	CLAIM_FAILED,				/* the server's error, or no connection */
-	CLAIM_NO_ANSWER,			/* libpq's own error: it may have claimed */
+	CLAIM_UNKNOWN,				/* the outcome is unknown (db_doubt()): it may
+								 * have claimed */
 	CLAIM_UNREADABLE			/* a result we cannot use: *why */
 } ClaimStatus;
 
@@ -26,14 +27,16 @@ typedef enum HeartbeatStatus
 {
 	HEARTBEAT_VALID,			/* the claim is still ours */
 	HEARTBEAT_LOST,				/* cancelled, timed out or taken over */
-	HEARTBEAT_FAILED			/* not said: an error or the connection */
+	HEARTBEAT_FAILED,			/* not said: an error or the connection */
+	HEARTBEAT_UNKNOWN			/* the outcome is unknown (db_doubt()): the
+								 * lease may not be renewed */
 } HeartbeatStatus;
 
 extern bool proto_set_limits(msec_t statement_timeout, msec_t lock_timeout);
 extern int	proto_extension_installed(void);
 extern bool proto_listen_all(const AgentConfig *cfg);
 extern bool proto_unlisten_all(void);
-extern bool proto_join(const AgentConfig *cfg, char *sqlstate);
+extern bool proto_join(const AgentConfig *cfg, const char *member, char *sqlstate);
 extern bool proto_leave(const char *group);
 extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const char *host,
 							   const char *pgroup,
@@ -42,6 +45,7 @@ extern void proto_claim_job(const PGresult *rows, int r, Job *job);
 extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
 extern char *proto_complete(const Job *job, const char *result, bool *kept);
 extern char *proto_fail(const Job *job, const char *error, msec_t retry_after);
+extern char *proto_claim_state(const Job *job, char *sqlstate);
 extern bool proto_next_due(const AgentConfig *cfg, msec_t *wait_ms);
 
 /* "coord-agent status" */

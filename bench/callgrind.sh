@@ -44,7 +44,8 @@ trap 'as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null 2>&1 || t
 psql -qX -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 CREATE EXTENSION pg_coord;
 CREATE ROLE cg_worker IN ROLE coord_worker;
-SELECT count(*) FROM coord.enqueue_many('q', array_fill('{"x":1}'::jsonb, ARRAY[40000]));
+SELECT count(*) FROM generate_series(1, 4) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('x', 1 + 0 * i), ARRAY[10000])) AS e;
 CREATE TABLE bench_jobs (id bigserial PRIMARY KEY, queue text NOT NULL, payload jsonb NOT NULL,
   run_at timestamptz NOT NULL DEFAULT now(), priority int NOT NULL DEFAULT 0,
   state text NOT NULL DEFAULT 'ready', attempts int NOT NULL DEFAULT 0, locked_until timestamptz);

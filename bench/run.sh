@@ -27,6 +27,9 @@
 #   limits    claim + complete with a per-key concurrency limit and a
 #             per-key rate limit over 100 keys against no limit (issue 17:
 #             at least 0.8x)
+#   fence     (not in the default) a write guarded by coord.fence_ok against
+#             the same write unchecked, per client's path and on one shared
+#             path (issue 24)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -1005,6 +1008,67 @@ takes (a HOT update); the completion writes nothing for it.  Target (issue
   write_block limits "$OUT/limits.md"
   cp "$OUT/limits.md" "$OUT/$STAMP/"
   cat "$OUT/limits.table.md"
+}
+
+FENCE_SPEC='raw|INSERT, unchecked|per client|-|pair
+ok-distinct|INSERT ... WHERE coord.fence_ok|a path per client|raw|pair
+ok-shared|INSERT ... WHERE coord.fence_ok|one path, 4 writers|raw|pair'
+
+# fence_wal CONFIG: "- CONFIG: N bytes, M MultiXacts" for 4,000 writes per client
+fence_wal() {
+  local l0 l1 m0 m1 n=4000
+  psql -qXAt -d "$BENCH_DB" -c "CHECKPOINT" >/dev/null
+  read -r l0 m0 < <(psql -qXAt -F' ' -d "$BENCH_DB" \
+    -c "SELECT pg_current_wal_insert_lsn(), (SELECT next_multixact_id FROM pg_control_checkpoint())")
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -t $n \
+    -f "$BENCH_DIR/fence-$1.sql" "$BENCH_DB" >"$OUT/$STAMP/fence-wal-$1.log" 2>&1 || return 1
+  psql -qXAt -d "$BENCH_DB" -c "CHECKPOINT" >/dev/null
+  read -r l1 m1 < <(psql -qXAt -F' ' -d "$BENCH_DB" \
+    -c "SELECT pg_current_wal_insert_lsn(), (SELECT next_multixact_id FROM pg_control_checkpoint())")
+  echo "- $1: $(psql -qXAt -d "$BENCH_DB" -c "SELECT round(pg_wal_lsn_diff('$l1', '$l0') / ($n * $BENCH_CLIENTS))") bytes, $((m1 - m0)) MultiXacts"
+}
+
+bench_fence() {
+  local load_start c
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== fence: $((3 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" \
+    -c "CREATE TABLE bench_fence_tok (k integer PRIMARY KEY, path text, token bigint)" \
+    -c "CREATE TABLE bench_fence_log (id bigserial PRIMARY KEY, k integer, at timestamptz DEFAULT now())
+          WITH (autovacuum_enabled = off)" \
+    -c "SELECT coord.lock('/bfence-shared')" \
+    -c "INSERT INTO bench_fence_tok SELECT -1, '/bfence-shared', coord.fence('/bfence-shared')" >/dev/null || return 1
+  for c in $(seq 0 $((BENCH_CLIENTS - 1))); do
+    psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" -c "SELECT coord.lock('/bfence$c')" \
+      -c "INSERT INTO bench_fence_tok SELECT $c, '/bfence$c', coord.fence('/bfence$c')" >/dev/null || return 1
+  done
+  run_section fence raw:fence-raw.sql ok-distinct:fence-ok-distinct.sql ok-shared:fence-ok-shared.sql
+  summarize fence "$FENCE_SPEC" write "-" >/dev/null
+  # WAL and MultiXacts per write: a fixed number of writes between two checkpoints
+  {
+    echo
+    echo "WAL bytes per write (4,000 writes per client between two CHECKPOINTs, so full-page images are a few bytes of it; MultiXacts created):"
+    for c in raw ok-distinct ok-shared; do
+      fence_wal "$c" || return 1
+    done
+  } >>"$OUT/fence.table.md"
+  section_block fence "Fencing: a write guarded by coord.fence_ok, $BENCH_CLIENTS clients" \
+"Each script run is one autocommit INSERT of a row into bench_fence_log
+(bigserial key) selected from bench_fence_tok, the table of the clients'
+paths and tokens (bench/fence-*.sql).  *unchecked* = the row of this
+client, as is; *a path per client* = the same plus \`coord.fence_ok(path,
+token)\` of the client's own path (/bfence0 ...), whose token was issued by
+\`coord.fence\` once, before the runs; *one path, 4 writers* = every client
+writes under the token of /bfence-shared (one holder's connection pool).
+Since issue 24 a true \`fence_ok\` locks the path's row of coord.fences FOR
+SHARE until the writer commits (a WAL record and a dirtied page per write;
+overlapping writers of one path share the lock through a MultiXact), so
+that \`coord.fence\` waits for the guarded writes; before, it was a plain
+read.  Measures as in the lock section: writes/s and CPU µs per write." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=fence make bench" "$load_start"
+  write_block fence "$OUT/fence.md"
+  cp "$OUT/fence.md" "$OUT/$STAMP/"
+  cat "$OUT/fence.table.md"
 }
 
 # ---------------------------------------------------------------- main

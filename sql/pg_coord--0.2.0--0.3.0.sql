@@ -124,10 +124,13 @@ CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
     assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range', 'rendezvous')),
-    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    empty_since     timestamptz
 );
 COMMENT ON TABLE coord.partition_groups IS
   'Partition groups: their segment count and assignor, fixed at the first join';
+COMMENT ON COLUMN coord.partition_groups.empty_since IS
+  'When coord.tick found the group without a live member (NULL: it had one, or a member joined since); the tick deletes it coord.retention later';
 REVOKE ALL ON coord.partition_groups FROM PUBLIC;
 
 CREATE TABLE coord.partition_members (
@@ -178,13 +181,13 @@ CREATE SEQUENCE coord.segment_token_seq AS bigint;
 COMMENT ON SEQUENCE coord.segment_token_seq IS 'Source of the fencing tokens of every partition segment';
 REVOKE ALL ON coord.segment_token_seq FROM PUBLIC;
 
-CREATE FUNCTION coord.join(partition_group text, member text, weight real DEFAULT 1,
+CREATE FUNCTION coord.join(partition_group text, member text, weight double precision DEFAULT 1,
                            meta jsonb DEFAULT '{}', segments integer DEFAULT NULL,
                            assignor text DEFAULT NULL)
 RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_join'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.join(text, text, real, jsonb, integer, text) IS
-  'Joins a partition group as member (or updates this session''s weight and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
+COMMENT ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text) IS
+  'Joins a partition group as member (or updates this session''s weight, stored as real, and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
 
 CREATE FUNCTION coord.leave(partition_group text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_leave'
@@ -203,6 +206,21 @@ RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of'
 LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.segment_of(text, text) IS
   'The segment of a key in a partition group: coord.job_part(key, NULL) modulo the group''s segments';
+
+-- Keys of other types hash as their text, the key a job of theirs would
+-- have: segment_of(g, 42) = segment_of(g, '42').  An untyped literal still
+-- picks text; integer and smallint keys resolve to bigint.
+CREATE FUNCTION coord.segment_of(partition_group text, key bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_int8'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, bigint) IS
+  'The segment of an integer key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
+
+CREATE FUNCTION coord.segment_of(partition_group text, key uuid)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_uuid'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, uuid) IS
+  'The segment of a uuid key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
 
 CREATE FUNCTION coord.segment_token(partition_group text, segment integer)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_segment_token'
@@ -241,10 +259,12 @@ SELECT pg_catalog.pg_extension_config_dump('coord.partition_groups', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.partition_segments', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.segment_token_seq', '');
 
-REVOKE ALL ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+REVOKE ALL ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) TO coord_worker;
 REVOKE ALL ON FUNCTION coord.member_alive(text, text, integer, timestamptz) FROM PUBLIC;
 -- coord.members calls it as its reader: workers and monitors
 GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) TO coord_monitor, coord_worker;
@@ -414,7 +434,8 @@ REVOKE ALL ON coord.job_limit FROM PUBLIC;
 
 -- Pauses: limit_key '' is the whole queue (a limit_key has 1 to 1024
 -- bytes); until NULL is until coord.resume.  Rows whose until has passed
--- mean nothing and are deleted by the next pause or resume of the queue.
+-- mean nothing and are deleted by the next pause or resume of the queue,
+-- or by coord.tick coord.retention later.
 CREATE TABLE coord.job_pause (
     queue     text NOT NULL,
     limit_key text NOT NULL,
@@ -869,3 +890,32 @@ COMMENT ON FUNCTION coord.define_app(text, text, jsonb, interval, text, text, ti
 GRANT SELECT ON coord.alerts TO coord_admin;
 GRANT SELECT ON coord.alerts TO coord_monitor;
 SELECT pg_catalog.pg_extension_config_dump('coord.app_alerts', '');
+
+-- coord.claim_state (issue 24): resolving a complete or fail whose outcome is unknown.
+CREATE FUNCTION coord.claim_state(id bigint, token bigint)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_claim_state'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.claim_state(bigint, bigint) IS
+  'What became of a claim (its token): claimed, released (a session-bound claim whose session ended unreported), scheduled (failed back), done, dead or cancelled; NULL once claimed again, purged, or when the live claim is another role''s';
+REVOKE ALL ON FUNCTION coord.claim_state(bigint, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.claim_state(bigint, bigint) TO coord_worker;
+-- coord.fence_ok locks the path's fence row for the rest of the caller's
+-- transaction (a newer token waits for the guarded write): it writes now.
+ALTER FUNCTION coord.fence_ok(text, bigint) VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS
+  'True iff token is the newest token issued for path; then locks the path''s fence until the transaction ends, so a newer token waits for the guarded write';
+-- ---------- retention (issue 23; sql/parts/partitions.sql, election.sql) ----------
+CREATE FUNCTION coord.drop_group(partition_group text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_group(text) IS
+  'Deletes a partition group and its segments now (coord.tick deletes one without members after coord.retention); false when there is none; ERROR while it has a live member';
+CREATE FUNCTION coord.drop_election(election text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_election'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_election(text) IS
+  'Deletes an election''s row now (coord.tick deletes one without a leader after coord.retention); the next campaign gets a larger term all the same; false when there is none; ERROR while a session leads it';
+REVOKE ALL ON FUNCTION coord.drop_group(text), coord.drop_election(text) FROM PUBLIC;
+-- Retention (issue 23): dropping a group or an election at once is the
+-- administrator's (coord.tick drops them by itself once dead and old).
+GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;

@@ -1214,6 +1214,12 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
  * are kept but make no run.  The payloads of the window's signals go into
  * the run's payload as an upstream's results do: "upstream": {"@name":
  * [payload, ...]} in period_start order.
+ *
+ * Retention (CoordSignalsTick, from coord.tick): a signal is kept while any
+ * app depends on "@name" (a rerun of any period may need it again); once
+ * none does, it goes after coord.job_history_retention.  The tick decides
+ * under the definitions lock, so define_app does not gain a dependency on
+ * a name whose signals it is deleting.
  */
 static bool
 IsSignalDep(const char *dep)
@@ -2462,4 +2468,46 @@ CoordAppsInit(void)
 	RegisterXactCallback(GraphXactCallback, NULL);
 	RegisterSubXactCallback(GraphSubXactCallback, NULL);
 	CacheRegisterRelcacheCallback(GraphRelcacheInval, (Datum) 0);
+}
+
+/* the signals the tick may delete: old, of a name no app depends on */
+#define SIGNAL_GONE \
+	"x.signalled_at OPERATOR(pg_catalog.<) ($1 OPERATOR(pg_catalog.-) " \
+	"pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval) " \
+	"AND (pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval " \
+	"OPERATOR(pg_catalog.>) '0'::pg_catalog.interval) " \
+	"AND NOT EXISTS (SELECT 1 FROM coord.app_defs AS d " \
+	"WHERE d.depends OPERATOR(pg_catalog.?) ('@' OPERATOR(pg_catalog.||) x.name))"
+
+/*
+ * CoordSignalsTick: the tick's share (README.md, Retention; section
+ * "signals" above).  Up to a batch of signals signalled before at less
+ * coord.job_history_retention (0 keeps them) whose name no app depends on;
+ * read again under the definitions lock, taken only when there are some.
+ */
+int64
+CoordSignalsTick(TimestampTz at)
+{
+	static SPIPlanPtr plan_any = NULL;
+	static SPIPlanPtr plan_purge = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+
+	args[0] = TimestampTzGetDatum(at);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_any,
+											 "SELECT 1 FROM coord.app_signals AS x WHERE " SIGNAL_GONE " LIMIT 1",
+											 1, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "reading old signals");
+	if (SPI_processed == 0)
+		return 0;
+	LockDefinitions();
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+											 "DELETE FROM coord.app_signals AS s "
+											 "WHERE (s.name, s.period_start) IN ("
+											 "SELECT x.name, x.period_start FROM coord.app_signals AS x "
+											 "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging signals");
+	return (int64) SPI_processed;
 }

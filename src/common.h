@@ -225,4 +225,21 @@ extern HTAB *CoordLocalHashIn(HTAB **table, MemoryContext cxt, const char *name,
 extern void CoordCommonLockInit(void);
 extern void CoordCommonSpiInit(void);
 
+/*
+ * Retention (tick.c): coord.tick purges what is dead and older than
+ * coord.retention (seconds; 0 keeps everything), at most
+ * COORD_PURGE_BATCH rows of a table per tick, so that a backlog drains over
+ * several ticks.  Each share takes horizon (the tick's now, never later than
+ * the real clock, less the retention) and returns how many rows it deleted.
+ */
+#define COORD_PURGE_BATCH	1000
+extern int	coord_retention;
+extern void CoordTickInit(void);
+extern int64 CoordLocksTick(TimestampTz horizon);	/* locks.c: names, fences */
+extern int64 CoordLeasesTick(TimestampTz horizon);	/* leases.c */
+extern int64 CoordElectionsTick(TimestampTz horizon);	/* election.c */
+
+/* Is role a member of coord_admin (with its privileges), a superuser or the owner? */
+extern bool CoordIsAdmin(Oid role);
+
 #endif							/* PG_COORD_COMMON_H */

@@ -90,6 +90,22 @@ CoordAdminRoleId(void)
 	return admin_role;
 }
 
+/*
+ * CoordIsAdmin: may role do what coord_admin may (the larger per-call caps,
+ * coord.drop_group)?  A member of coord_admin with its privileges, a
+ * superuser, or the extension owner.
+ */
+bool
+CoordIsAdmin(Oid role)
+{
+	Oid			admin;
+
+	if (superuser_arg(role) || role == CoordOwnerId())
+		return true;
+	admin = CoordAdminRoleId();
+	return OidIsValid(admin) && has_privs_of_role(role, admin);
+}
+
 /* "a.b.c" -> a * 1000000 + b * 1000 + c; -1 when it is not of that form */
 static int64
 VersionNumber(const char *v)

@@ -48,6 +48,16 @@
  * leader whose session ends sends nothing; the next leader's campaign, when
  * it commits, does.
  *
+ * Retention.  A row whose leader is gone (resigned, or its session ended)
+ * is deleted by the first coord.tick once its term began more than
+ * coord.retention ago (CoordElectionsTick), or at once by
+ * coord.drop_election, coord_admin's; both refuse nothing else and skip or
+ * wait for a row a campaign or resign has locked.  The next campaign
+ * inserts the row again with a term from the sequence, larger than every
+ * one before.  Neither ever deletes the row of a live leader, whose own
+ * campaign again reads it.  A value has at most 8 kB, 64 kB when the
+ * caller is coord_admin's (CoordIsAdmin).
+ *
  * Where it works.  campaign and resign refuse during recovery and in
  * read-only transactions (25006); leader refuses during recovery (a
  * standby's lock manager does not know the primary's leaders).
@@ -72,7 +82,9 @@
 /* "coord:leader:" plus the name stays within a NOTIFY channel (63 bytes). */
 #define ELECTION_CHANNEL_PREFIX	"coord:leader:"
 #define ELECTION_NAME_MAX	(NAMEDATALEN - 1 - (int) (sizeof(ELECTION_CHANNEL_PREFIX) - 1))
+/* a leader's value: a few labels (8 kB), up to 64 kB for coord_admin */
 #define ELECTION_VALUE_MAX	(64 * 1024)
+#define ELECTION_WORKER_VALUE_MAX	(8 * 1024)
 
 static SPIPlanPtr plan_win = NULL;
 static SPIPlanPtr plan_current = NULL;
@@ -83,6 +95,7 @@ static SPIPlanPtr plan_leader = NULL;
 PG_FUNCTION_INFO_V1(coord_campaign);
 PG_FUNCTION_INFO_V1(coord_leader);
 PG_FUNCTION_INFO_V1(coord_resign);
+PG_FUNCTION_INFO_V1(coord_drop_election);
 
 /* ---------- helpers ---------- */
 
@@ -309,6 +322,13 @@ coord_campaign(PG_FUNCTION_ARGS)
 	{
 		value = PG_GETARG_TEXT_PP(1);
 		CoordCheckSize("leader value", VARSIZE_ANY_EXHDR(value), ELECTION_VALUE_MAX);
+		if (VARSIZE_ANY_EXHDR(value) > ELECTION_WORKER_VALUE_MAX && !CoordIsAdmin(GetUserId()))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("leader value is too large"),
+					 errdetail("A leader value has at most %d bytes; this one has %zu.",
+							   ELECTION_WORKER_VALUE_MAX, (Size) VARSIZE_ANY_EXHDR(value)),
+					 errhint("Members of coord_admin may announce up to %d bytes.", ELECTION_VALUE_MAX)));
 	}
 	if (!PG_ARGISNULL(2))
 		timeout_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "timeout", true);
@@ -485,4 +505,83 @@ coord_leader(PG_FUNCTION_ARGS)
 	if (found)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
+}
+
+/* The statement both purges share: an election's row without a live leader. */
+#define ELECTION_GONE(e) \
+	"(" e ".pid IS NULL OR NOT EXISTS (SELECT 1 FROM coord.leader(" e ".election)))"
+
+/*
+ * CoordElectionsTick: the tick's share (README.md, Retention).  Deletes up to
+ * a batch of rows without a live leader whose term began before horizon;
+ * rows a campaign or resign has locked are skipped (coord.leader reads the
+ * row again with a fresh snapshot, and probes the term lock).
+ */
+int64
+CoordElectionsTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_purge = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+											 "DELETE FROM coord.elections AS e "
+											 "WHERE e.election OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.election FROM coord.elections AS x "
+											 "WHERE x.since OPERATOR(pg_catalog.<) $1 AND " ELECTION_GONE("x") " "
+											 "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging elections");
+	return (int64) SPI_processed;
+}
+
+/*
+ * coord.drop_election(election text) returns boolean: deletes the
+ * election's row now (coord_admin's); false when there is none, 55000 while
+ * a session leads it.  Candidates waiting keep waiting: the one that wins
+ * inserts the row again, with a new term.
+ */
+Datum
+coord_drop_election(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_lock = NULL;
+	static SPIPlanPtr plan_drop = NULL;
+	char	   *name;
+	CoordUserSwitch sw;
+	Datum		args[1];
+	Oid			argtypes[1] = {TEXTOID};
+	bool		dropped;
+
+	CoordNotInParallel(fcinfo);
+	name = ElectionArg(fcinfo, 0);
+	RequireWritable("drop an election");
+	args[0] = PointerGetDatum(cstring_to_text(name));
+	CoordSpiBegin(&sw);
+	/* the row first: a campaign or resign in flight is waited for */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock,
+											 "SELECT e.term, e.pid FROM coord.elections AS e "
+											 "WHERE e.election OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "locking an election");
+	if (SPI_processed == 0)
+	{
+		CoordSpiEnd(&sw);
+		PG_RETURN_BOOL(false);
+	}
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
+											 "DELETE FROM coord.elections AS e "
+											 "WHERE e.election OPERATOR(pg_catalog.=) $1 AND " ELECTION_GONE("e"),
+											 1, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "dropping an election");
+	dropped = SPI_processed == 1;
+	CoordSpiEnd(&sw);
+	if (!dropped)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("election \"%s\" has a leader", name),
+				 errdetail("An election is dropped only while nobody leads it."),
+				 errhint("The leader gives up with coord.resign, or its session ends.")));
+	PG_RETURN_BOOL(true);
 }

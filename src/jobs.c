@@ -48,6 +48,11 @@
  * up no attempt but counts a snooze; a job past max_snoozes snoozes, or
  * whose retry would come after its expires_at, dies at that fail, and a
  * claim (ClaimRow) or coord.tick that meets a job past expires_at kills it.
+ * Both are bounded, as a worker can enqueue such jobs by the hundred
+ * thousand: a claim of n jobs kills at most n + CLAIM_DEAD_MAX of them (and
+ * of jobs whose every attempt is spent), then stops, its frontier past
+ * them; the tick kills them in batches, a bounded number per tick
+ * (CoordJobsTick).
  *
  * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
  * fail and heartbeat act only when the token is still the job's, so a worker
@@ -164,6 +169,7 @@
 #include "requests.h"
 
 #define JOB_KEY_MAX			1024
+#define ENQUEUE_MANY_MAX	10000	/* payloads per coord.enqueue_many call */
 #define BACKOFF_BASE_US		(1000 * 1000)	/* 1 s */
 #define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
 
@@ -182,6 +188,8 @@ static SPIPlanPtr plan_retry_drop = NULL;
 static SPIPlanPtr plan_retry_conflict = NULL;
 static SPIPlanPtr plan_state_live = NULL;
 static SPIPlanPtr plan_state_hist = NULL;
+static SPIPlanPtr plan_claim_live = NULL;
+static SPIPlanPtr plan_claim_hist = NULL;
 static SPIPlanPtr plan_purge = NULL;
 static SPIPlanPtr plan_origin_enqueue = NULL;
 static SPIPlanPtr plan_origin_job = NULL;
@@ -200,6 +208,7 @@ PG_FUNCTION_INFO_V1(coord_heartbeat);
 PG_FUNCTION_INFO_V1(coord_cancel);
 PG_FUNCTION_INFO_V1(coord_retry);
 PG_FUNCTION_INFO_V1(coord_job_state);
+PG_FUNCTION_INFO_V1(coord_claim_state);
 PG_FUNCTION_INFO_V1(coord_job_claimed);
 PG_FUNCTION_INFO_V1(coord_purge_jobs);
 PG_FUNCTION_INFO_V1(coord_job_part);
@@ -423,6 +432,14 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
 				 errmsg("payloads must be a one-dimensional array")));
+	n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+	if (n > ENQUEUE_MANY_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many payloads for coord.enqueue_many"),
+				 errdetail("coord.enqueue_many takes at most %d payloads at once; %d were given.",
+						   ENQUEUE_MANY_MAX, n),
+				 errhint("Enqueue them in several calls.")));
 	deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
 	for (i = 0; i < n; i++)
 	{
@@ -654,6 +671,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
  * retry_after is a snooze: it uses no attempt, but past max_snoozes
  * snoozes the job dies, as it does when it would run after its expires_at.
  * pause_key pauses the job's limit_key for retry_after, for every claimer.
+ * retry_after is at most coord.max_retry_after (22023 beyond).
  */
 Datum
 coord_fail(PG_FUNCTION_ARGS)
@@ -682,7 +700,19 @@ coord_fail(PG_FUNCTION_ARGS)
 	id = PG_GETARG_INT64(0);
 	token = PG_GETARG_INT64(1);
 	if (!PG_ARGISNULL(3))
+	{
 		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
+		/* no parking a job, or a key for every claimer, for years */
+		if (delay_us > (int64) coord_max_retry_after * USECS_PER_SEC)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retry_after is longer than coord.max_retry_after"),
+					 errdetail("retry_after is %s; coord.max_retry_after is %s.",
+							   DatumGetCString(DirectFunctionCall1(interval_out,
+																   IntervalPGetDatum(PG_GETARG_INTERVAL_P(3)))),
+							   GetConfigOptionByName("coord.max_retry_after", NULL, false)),
+					 errhint("A superuser can raise coord.max_retry_after.")));
+	}
 	if (PG_NARGS() > 4)
 	{
 		CoordRequireArg(fcinfo, 4, "pause_key");
@@ -1030,6 +1060,79 @@ coord_job_state(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(result);
 }
 
+/*
+ * coord.claim_state(id, token): what became of one claim of a job, for a
+ * worker that does not know whether its complete or fail committed (the
+ * answer was lost with the connection, or the commit's wait for a
+ * synchronous standby was cancelled).  On the live job under this token:
+ * 'claimed' (a lease claim, expired or not, or a session holds the
+ * session-bound claim: complete and fail can still act), 'released' (a
+ * session-bound claim whose session ended with nothing reported), or
+ * 'scheduled' (a fail of this claim put the job back: fail clears
+ * claimed_at).  In the history under this token: the state the job finished
+ * in, 'done', 'dead' or 'cancelled'.  NULL: claimed again since (another
+ * token), purged, never claimed (token 0), or a live claim of another role,
+ * which answers as a stale token does (jobs.c, Claimants); a finished
+ * claim's token can no longer act, so the history answers any caller.
+ */
+Datum
+coord_claim_state(PG_FUNCTION_ARGS)
+{
+	Oid			argtypes[4] = {INT8OID, INT8OID, OIDOID, BOOLOID};
+	Datum		args[4];
+	CoordUserSwitch sw;
+	const char *state = NULL;
+	text	   *result = NULL;
+	int64		id;
+
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	id = PG_GETARG_INT64(0);
+	if (PG_GETARG_INT64(1) <= 0)
+		PG_RETURN_NULL();
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
+	CoordSpiBegin(&sw);
+	args[2] = ObjectIdGetDatum(sw.save_userid);
+	args[3] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_live,
+											 "SELECT claimed_at IS NULL, lease_until IS NOT NULL FROM coord.job "
+											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+											 "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR (claimed_by IS NOT NULL AND $4))",
+											 4, argtypes), args, NULL, false, 1),
+				  SPI_OK_SELECT, "claim_state");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		bool		failed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		bool		leased = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		LOCKTAG		tag;
+
+		JobTag(&tag, id);
+		if (failed)
+			state = "scheduled";
+		else if (leased || LockWaiterCount(&tag) > 0)
+			state = "claimed";
+		else
+			state = "released";
+		result = CoordSpiText(state);
+	}
+	else
+	{
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_hist,
+												 "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
+												 "AND token OPERATOR(pg_catalog.=) $2",
+												 2, argtypes), args, NULL, false, 1),
+					  SPI_OK_SELECT, "claim_state");
+		if (SPI_processed == 1)
+			result = CoordSpiText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	}
+	CoordSpiEnd(&sw);
+	if (result == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(result);
+}
+
 /* coord.purge_jobs(older_than DEFAULT NULL): deletes finished jobs older than that */
 Datum
 coord_purge_jobs(PG_FUNCTION_ARGS)
@@ -1267,10 +1370,68 @@ CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtyp
 }
 
 /*
+ * The tick's kills go in batches of TICK_BATCH jobs, at most TICK_KILL_MAX
+ * of each kind per tick, and once they have taken TICK_KILL_MS only each
+ * kind's first batch still starts (a kill costs about 30 us here: 10,000
+ * take 0.3 s on an idle machine); its purge of the history deletes at most
+ * TICK_PURGE_MAX rows.  So a backlog of any size (enqueue_many adds up to ENQUEUE_MANY_MAX
+ * expired jobs a call) drains over several ticks, each short enough for a
+ * statement_timeout, and the apps' share of the tick, which comes after,
+ * always runs.  Each batch's rows and memory are freed before the next: a
+ * tick that killed 100,000 jobs one by one kept them all (1.2 GB) and ran 5
+ * to 26 s.
+ */
+#define TICK_BATCH			1000
+#define TICK_KILL_MAX		10000
+#define TICK_KILL_MS		500
+#define TICK_PURGE_MAX		50000
+
+/*
+ * One kind of the tick's kills: *slot's DELETE ... RETURNING * (of at most
+ * $2 jobs as of $1, locked with SKIP LOCKED), into the history as dead
+ * with error, batch after batch until TICK_KILL_MAX, or stop has passed.
+ * Returns how many died.
+ */
+static int64
+TickKill(SPIPlanPtr *slot, const char *sql, TimestampTz asof, TimestampTz stop, const char *error)
+{
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext, "pg_coord tick batch",
+												ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(batch);
+	int64		killed = 0;
+
+	args[0] = TimestampTzGetDatum(asof);
+	while (killed < TICK_KILL_MAX && (killed == 0 || GetCurrentTimestamp() < stop))
+	{
+		SPITupleTable *tt;
+		int			want = (int) Min(TICK_BATCH, TICK_KILL_MAX - killed);
+		uint64		n;
+
+		CHECK_FOR_INTERRUPTS();
+		args[1] = Int32GetDatum(want);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, 2, argtypes), args, NULL, false, 0),
+					  SPI_OK_DELETE_RETURNING, "tick");
+		tt = SPI_tuptable;
+		n = SPI_processed;
+		killed += ArchiveJobs("dead", error, (Datum) 0, true);
+		SPI_freetuptable(tt);
+		MemoryContextReset(batch);
+		if (n < (uint64) want)
+			break;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(batch);
+	return killed;
+}
+
+/*
  * CoordJobsTick: the job queue's share of coord.tick.  Jobs whose last
  * attempt's lease expired die (claims would kill them too, but only when one
- * reaches them), so do unclaimed jobs past their expires_at, and the history loses what is older than the retention.
- * Both go by the real clock when the tick's now is later: a tick with a
+ * reaches them), so do unclaimed jobs past their expires_at, and the history
+ * loses what is older than the retention, each bounded per tick (above).
+ * All go by the real clock when the tick's now is later: a tick with a
  * simulated future time (apps are driven that way) must not expire leases
  * that have not expired, nor purge history that is still kept.  Returns how
  * many jobs it touched.
@@ -1278,69 +1439,47 @@ CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtyp
 int64
 CoordJobsTick(TimestampTz now)
 {
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INTERVALOID};
-	Datum		args[2];
+	Oid			argtypes[3] = {TIMESTAMPTZOID, INTERVALOID, INT4OID};
+	Datum		args[3];
 	Interval   *keep = palloc0(sizeof(Interval));
+	TimestampTz asof = Min(now, GetCurrentTimestamp());
+	TimestampTz stop = GetCurrentTimestamp() + (int64) TICK_KILL_MS * 1000;
 	int64		touched = 0;
-	uint64		i,
-				n;
-	int64	   *ids;
-
-	args[0] = TimestampTzGetDatum(Min(now, GetCurrentTimestamp()));
-	keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
-	args[1] = IntervalPGetDatum(keep);
 
 	/*
 	 * a lease is set only by lease claims; SKIP LOCKED: a claim may be taking
 	 * it now
 	 */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_lost,
-											 "SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
-											 "AND attempt OPERATOR(pg_catalog.>=) max_attempts "
-											 "FOR UPDATE SKIP LOCKED",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
-	n = SPI_processed;
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	for (i = 0; i < n; i++)
-		if (MoveToHistory(ids[i], false, 0, "dead", "claim lost after the last attempt: the lease expired"))
-			touched++;
+	touched += TickKill(&plan_tick_lost,
+						"DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
+						"SELECT id FROM coord.job WHERE lease_until OPERATOR(pg_catalog.<) $1 "
+						"AND attempt OPERATOR(pg_catalog.>=) max_attempts "
+						"LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING *",
+						asof, stop, "claim lost after the last attempt: the lease expired");
 
 	/*
 	 * jobs past their expires_at that nobody runs die (claims would kill them
-	 * too)
+	 * too), the longest expired first
 	 */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_expired,
-											 "SELECT id FROM coord.job WHERE expires_at OPERATOR(pg_catalog.<) $1 "
-											 "AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $1) "
-											 "AND NOT coord.job_claimed(id) "
-											 "FOR UPDATE SKIP LOCKED",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
-	n = SPI_processed;
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	for (i = 0; i < n; i++)
-		if (MoveToHistory(ids[i], false, 0, "dead", "expired: past its expires_at"))
-			touched++;
+	touched += TickKill(&plan_tick_expired,
+						"DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY (ARRAY("
+						"SELECT id FROM coord.job WHERE expires_at OPERATOR(pg_catalog.<) $1 "
+						"AND (lease_until IS NULL OR lease_until OPERATOR(pg_catalog.<=) $1) "
+						"AND NOT coord.job_claimed(id) "
+						"ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING *",
+						asof, stop, "expired: past its expires_at");
 
 	if (coord_job_history_retention > 0)
 	{
+		args[0] = TimestampTzGetDatum(asof);
+		keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
+		args[1] = IntervalPGetDatum(keep);
+		args[2] = Int32GetDatum(TICK_PURGE_MAX);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
-												 "DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
-												 "($1 OPERATOR(pg_catalog.-) $2)",
-												 2, argtypes), args, NULL, false, 0),
+												 "DELETE FROM coord.job_history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+												 "SELECT ctid FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+												 "($1 OPERATOR(pg_catalog.-) $2) LIMIT $3))",
+												 3, argtypes), args, NULL, false, 0),
 					  SPI_OK_DELETE, "tick");
 		touched += SPI_processed;
 	}

@@ -50,6 +50,7 @@ int			coord_claim_rescan_interval = 1000; /* ms; 0: always scan from the
 												 * head */
 int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put
 											 * off */
+int			coord_max_retry_after = 3600;	/* seconds: fail's retry_after */
 
 /*
  * Idle marks this backend holds, by idle key, least recently set first.
@@ -96,6 +97,12 @@ CoordJobsInit(void)
 							"from coord.claim_rescan_interval up to this.",
 							&coord_claim_rescan_max, 10000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("coord.max_retry_after",
+							"The longest retry_after coord.fail takes.",
+							"A worker's retry_after delays its job and, with pause_key, pauses the "
+							"job's limit_key for every claimer: a longer one is refused.",
+							&coord_max_retry_after, 3600, 1, INT_MAX,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("coord.max_idle_marks",
 							"The most queues and hosts one session stays marked idle on.",
 							"Each mark is an entry in the shared lock table.  A session that claims from more "

@@ -32,6 +32,7 @@ extern bool coord_notify;
 extern int	coord_job_history_retention;
 extern int	coord_claim_rescan_interval;
 extern int	coord_claim_rescan_max;
+extern int	coord_max_retry_after;
 extern int	coord_max_idle_marks;
 
 /*

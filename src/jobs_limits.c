@@ -78,6 +78,17 @@
  * died change nothing in a transaction: idle workers sleep until
  * coord.next_due, which names the earliest of them.
  *
+ * Retention (CoordLimitsTick, from coord.tick).  A bucket row idle for
+ * coord.retention (refilled_at) that is full again, or whose rate limit is
+ * gone, means what no row means (a full bucket) and is deleted; so is a
+ * pause that ended coord.retention ago; rows a claim or a pause is writing
+ * are skipped.  The slots of a scope whose jobs all finished before
+ * coord.retention (or are gone) are deleted under the scope's key lock,
+ * taken without waiting (a busy key is left for a later tick): with it no
+ * claim is counting or taking there, and a snapshot taken after it sees
+ * every take committed before.  A claim that read a slot row the tick
+ * then deleted finds it gone and inserts it.
+ *
  * Per-backend state: the QueueLimits cache (CoordLocalHash), and the count
  * of limit locks this transaction keeps (forgotten at transaction end).
  *-------------------------------------------------------------------------
@@ -1529,6 +1540,120 @@ coord_bucket_tokens(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_FLOAT8((double) s.burst);
+	/* -infinity would overflow the time since the refill */
+	if (TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(1)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("refilled_at must be a finite time")));
 	PG_RETURN_FLOAT8(BucketNow(PG_GETARG_FLOAT8(0), PG_GETARG_TIMESTAMPTZ(1),
 							   GetCurrentStatementStartTimestamp(), &s));
+}
+
+/* ---------- retention ---------- */
+
+/*
+ * a slot row r. whose job is gone, or finished before horizon ($1): its
+ * claim ended that long ago at least
+ */
+#define SLOT_OLD(r) \
+	"(NOT EXISTS (SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) " r ".job_id) " \
+	"AND NOT EXISTS (SELECT 1 FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) " r ".job_id " \
+	"AND h.finished_at OPERATOR(pg_catalog.>=) $1))"
+
+/* scopes whose free slots one tick deletes (one key lock at a time) */
+#define LIMIT_TICK_SCOPES	256
+
+/*
+ * CoordLimitsTick: the tick's share (README.md, Retention; the header
+ * above): idle full buckets, pauses ended before horizon, and the slots of
+ * scopes whose claims all ended before it.  Returns how many rows it
+ * deleted.
+ */
+int64
+CoordLimitsTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_buckets = NULL;
+	static SPIPlanPtr plan_pauses = NULL;
+	static SPIPlanPtr plan_scopes = NULL;
+	static SPIPlanPtr plan_slots = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Oid			stypes[4] = {TIMESTAMPTZOID, TEXTOID, BOOLOID, TEXTOID};
+	Datum		args[4];
+	int64		n = 0;
+	uint64		nscopes;
+	SPITupleTable *scopes;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
+											 "DELETE FROM coord.job_bucket AS b "
+											 "WHERE (b.queue, b.limit_key) IN ("
+											 "SELECT x.queue, x.limit_key FROM coord.job_bucket AS x "
+											 "LEFT JOIN coord.job_limit AS l ON l.queue OPERATOR(pg_catalog.=) x.queue "
+											 "AND l.per_key OPERATOR(pg_catalog.=) (x.limit_key OPERATOR(pg_catalog.<>) '') "
+											 "AND l.rate IS NOT NULL "
+											 "WHERE x.refilled_at OPERATOR(pg_catalog.<) $1 "
+											 "AND (l.queue IS NULL OR coord.bucket_tokens(x.tokens, x.refilled_at, l.rate, l.per, "
+											 "COALESCE(l.burst, l.rate)) OPERATOR(pg_catalog.>=) COALESCE(l.burst, l.rate)) "
+											 "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging token buckets");
+	n += (int64) SPI_processed;
+
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_pauses,
+											 "DELETE FROM coord.job_pause AS p "
+											 "WHERE (p.queue, p.limit_key) IN ("
+											 "SELECT x.queue, x.limit_key FROM coord.job_pause AS x "
+											 "WHERE x.until OPERATOR(pg_catalog.<) $1 "
+											 "LIMIT $2 FOR UPDATE SKIP LOCKED)",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging ended pauses");
+	if (SPI_processed > 0)
+		LimitsChanged(true, NULL);
+	n += (int64) SPI_processed;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(LIMIT_TICK_SCOPES);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_scopes,
+											 "SELECT r.queue, r.per_key, r.limit_key FROM coord.job_running AS r "
+											 "GROUP BY r.queue, r.per_key, r.limit_key "
+											 "HAVING pg_catalog.bool_and" SLOT_OLD("r") " "
+											 "LIMIT $2",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading idle slots");
+	nscopes = SPI_processed;
+	scopes = SPI_tuptable;
+	for (uint64 i = 0; i < nscopes; i++)
+	{
+		HeapTuple	tup = scopes->vals[i];
+		bool		isnull;
+		char	   *queue = SPI_getvalue(tup, scopes->tupdesc, 1);
+		text	   *key = DatumGetTextPP(SPI_getbinval(tup, scopes->tupdesc, 3, &isnull));
+		LOCKTAG		tag;
+		LockAcquireResult r;
+
+		CHECK_FOR_INTERRUPTS();
+		KeyTag(&tag, queue, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+		r = LockAcquire(&tag, ExclusiveLock, false, true);
+		if (r == LOCKACQUIRE_NOT_AVAIL)
+			continue;			/* a claim counts there now */
+		args[0] = TimestampTzGetDatum(horizon);
+		args[1] = CStringGetTextDatum(queue);
+		args[2] = SPI_getbinval(tup, scopes->tupdesc, 2, &isnull);
+		args[3] = PointerGetDatum(key);
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots,
+												 "DELETE FROM coord.job_running AS r "
+												 "WHERE r.queue OPERATOR(pg_catalog.=) $2 AND r.per_key OPERATOR(pg_catalog.=) $3 "
+												 "AND r.limit_key OPERATOR(pg_catalog.=) $4 "
+												 "AND NOT EXISTS (SELECT 1 FROM coord.job_running AS o "
+												 "WHERE o.queue OPERATOR(pg_catalog.=) $2 AND o.per_key OPERATOR(pg_catalog.=) $3 "
+												 "AND o.limit_key OPERATOR(pg_catalog.=) $4 AND NOT " SLOT_OLD("o") ")",
+												 4, stypes), args, NULL, false, 0),
+					  SPI_OK_DELETE, "purging idle slots");
+		n += (int64) SPI_processed;
+		/* a claim that takes the key now waits for this deletion's commit */
+		if (r == LOCKACQUIRE_OK)
+			LockRelease(&tag, ExclusiveLock, false);
+	}
+	return n;
 }

@@ -40,8 +40,17 @@
  * coord.fence_ok accepts a lease's token until the path's next lease or
  * fence.
  *
+ * Retention.  The row of a lease that ran out stays (coord.leases shows it
+ * not live) until a conflicting lease_lock, its lease_unlock, or the first
+ * coord.tick once it has been expired for coord.retention
+ * (CoordLeasesTick); its fence row stays after it (locks.c).  The tick
+ * skips rows a lease_lock has locked.
+ *
  * What wakes whom.  Nothing: these functions never wait, except for the
- * row lock of a renew or unlock that is running at that moment.
+ * row lock of a renew or unlock that is running at that moment, and
+ * lease_lock for the end of each transaction that coord.fence_ok let write
+ * under the path's previous token (it holds the fence row; locks.c,
+ * Fencing).
  *
  * What survives an abort.  Nothing: a lease, a renewal or an unlock rolled
  * back is as if never asked for (a token drawn from the sequence is then
@@ -292,4 +301,31 @@ coord_lease_unlock(PG_FUNCTION_ARGS)
 	}
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(was_live);
+}
+
+/*
+ * CoordLeasesTick: the tick's share (README.md, Retention).  Deletes up to a
+ * batch of leases that expired before horizon (which is never later than
+ * the real clock, so none of them is live); rows a lease_lock has locked
+ * are skipped, and their expiry is checked again on the row deleted.
+ */
+int64
+CoordLeasesTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_purge = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
+											 "DELETE FROM coord.lease AS l "
+											 "WHERE l.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.path FROM coord.lease AS x "
+											 "WHERE x.expires_at OPERATOR(pg_catalog.<) $1 "
+											 "LIMIT $2 FOR UPDATE SKIP LOCKED)) "
+											 "AND l.expires_at OPERATOR(pg_catalog.<) $1",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging expired leases");
+	return (int64) SPI_processed;
 }

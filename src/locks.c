@@ -14,8 +14,20 @@
  * CoordAcquire): a lock taken on a standby would coordinate nothing with
  * the primary's sessions.  A read-only transaction on the primary takes
  * locks like any other, but registers no names (below) and gets no fencing
- * token (coord.fence writes; 25006).  coord.fence_ok and coord.path_key only
- * read, and work on a standby too.
+ * token (coord.fence writes; 25006).  coord.fence_ok locks the path's fence
+ * row where the transaction can write (coord_fence_ok) and only reads where
+ * it cannot, so it works on a standby too, as coord.path_key does.
+ *
+ * Fencing.  coord.fence stores the path's newest token in its coord.fences
+ * row (INSERT ... ON CONFLICT DO UPDATE), as coord.lease_lock does; a
+ * successful coord.fence_ok locks that row FOR SHARE for the rest of its
+ * transaction.  So a new token waits (on the locker's transaction id, in
+ * the lock manager: the deadlock detector sees it) for every transaction
+ * still writing under the old one, and a check made while a new token is uncommitted waits for it.
+ * The holder's own check and fence in one transaction never wait for each
+ * other; checks of the same token share the row (a MultiXact when two
+ * overlap).  Only a waiter takes lock-table entries (its tuple and xid
+ * locks); a granted row lock lives in the tuple.
  *
  * Modes.  Multi-granularity locking maps onto four PostgreSQL lock modes
  * whose conflict table is exactly the IS/IX/S/X matrix:
@@ -50,6 +62,16 @@
  * try-lock first; only a waiter whose registrar's transaction has ended
  * waits for it to let go of the key) and is skipped in read-only
  * transactions and under REPEATABLE READ or SERIALIZABLE (RegisterNames).
+ *
+ * Retention (CoordLocksTick, from coord.tick).  A fence row goes once its
+ * newest token is older than coord.retention, no lease row of its path is
+ * left and no session holds or awaits a lock on the path: tokens come from
+ * one sequence, so the path's next token is still larger than every one
+ * before, and coord.fence_ok, finding no row, says false to every old
+ * token (it fails closed).  A registry row goes once it is older than
+ * coord.retention and nobody holds or awaits its key, as
+ * coord.purge_lock_names would delete it (and forget the caches the same
+ * way).
  *
  * Error safety.  Session locks survive abort, so the intention locks a call
  * has taken before it fails (timeout, cancel, deadlock) are released by the
@@ -138,6 +160,7 @@ static SPIPlanPtr plan_names_select = NULL;
 static SPIPlanPtr plan_names_insert = NULL;
 static SPIPlanPtr plan_fence = NULL;
 static SPIPlanPtr plan_fence_ok = NULL;
+static SPIPlanPtr plan_fence_ok_lock = NULL;
 
 PG_FUNCTION_INFO_V1(coord_lock);
 PG_FUNCTION_INFO_V1(coord_purge_lock_names);
@@ -1016,35 +1039,56 @@ coord_fence(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(token);
 }
 
-/* coord.fence_ok(path text, token bigint): is token the newest for path? */
+/*
+ * coord.fence_ok(path text, token bigint): is token the newest for path?
+ *
+ * When it is, the path's row in coord.fences stays locked FOR SHARE until
+ * the caller's transaction ends.  coord.fence and coord.lease_lock advance
+ * the token by updating that row, so they wait for a write guarded by this
+ * check to commit or roll back: the write lands before the newer token
+ * exists, or the check comes after it and fails.  A check that waited for
+ * such an update re-reads the row (READ COMMITTED) and fails if the token
+ * changed; under REPEATABLE READ or SERIALIZABLE it fails with 40001.  A
+ * token that is not the newest locks nothing, and a transaction that cannot
+ * write (read-only, or on a standby) only reads.
+ */
 Datum
 coord_fence_ok(PG_FUNCTION_ARGS)
 {
 	CoordPath	p;
-	Datum		args[1];
-	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[2];
+	Oid			argtypes[2] = {TEXTOID, INT8OID};
 	CoordUserSwitch sw;
-	bool		ok = false;
+	bool		lock_row;
+	bool		ok;
 
 	CoordRequireArg(fcinfo, 0, "path");
 	CoordRequireArg(fcinfo, 1, "token");
+	lock_row = !XactReadOnly && !RecoveryInProgress();
+	if (lock_row)
+		CoordNotInParallel(fcinfo);
 	CoordParsePath(PG_GETARG_TEXT_PP(0), &p);
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
+	args[1] = PG_GETARG_DATUM(1);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok,
-											 "SELECT token FROM coord.fences WHERE path OPERATOR(pg_catalog.=) $1",
-											 1, argtypes),
-								   args, NULL, true, 1),
-				  SPI_OK_SELECT, "reading coord.fences");
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		int64		newest = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														 SPI_tuptable->tupdesc, 1, &isnull));
-
-		ok = (newest == PG_GETARG_INT64(1));
-	}
+	if (lock_row)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok_lock,
+												 "SELECT FROM coord.fences AS f "
+												 "WHERE f.path OPERATOR(pg_catalog.=) $1 "
+												 "AND f.token OPERATOR(pg_catalog.=) $2 FOR SHARE OF f",
+												 2, argtypes),
+									   args, NULL, false, 1),
+					  SPI_OK_SELECT, "locking the fence of a path");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok,
+												 "SELECT FROM coord.fences AS f "
+												 "WHERE f.path OPERATOR(pg_catalog.=) $1 "
+												 "AND f.token OPERATOR(pg_catalog.=) $2",
+												 2, argtypes),
+									   args, NULL, true, 1),
+					  SPI_OK_SELECT, "reading coord.fences");
+	ok = (SPI_processed == 1);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
@@ -1094,4 +1138,52 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64(n);
+}
+
+/*
+ * CoordLocksTick: the tick's share (README.md, Retention; the header
+ * above).  Fences first: a lease row the tick deleted just before keeps
+ * none.  Up to a batch of rows of each table; rows being written (a fence
+ * or lease_lock upserting the path's fence) are skipped, and a fence
+ * written since the candidates were read fails the age test again.
+ */
+int64
+CoordLocksTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_fences = NULL;
+	static SPIPlanPtr plan_names = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+	int64		n;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fences,
+											 "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
+											 "DELETE FROM coord.fences AS f "
+											 "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.path FROM coord.fences AS x "
+											 "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
+											 "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
+											 "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
+											 "AND NOT EXISTS (SELECT 1 FROM held AS h "
+											 "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
+											 "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
+											 "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging fences");
+	n = (int64) SPI_processed;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names,
+											 "DELETE FROM coord.lock_names AS n "
+											 "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT x.key FROM coord.lock_names AS x "
+											 "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
+											 "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+											 "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
+											 "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_DELETE, "purging lock names");
+	if (SPI_processed > 0)
+		CacheInvalidateRelcacheByRelid(LockNamesRelid());
+	return n + (int64) SPI_processed;
 }

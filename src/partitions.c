@@ -80,6 +80,19 @@
  * segment still another's, or kept for an unfinished claim) reads the
  * member rows and the target segments' rows.
  *
+ * Retention.  A group lives while it has members.  coord.tick
+ * (CoordPartitionsTick) marks a group in which it finds no live member
+ * (empty_since), and deletes it, with its segments and dead members' rows,
+ * at the first tick that finds it still marked coord.retention later;
+ * coord.drop_group (coord_admin's) deletes one at once.  Both lock the
+ * group's row first and then read the members with a fresh snapshot: a new
+ * member updates that row (clearing the mark) before its member row is
+ * written, so it either commits before (and is seen alive) or waits, finds
+ * the row gone and fails with 40001 (join again: the group is made afresh).
+ * Segment tokens come from the sequence, so a group made again hands out
+ * larger ones.  A worker's first join makes at most PART_WORKER_MAX_SEGMENTS
+ * segments; coord_admin's up to PART_MAX_SEGMENTS.
+ *
  * Lock order: the member lock (session), then the group's row (new
  * members), then rows of coord.partition_members, then
  * coord.partition_segments in segment order.  Nothing waits on anything but
@@ -118,13 +131,20 @@ PG_FUNCTION_INFO_V1(coord_join);
 PG_FUNCTION_INFO_V1(coord_leave);
 PG_FUNCTION_INFO_V1(coord_owned);
 PG_FUNCTION_INFO_V1(coord_segment_of);
+PG_FUNCTION_INFO_V1(coord_segment_of_int8);
+PG_FUNCTION_INFO_V1(coord_segment_of_uuid);
 PG_FUNCTION_INFO_V1(coord_segment_token);
 PG_FUNCTION_INFO_V1(coord_member_alive);
 PG_FUNCTION_INFO_V1(coord_partition_members_changed);
+PG_FUNCTION_INFO_V1(coord_drop_group);
 
 /* a member's meta: a few labels, not a payload */
 #define PART_META_MAX	8192
 #define PART_DEFAULT_SEGMENTS	1024
+/* a group a worker's first join makes: 4096 segment rows at most */
+#define PART_WORKER_MAX_SEGMENTS	4096
+/* segment rows one tick deletes with the groups it drops (one group at least) */
+#define PART_TICK_SEGMENTS	65536
 
 /* a live member, as read at the last sync */
 typedef struct PartLive
@@ -1178,15 +1198,16 @@ MemberLock(const char *group, const char *member, LOCKTAG *tag)
 /* ---------- SQL-callable functions ---------- */
 
 /*
- * coord.join(partition_group text, member text, weight real DEFAULT 1,
- * meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor text
- * DEFAULT NULL) returns integer[]
+ * coord.join(partition_group text, member text, weight double precision
+ * DEFAULT 1, meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor
+ * text DEFAULT NULL) returns integer[]
  */
 Datum
 coord_join(PG_FUNCTION_ARGS)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
+	float8		weight8;
 	float4		weight;
 	Jsonb	   *meta;
 	bool		has_segments = !PG_ARGISNULL(4);
@@ -1200,16 +1221,28 @@ coord_join(PG_FUNCTION_ARGS)
 	bool		fresh;
 	CoordUserSwitch sw;
 	ArrayType  *result;
+	bool		big_ok;
 
 	CoordRequireArg(fcinfo, 2, "weight");
 	CoordRequireArg(fcinfo, 3, "meta");
-	weight = PG_GETARG_FLOAT4(2);
+	weight8 = PG_GETARG_FLOAT8(2);
 	meta = PG_GETARG_JSONB_P(3);
-	if (!(weight > 0) || isinf(weight))
+	if (!(weight8 > 0) || isinf(weight8))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("weight must be positive and finite"),
-				 errdetail("weight is %g.", (double) weight)));
+				 errdetail("weight is %g.", weight8)));
+
+	/*
+	 * The argument is double precision so that drivers' floats and integers
+	 * resolve without a cast; a member's weight is stored as real.
+	 */
+	weight = (float4) weight8;
+	if (!(weight > 0) || isinf(weight))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("weight is out of range for type real"),
+				 errdetail("weight is %g; a member's weight is stored as real.", weight8)));
 	CoordCheckSize("member's meta", VARSIZE(meta), PART_META_MAX);
 	if (segments < 1 || segments > PART_MAX_SEGMENTS)
 		ereport(ERROR,
@@ -1223,6 +1256,8 @@ coord_join(PG_FUNCTION_ARGS)
 				 errhint("The assignors are sticky, range and rendezvous.")));
 
 	CoordNotInParallel(fcinfo);
+	/* asked before the owner switch, of the caller */
+	big_ok = segments <= PART_WORKER_MAX_SEGMENTS || CoordIsAdmin(GetUserId());
 	CoordSpiBegin(&sw);
 	st = GetState(group);
 	if (st == NULL)
@@ -1230,6 +1265,13 @@ coord_join(PG_FUNCTION_ARGS)
 		Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
 		Datum		args[3];
 
+		if (!big_ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("a new partition group has at most %d segments", PART_WORKER_MAX_SEGMENTS),
+					 errdetail("segments is %d; the first join writes a row per segment.", segments),
+					 errhint("A member of coord_admin may make a group of up to %d segments; "
+							 "later joins by others then find it.", PART_MAX_SEGMENTS)));
 		args[0] = CStringGetTextDatum(group);
 		args[1] = Int32GetDatum(segments);
 		args[2] = CStringGetTextDatum(assignor ? assignor : "sticky");
@@ -1331,10 +1373,16 @@ coord_join(PG_FUNCTION_ARGS)
 		 */
 		args[0] = CStringGetTextDatum(group);
 		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
-												 "UPDATE coord.partition_groups SET segments = segments "
+												 "UPDATE coord.partition_groups SET empty_since = NULL "
 												 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
 												 1, types), args, NULL, false, 0),
 					  SPI_OK_UPDATE, "serialising joins of a partition group");
+		if (SPI_processed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("partition group \"%s\" was dropped by a concurrent transaction", group),
+					 errdetail("The group had no live member, and coord.tick or coord.drop_group deleted it."),
+					 errhint("Join again: the group is made afresh.")));
 		ReadLive(st);
 		if (st->nlive >= PART_MAX_MEMBERS)
 			ereport(ERROR,
@@ -1559,19 +1607,18 @@ SegmentOf(const char *key, int len, int segments)
 	return (int32) ((h & 0x7fffffff) % (uint64) segments);
 }
 
-/* coord.segment_of(partition_group text, key text) returns integer */
-Datum
-coord_segment_of(PG_FUNCTION_ARGS)
+/* The segment of key (len bytes) in the group of argument 0. */
+static int32
+GroupSegmentOf(FunctionCallInfo fcinfo, const char *key, int len)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
-	text	   *key;
 	PartState  *st;
 	CoordUserSwitch sw;
-	int			segments;
 
-	CoordRequireArg(fcinfo, 1, "key");
-	key = PG_GETARG_TEXT_PP(1);
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
+	/* a change of the members (a group dropped, made again) reads it again */
+	if (st != NULL && st->group_gen != members_gen)
+		st = NULL;
 	if (st == NULL)
 	{
 		CoordSpiBegin(&sw);
@@ -1580,8 +1627,44 @@ coord_segment_of(PG_FUNCTION_ARGS)
 		if (st == NULL)
 			UnknownGroup(group);
 	}
-	segments = st->segments;
-	PG_RETURN_INT32(SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), segments));
+	return SegmentOf(key, len, st->segments);
+}
+
+/* coord.segment_of(partition_group text, key text) returns integer */
+Datum
+coord_segment_of(PG_FUNCTION_ARGS)
+{
+	text	   *key;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	key = PG_GETARG_TEXT_PP(1);
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)));
+}
+
+/*
+ * coord.segment_of(partition_group text, key bigint) and (..., key uuid)
+ * return integer: the segment of the key's text form (key::text), which is
+ * what a job enqueued with key => that text is routed to.
+ */
+Datum
+coord_segment_of_int8(PG_FUNCTION_ARGS)
+{
+	char		buf[MAXINT8LEN + 1];
+	int			len;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	len = pg_lltoa(PG_GETARG_INT64(1), buf);
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, buf, len));
+}
+
+Datum
+coord_segment_of_uuid(PG_FUNCTION_ARGS)
+{
+	char	   *key;
+
+	CoordRequireArg(fcinfo, 1, "key");
+	key = DatumGetCString(DirectFunctionCall1(uuid_out, PG_GETARG_DATUM(1)));
+	PG_RETURN_INT32(GroupSegmentOf(fcinfo, key, strlen(key)));
 }
 
 /* coord.segment_token(partition_group text, segment integer) returns bigint */
@@ -1630,4 +1713,191 @@ coord_member_alive(PG_FUNCTION_ARGS)
 	memset(&probe, 0, sizeof(probe));
 	strlcpy(probe.group, group, sizeof(probe.group));
 	PG_RETURN_BOOL(MemberAlive(&probe, member, PG_GETARG_INT32(2), PG_GETARG_TIMESTAMPTZ(3)));
+}
+
+/* ---------- retention ---------- */
+
+/* a member row of group g. that counts (a fragment of the statements below) */
+#define PART_LIVE_MEMBER(g) \
+	"EXISTS (SELECT 1 FROM coord.partition_members AS m " \
+	"WHERE m.partition_group OPERATOR(pg_catalog.=) " g ".partition_group " \
+	"AND coord.member_alive(m.partition_group, m.member, m.pid, m.backend_start))"
+
+/*
+ * The names of the groups of names[0 .. n) whose rows this transaction
+ * locked now (FOR UPDATE: wait, else SKIP LOCKED); palloc'd, *got of them.
+ */
+static Datum *
+LockGroups(Datum *names, int n, bool wait, int *got)
+{
+	static SPIPlanPtr plan_wait = NULL;
+	static SPIPlanPtr plan_skip = NULL;
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		args[1];
+	Datum	   *out;
+
+	args[0] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+	if (wait)
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_wait,
+												 "SELECT partition_group FROM coord.partition_groups "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE",
+												 1, types), args, NULL, false, 0),
+					  SPI_OK_SELECT, "locking partition groups");
+	else
+		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_skip,
+												 "SELECT partition_group FROM coord.partition_groups "
+												 "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED",
+												 1, types), args, NULL, false, 0),
+					  SPI_OK_SELECT, "locking partition groups");
+	*got = (int) SPI_processed;
+	out = palloc(sizeof(Datum) * Max(*got, 1));
+	for (int i = 0; i < *got; i++)
+	{
+		bool		isnull;
+
+		out[i] = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull),
+								   false, -1);
+	}
+	return out;
+}
+
+/*
+ * CoordPartitionsTick: the tick's share (README.md, Retention; the header
+ * above).  Reads the groups without a live member that are unmarked or
+ * marked before horizon (up to a batch, and those to delete up to
+ * PART_TICK_SEGMENTS segment rows), locks their rows (skipping those a
+ * joiner holds), and then, reading the members again with fresh
+ * snapshots, deletes the ones marked before horizon and marks the unmarked
+ * ones empty as of at.  Returns how many groups it deleted.
+ */
+int64
+CoordPartitionsTick(TimestampTz at, TimestampTz horizon)
+{
+	static SPIPlanPtr plan_candidates = NULL;
+	static SPIPlanPtr plan_drop = NULL;
+	static SPIPlanPtr plan_mark = NULL;
+	Oid			ctypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Oid			types[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		args[2];
+	Datum	   *drop;
+	Datum	   *mark;
+	Datum	   *locked;
+	int			ndrop = 0,
+				nmark = 0,
+				nlocked;
+	int64		rows = 0;
+	int64		dropped = 0;
+	uint64		n;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_candidates,
+											 "SELECT g.partition_group, g.segments, g.empty_since IS NOT NULL "
+											 "FROM coord.partition_groups AS g "
+											 "WHERE (g.empty_since IS NULL OR g.empty_since OPERATOR(pg_catalog.<) $1) "
+											 "AND NOT " PART_LIVE_MEMBER("g") " "
+											 "ORDER BY g.empty_since NULLS LAST LIMIT $2",
+											 2, ctypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading empty partition groups");
+	n = SPI_processed;
+	if (n == 0)
+		return 0;
+	drop = palloc(sizeof(Datum) * n);
+	mark = palloc(sizeof(Datum) * n);
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		name = SPI_datumTransfer(SPI_getbinval(tup, desc, 1, &isnull), false, -1);
+		int32		segments = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+
+		CHECK_FOR_INTERRUPTS();
+		if (!DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull)))
+			mark[nmark++] = name;
+		else if (ndrop == 0 || rows + segments <= PART_TICK_SEGMENTS)
+		{
+			drop[ndrop++] = name;
+			rows += segments;
+		}
+	}
+	if (ndrop > 0)
+	{
+		locked = LockGroups(drop, ndrop, false, &nlocked);
+		if (nlocked > 0)
+		{
+			args[0] = PointerGetDatum(construct_array(locked, nlocked, TEXTOID, -1, false, TYPALIGN_INT));
+			args[1] = TimestampTzGetDatum(horizon);
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
+													 "DELETE FROM coord.partition_groups AS g "
+													 "WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
+													 "AND g.empty_since OPERATOR(pg_catalog.<) $2 "
+													 "AND NOT " PART_LIVE_MEMBER("g"),
+													 2, types), args, NULL, false, 0),
+						  SPI_OK_DELETE, "dropping empty partition groups");
+			dropped = (int64) SPI_processed;
+		}
+	}
+	if (nmark > 0)
+	{
+		locked = LockGroups(mark, nmark, false, &nlocked);
+		if (nlocked > 0)
+		{
+			args[0] = PointerGetDatum(construct_array(locked, nlocked, TEXTOID, -1, false, TYPALIGN_INT));
+			args[1] = TimestampTzGetDatum(at);
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mark,
+													 "UPDATE coord.partition_groups AS g SET empty_since = $2 "
+													 "WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
+													 "AND g.empty_since IS NULL "
+													 "AND NOT " PART_LIVE_MEMBER("g"),
+													 2, types), args, NULL, false, 0),
+						  SPI_OK_UPDATE, "marking empty partition groups");
+		}
+	}
+	return dropped;
+}
+
+/*
+ * coord.drop_group(partition_group text) returns boolean: deletes the group
+ * now, with its segments (coord_admin's); false when there is none, 55000
+ * while it has a live member.
+ */
+Datum
+coord_drop_group(PG_FUNCTION_ARGS)
+{
+	static SPIPlanPtr plan_drop = NULL;
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	CoordUserSwitch sw;
+	Datum		name;
+	Datum		args[1];
+	Oid			types[1] = {TEXTOID};
+	int			got;
+	bool		dropped;
+
+	CoordNotInParallel(fcinfo);
+	name = CStringGetTextDatum(group);
+	CoordSpiBegin(&sw);
+	/* the group's row first: a joiner in flight is waited for */
+	(void) LockGroups(&name, 1, true, &got);
+	if (got == 0)
+	{
+		CoordSpiEnd(&sw);
+		PG_RETURN_BOOL(false);
+	}
+	args[0] = name;
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
+											 "DELETE FROM coord.partition_groups AS g "
+											 "WHERE g.partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND NOT " PART_LIVE_MEMBER("g"),
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_DELETE, "dropping a partition group");
+	dropped = SPI_processed == 1;
+	CoordSpiEnd(&sw);
+	if (!dropped)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition group \"%s\" has live members", group),
+				 errdetail("A group is dropped only while none of its members is alive."),
+				 errhint("Members give it up with coord.leave, or their sessions end.")));
+	PG_RETURN_BOOL(true);
 }

@@ -8,6 +8,8 @@
 
 #include "postgres.h"
 
+#include "utils/timestamp.h"
+
 extern void CoordPartitionsInit(void);
 
 /*
@@ -41,5 +43,11 @@ extern bytea *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segm
  * its claim lives.
  */
 extern void CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, text *key);
+
+/*
+ * The tick's share (README.md, Retention): marks groups found without a live
+ * member empty as of at, and deletes those marked before horizon.
+ */
+extern int64 CoordPartitionsTick(TimestampTz at, TimestampTz horizon);
 
 #endif							/* PG_COORD_PARTITIONS_H */

@@ -34,5 +34,6 @@ _PG_init(void)
 	CoordAppsInit();
 	CoordPartitionsInit();
 	CoordSemaphoresInit();
+	CoordTickInit();
 	MarkGUCPrefixReserved("coord");
 }

@@ -35,6 +35,15 @@
  * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
  * snapshot can predate the commit that woke the waiter.
  *
+ * Retention.  done keys stay until coord.purge_requests; queued keys until
+ * marked done.  A requested key whose owner is gone (its lock free) means
+ * what no row means to the next request (take over, true), so coord.tick
+ * deletes such rows once requested coord.retention ago (CoordRequestsTick):
+ * it try-locks the key, so a live owner's row is never touched, and reads
+ * the row again after the lock; a request that read the row before the
+ * tick deleted it finds it gone at its takeover and inserts it again
+ * (Decide).
+ *
  * Name keys are 64-bit hashes.  Two keys that collide share a waiting queue
  * (one may wait for the other's owner), never an owner: state is keyed by
  * the text, and each owned key is its own hold of the lock.
@@ -503,4 +512,61 @@ coord_backend_alive(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	PG_RETURN_BOOL(CoordBackendAlive(PG_GETARG_INT32(0), PG_GETARG_TIMESTAMPTZ(1)));
+}
+
+/*
+ * CoordRequestsTick: the tick's share (README.md, Retention; the header
+ * above).  Up to a batch of requested keys requested before horizon, each
+ * deleted when its lock is free now (its owner is gone).
+ */
+int64
+CoordRequestsTick(TimestampTz horizon)
+{
+	static SPIPlanPtr plan_candidates = NULL;
+	static SPIPlanPtr plan_gone = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Oid			dtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+	SPITupleTable *keys;
+	uint64		n;
+	int64		deleted = 0;
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_candidates,
+											 "SELECT key FROM coord.request_keys "
+											 "WHERE state OPERATOR(pg_catalog.=) 'requested' "
+											 "AND requested_at OPERATOR(pg_catalog.<) $1 LIMIT $2",
+											 2, argtypes), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading requested keys");
+	n = SPI_processed;
+	keys = SPI_tuptable;
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *key = SPI_getvalue(keys->vals[i], keys->tupdesc, 1);
+		LOCKTAG		tag;
+		LockAcquireResult r;
+
+		CHECK_FOR_INTERRUPTS();
+		CoordSetTag(&tag, CoordNameKey(key, strlen(key)), COORD_NS_REQUEST);
+		r = LockAcquire(&tag, ExclusiveLock, false, true);
+		if (r == LOCKACQUIRE_NOT_AVAIL)
+			continue;			/* its owner (or a requester) is there */
+		if (r == LOCKACQUIRE_OK)
+		{
+			args[0] = CStringGetTextDatum(key);
+			args[1] = TimestampTzGetDatum(horizon);
+			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_gone,
+													 "DELETE FROM coord.request_keys "
+													 "WHERE key OPERATOR(pg_catalog.=) $1 "
+													 "AND state OPERATOR(pg_catalog.=) 'requested' "
+													 "AND requested_at OPERATOR(pg_catalog.<) $2",
+													 2, dtypes), args, NULL, false, 0),
+						  SPI_OK_DELETE, "purging requested keys");
+			deleted += (int64) SPI_processed;
+		}
+		/* ALREADY_HELD: this session owns (or shares the lock of) the key */
+		LockRelease(&tag, ExclusiveLock, false);
+	}
+	return deleted;
 }

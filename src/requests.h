@@ -11,9 +11,14 @@
 
 #include "postgres.h"
 
+#include "utils/timestamp.h"
+
 extern void CoordRequestMarkQueued(const char *key);
 
 /* inside SPI, as the owner, in the transaction that finished the job */
 extern void CoordRequestJobFinished(const char *request_key, bool done);
+
+/* the tick's purge of requested keys whose owner is gone (README.md, Retention) */
+extern int64 CoordRequestsTick(TimestampTz horizon);
 
 #endif							/* PG_COORD_REQUESTS_H */

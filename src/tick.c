@@ -10,7 +10,17 @@
  * repairs, then the queue's (lost leases, history retention), then the
  * apps' runs, timeouts and repairs, in that order and in one transaction;
  * then housekeeping that nobody waits for and that is not counted in the
- * result: the labels of semaphore holders that are gone.
+ * result: the labels of semaphore holders that are gone, and the purge of
+ * what is dead and older than coord.retention (README.md, Retention):
+ * expired leases, then fences and lock names nobody uses, elections without
+ * a leader, partition groups without members, idle token buckets, ended
+ * pauses and free slots, requested keys whose owner is gone, and signals
+ * no app depends on (those after coord.job_history_retention).  Each share
+ * runs in a subtransaction of its own (a row it cannot handle costs a
+ * WARNING, not the tick), deletes at most a batch per tick and skips rows
+ * others have locked, so a backlog drains over several ticks; times are the
+ * tick's now, never later than the real clock, so a tick with a simulated
+ * future time purges nothing early.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,15 +30,117 @@
 #include "commands/dbcommands.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/timestamp.h"
 
 #include "common.h"
 #include "apps.h"
 #include "jobs.h"
+#include "partitions.h"
+#include "requests.h"
 #include "schedules.h"
 #include "semaphores.h"
 
 static SPIPlanPtr plan_tick_state = NULL;
+
+int			coord_retention = 24 * 3600;	/* seconds; 0: keep */
+
+void
+CoordTickInit(void)
+{
+	DefineCustomIntVariable("coord.retention",
+							"How long coord.tick keeps dead coordination state before it deletes it.",
+							"Expired leases, fences and lock names nobody uses, elections without a leader, "
+							"partition groups without members, idle token buckets, ended pauses and free "
+							"slots.  0 keeps them.",
+							&coord_retention, 24 * 3600, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+}
+
+/* The purges, one share each (README.md, Retention). */
+typedef enum PurgeShare
+{
+	PURGE_LEASES,
+	PURGE_LOCKS,
+	PURGE_ELECTIONS,
+	PURGE_GROUPS,
+	PURGE_LIMITS,
+	PURGE_REQUESTS,
+	PURGE_SIGNALS
+} PurgeShare;
+
+static const char *const PurgeWhat[] = {
+	"expired leases", "fences and lock names", "elections", "partition groups",
+	"token buckets, pauses and slots", "requested keys", "signals"
+};
+
+typedef struct PurgeArgs
+{
+	PurgeShare	share;
+	TimestampTz at;				/* the tick's now, never past the clock */
+	TimestampTz horizon;		/* at less coord.retention */
+} PurgeArgs;
+
+static void
+PurgeOne(void *arg)
+{
+	PurgeArgs  *a = (PurgeArgs *) arg;
+
+	switch (a->share)
+	{
+		case PURGE_LEASES:
+			(void) CoordLeasesTick(a->horizon);
+			break;
+		case PURGE_LOCKS:
+			(void) CoordLocksTick(a->horizon);
+			break;
+		case PURGE_ELECTIONS:
+			(void) CoordElectionsTick(a->horizon);
+			break;
+		case PURGE_GROUPS:
+			(void) CoordPartitionsTick(a->at, a->horizon);
+			break;
+		case PURGE_LIMITS:
+			(void) CoordLimitsTick(a->horizon);
+			break;
+		case PURGE_REQUESTS:
+			(void) CoordRequestsTick(a->horizon);
+			break;
+		case PURGE_SIGNALS:
+			(void) CoordSignalsTick(a->at);
+			break;
+	}
+}
+
+/*
+ * The purges of dead state: housekeeping, not counted in the tick's result.
+ * Each share runs in a subtransaction of its own (CoordIsolated), so that a
+ * row it cannot handle (a hand-made one, say) costs a WARNING, not the
+ * tick; expired leases go first, so their fences can go in the same tick.
+ */
+static void
+Purge(TimestampTz now)
+{
+	PurgeArgs	a;
+
+	a.at = Min(now, GetCurrentTimestamp());
+	a.horizon = a.at - (int64) coord_retention * USECS_PER_SEC;
+	for (int s = PURGE_LEASES; s <= PURGE_SIGNALS; s++)
+	{
+		ErrorData  *e;
+
+		/* signals keep coord.job_history_retention (0 keeps them) */
+		if (coord_retention == 0 && s != PURGE_SIGNALS)
+			continue;
+		a.share = (PurgeShare) s;
+		e = CoordIsolated(PurgeOne, &a);
+		if (e != NULL)
+			ereport(WARNING,
+					(errmsg("coord.tick could not purge %s", PurgeWhat[s]),
+					 errdetail("%s", e->message),
+					 errhint("The next tick tries again.")));
+	}
+}
 
 PG_FUNCTION_INFO_V1(coord_tick);
 PG_FUNCTION_INFO_V1(coord_cron_install);
@@ -69,6 +181,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordJobsTick(now);
 	done += CoordAppsTick(now);
 	(void) CoordSemaphoresTick();
+	Purge(now);
 	args[0] = TimestampTzGetDatum(now);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
 											 "UPDATE coord.tick_state SET last_tick_at = $1, "

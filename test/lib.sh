@@ -106,6 +106,25 @@ coord_old_scripts_remove() {
   COORD_OLD_SCRIPT=
 }
 
+# coord_free_tcp_port PORT: PORT if nothing listens on 127.0.0.1:PORT, else a
+# port the kernel finds free: scripts whose cluster also listens on TCP
+# (quickstart.sh, monitor_addr.sh) then run beside another `make test`.
+coord_free_tcp_port() {
+  /usr/bin/python3 - "$1" <<'PY'
+import socket, sys
+for port in (int(sys.argv[1]), 0):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        print(s.getsockname()[1])
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+PY
+}
+
 # Runs a command as the cluster's OS user.
 as_pg() {
   if [ "$(id -u)" -eq 0 ]; then

@@ -391,8 +391,10 @@ s3_round4() {   # QUICK(0|1)
                          || ' ' || count(*) FILTER (WHERE status = 429)
                          || ' ' || (SELECT count(*) FROM coord.jobs WHERE queue = '$q' AND state = 'done')
                     FROM s3.site_fetches")
+  # claims begun after the pause committed, returned before its end (one
+  # begun before may return after the commit: it did not see the pause)
   during=$(s3_q "SELECT count(*) FROM s3.site_fetches
-                  WHERE site = '$busy' AND claimed_at > to_timestamp(${p0:-0}) AND claimed_at < to_timestamp(${p1:-0})")
+                  WHERE site = '$busy' AND claim_started > to_timestamp(${p0:-0}) AND claimed_at < to_timestamp(${p1:-0})")
   first_after=$(s3_q "SELECT extract(epoch FROM min(claimed_at)) FROM s3.site_fetches
                        WHERE site = '$busy' AND claimed_at >= to_timestamp(${p1:-0})")
   resumed_ms=$(awk -v a="${first_after:-0}" -v b="${p1:-0}" 'BEGIN { printf "%.0f", (a - b) * 1000 }')

@@ -78,7 +78,8 @@ CREATE TABLE s3.site_fetches (
     status     integer NOT NULL,
     job_id     bigint NOT NULL,
     token      bigint NOT NULL,
-    claimed_at timestamptz NOT NULL,        -- the server's clock in the claiming statement
+    claim_started timestamptz NOT NULL,     -- the server's clock when the claiming statement began
+    claimed_at timestamptz NOT NULL,        -- the server's clock in the claiming statement, after the claim
     done_at    timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
 );
 CREATE INDEX ON s3.site_fetches (site, claimed_at);

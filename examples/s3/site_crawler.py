@@ -62,10 +62,10 @@ def main():
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         if args.lease is None:
-            cur.execute("SELECT c.id, c.token, c.payload, pg_catalog.clock_timestamp()"
+            cur.execute("SELECT c.id, c.token, c.payload, pg_catalog.statement_timestamp(), pg_catalog.clock_timestamp()"
                         "  FROM coord.claim(%s, 1, session_bound => true) AS c", (args.queue,))
         else:
-            cur.execute("SELECT c.id, c.token, c.payload, pg_catalog.clock_timestamp()"
+            cur.execute("SELECT c.id, c.token, c.payload, pg_catalog.statement_timestamp(), pg_catalog.clock_timestamp()"
                         "  FROM coord.claim(%s, 1, lease => %s::interval) AS c", (args.queue, args.lease))
         row = cur.fetchone()
         if row is None:
@@ -82,7 +82,7 @@ def main():
                 conn.poll()
                 conn.notifies.clear()
             continue
-        job, token, payload, claimed_at = row
+        job, token, payload, claim_started, claimed_at = row
         url, site = payload["url"], payload["site"]
         # the simulated site: its first answers_429 requests get 429
         cur.execute("UPDATE s3.sites SET hits = hits + 1 WHERE site = %s"
@@ -90,8 +90,9 @@ def main():
         too_many, retry_after = cur.fetchone()
         time.sleep(args.fetch_ms * random.uniform(0.8, 1.2) / 1000)
         if too_many:
-            cur.execute("INSERT INTO s3.site_fetches (url, site, crawler, status, job_id, token, claimed_at)"
-                        " VALUES (%s, %s, %s, 429, %s, %s, %s)", (url, site, args.name, job, token, claimed_at))
+            cur.execute("INSERT INTO s3.site_fetches (url, site, crawler, status, job_id, token, claim_started, claimed_at)"
+                        " VALUES (%s, %s, %s, 429, %s, %s, %s, %s)",
+                        (url, site, args.name, job, token, claim_started, claimed_at))
             cur.execute("SELECT pg_catalog.clock_timestamp()")
             before = cur.fetchone()[0]
             cur.execute("SELECT coord.fail(%s, %s, '429 Too Many Requests', retry_after => %s,"
@@ -104,8 +105,9 @@ def main():
             log(f"{url}: 429, site {site} paused for {retry_after}, job {job} {state}")
             continue
         cur.execute("BEGIN")
-        cur.execute("INSERT INTO s3.site_fetches (url, site, crawler, status, job_id, token, claimed_at)"
-                    " VALUES (%s, %s, %s, 200, %s, %s, %s)", (url, site, args.name, job, token, claimed_at))
+        cur.execute("INSERT INTO s3.site_fetches (url, site, crawler, status, job_id, token, claim_started, claimed_at)"
+                    " VALUES (%s, %s, %s, 200, %s, %s, %s, %s)",
+                    (url, site, args.name, job, token, claim_started, claimed_at))
         cur.execute("SELECT coord.complete(%s, %s, %s)", (job, token, json.dumps({"status": 200})))
         if cur.fetchone()[0]:
             cur.execute("COMMIT")

@@ -43,6 +43,12 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.resign(text) IS
   'Gives up leading the election when this transaction commits; false if this session does not lead it';
 
+CREATE FUNCTION coord.drop_election(election text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_election'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_election(text) IS
+  'Deletes an election''s row now (coord.tick deletes one without a leader after coord.retention); the next campaign gets a larger term all the same; false when there is none; ERROR while a session leads it';
+
 -- Terms survive a dump and restore, so they keep growing.
 SELECT pg_catalog.pg_extension_config_dump('coord.elections', '');
 SELECT pg_catalog.pg_extension_config_dump('coord.election_term_seq', '');

@@ -77,7 +77,7 @@ BEGIN
                              'lock_first', 'fence', 'fence_ok', 'path_key',
                              'request', 'mark_queued', 'mark_done', 'release', 'request_state', 'key_hash',
                              'enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
-                             'job_state', 'job_claimed', 'job_part', 'cron_next']),
+                             'job_state', 'job_claimed', 'job_part', 'cron_next', 'claim_state']),
       ('coord_monitor', ARRAY['job_state', 'request_state', 'cron_next', 'grid']),
       ('coord_admin', ARRAY['schedule', 'unschedule', 'tick', 'cron_install', 'define_app', 'drop_app',
                             'purge_jobs', 'purge_requests', 'purge_lock_names', 'cancel', 'retry']))
@@ -145,8 +145,9 @@ GRANT EXECUTE ON FUNCTION coord.renew(text, bigint, interval) TO coord_worker;
 GRANT EXECUTE ON FUNCTION coord.lease_unlock(text, bigint) TO coord_worker;
 -- partition groups: members use them (coord.members is granted above, as
 -- every view: meta holds a member's labels, at most 8 kB, not a payload)
-GRANT EXECUTE ON FUNCTION coord.join(text, text, real, jsonb, integer, text), coord.leave(text),
-  coord.owned(text), coord.segment_of(text, text), coord.segment_token(text, integer) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text), coord.leave(text),
+  coord.owned(text), coord.segment_of(text, text), coord.segment_of(text, bigint), coord.segment_of(text, uuid),
+  coord.segment_token(text, integer) TO coord_worker;
 -- coord.members calls it as its reader: workers and monitors
 GRANT EXECUTE ON FUNCTION coord.member_alive(text, text, integer, timestamptz) TO coord_monitor, coord_worker;
 -- Semaphores: the functions for coord_worker (the view and its function
@@ -171,3 +172,6 @@ GRANT EXECUTE ON FUNCTION coord.signal(text, timestamptz, jsonb) TO coord_admin;
 -- Reruns (issue 18): coord_admin only, like define_app; the history rows
 -- reach coord_monitor through coord.runs (granted by the loop above).
 GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) TO coord_admin;
+-- Retention (issue 23): dropping a group or an election at once is the
+-- administrator's (coord.tick drops them by itself once dead and old).
+GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;

@@ -218,6 +218,15 @@ LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.job_state(bigint) IS
   'scheduled, ready, running, done, dead, cancelled, or NULL once purged';
 
+-- For a worker whose complete or fail has an unknown outcome (the answer
+-- lost with the connection, or a synchronous standby's wait cancelled):
+-- which one committed, exactly.
+CREATE FUNCTION coord.claim_state(id bigint, token bigint)
+RETURNS text AS 'MODULE_PATHNAME', 'coord_claim_state'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.claim_state(bigint, bigint) IS
+  'What became of a claim (its token): claimed, released (a session-bound claim whose session ended unreported), scheduled (failed back), done, dead or cancelled; NULL once claimed again, purged, or when the live claim is another role''s';
+
 CREATE FUNCTION coord.job_claimed(id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_job_claimed'
 LANGUAGE C VOLATILE PARALLEL SAFE;

@@ -24,7 +24,8 @@ REVOKE ALL ON coord.job_limit FROM PUBLIC;
 
 -- Pauses: limit_key '' is the whole queue (a limit_key has 1 to 1024
 -- bytes); until NULL is until coord.resume.  Rows whose until has passed
--- mean nothing and are deleted by the next pause or resume of the queue.
+-- mean nothing and are deleted by the next pause or resume of the queue,
+-- or by coord.tick coord.retention later.
 CREATE TABLE coord.job_pause (
     queue     text NOT NULL,
     limit_key text NOT NULL,

@@ -80,8 +80,9 @@ COMMENT ON FUNCTION coord.fence(text) IS
 
 CREATE FUNCTION coord.fence_ok(path text, token bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_fence_ok'
-LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS 'True iff token is the newest token issued for path';
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.fence_ok(text, bigint) IS
+  'True iff token is the newest token issued for path; then locks the path''s fence until the transaction ends, so a newer token waits for the guarded write';
 
 CREATE FUNCTION coord.path_key(path text)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_path_key'

@@ -11,10 +11,13 @@ CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),
     assignor        text NOT NULL CHECK (assignor IN ('sticky', 'range', 'rendezvous')),
-    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now()
+    created_at      timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    empty_since     timestamptz
 );
 COMMENT ON TABLE coord.partition_groups IS
   'Partition groups: their segment count and assignor, fixed at the first join';
+COMMENT ON COLUMN coord.partition_groups.empty_since IS
+  'When coord.tick found the group without a live member (NULL: it had one, or a member joined since); the tick deletes it coord.retention later';
 REVOKE ALL ON coord.partition_groups FROM PUBLIC;
 
 CREATE TABLE coord.partition_members (
@@ -65,19 +68,25 @@ CREATE SEQUENCE coord.segment_token_seq AS bigint;
 COMMENT ON SEQUENCE coord.segment_token_seq IS 'Source of the fencing tokens of every partition segment';
 REVOKE ALL ON coord.segment_token_seq FROM PUBLIC;
 
-CREATE FUNCTION coord.join(partition_group text, member text, weight real DEFAULT 1,
+CREATE FUNCTION coord.join(partition_group text, member text, weight double precision DEFAULT 1,
                            meta jsonb DEFAULT '{}', segments integer DEFAULT NULL,
                            assignor text DEFAULT NULL)
 RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_join'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.join(text, text, real, jsonb, integer, text) IS
-  'Joins a partition group as member (or updates this session''s weight and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
+COMMENT ON FUNCTION coord.join(text, text, double precision, jsonb, integer, text) IS
+  'Joins a partition group as member (or updates this session''s weight, stored as real, and meta); returns the segments this session owns now. segments (1024) and assignor (sticky) fix the group at its first join; NULL keeps the group''s';
 
 CREATE FUNCTION coord.leave(partition_group text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_leave'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.leave(text) IS
   'Leaves a partition group and gives this session''s segments up now; false when it was no member';
+
+CREATE FUNCTION coord.drop_group(partition_group text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_drop_group'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.drop_group(text) IS
+  'Deletes a partition group and its segments now (coord.tick deletes one without members after coord.retention); false when there is none; ERROR while it has a live member';
 
 CREATE FUNCTION coord.owned(partition_group text)
 RETURNS integer[] AS 'MODULE_PATHNAME', 'coord_owned'
@@ -90,6 +99,21 @@ RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of'
 LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.segment_of(text, text) IS
   'The segment of a key in a partition group: coord.job_part(key, NULL) modulo the group''s segments';
+
+-- Keys of other types hash as their text, the key a job of theirs would
+-- have: segment_of(g, 42) = segment_of(g, '42').  An untyped literal still
+-- picks text; integer and smallint keys resolve to bigint.
+CREATE FUNCTION coord.segment_of(partition_group text, key bigint)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_int8'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, bigint) IS
+  'The segment of an integer key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
+
+CREATE FUNCTION coord.segment_of(partition_group text, key uuid)
+RETURNS integer AS 'MODULE_PATHNAME', 'coord_segment_of_uuid'
+LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION coord.segment_of(text, uuid) IS
+  'The segment of a uuid key in a partition group: that of its text, coord.segment_of(partition_group, key::text)';
 
 CREATE FUNCTION coord.segment_token(partition_group text, segment integer)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_segment_token'

@@ -15,7 +15,9 @@
 #     verify accepts it, and systemd-analyze security rates it as the README
 #     says (when systemd-analyze is installed);
 #   - as the README installs it (root-owned, group-readable, mode 0640), the
-#     config file is accepted by the agent running as another user.
+#     config file is accepted by the agent running as another user (a copy
+#     of the binary that user can reach, wherever the checkout is), and
+#     refused, for that reason, once group-writable.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$COORD_ROOT"
@@ -123,15 +125,18 @@ fi
 
 echo "== the config file as the README installs it"
 if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
-  # root:postgres 0640 for an agent running as postgres, like root:coord-agent for coord-agent
-  mkdir -p "$T/etc" && chmod 755 "$T" "$T/etc"
+  # root:postgres 0640 for an agent running as postgres, like root:coord-agent for coord-agent.
+  # postgres runs a copy in $T (0755): the checkout may sit where it cannot
+  # enter (under a mktemp -d directory, mode 0700).
+  mkdir -p "$T/etc" "$T/bin" && chmod 755 "$T" "$T/etc" "$T/bin"
+  install -m 755 agent/coord-agent "$T/bin/coord-agent"
   printf 'queues = q\n\n[task t]\ncommand = /bin/true\n' >"$T/etc/coord-agent.conf"
   chown root:postgres "$T/etc/coord-agent.conf"
   chmod 0640 "$T/etc/coord-agent.conf"
-  check_as_pg() { runuser -u postgres -- "$COORD_ROOT/agent/coord-agent" -f "$T/etc/coord-agent.conf" check >/dev/null 2>&1; echo $?; }
+  check_as_pg() { runuser -u postgres -- "$T/bin/coord-agent" -f "$T/etc/coord-agent.conf" check >"$T/check.out" 2>&1; echo $?; }
   check "root-owned, group-readable 0640: the agent's user accepts it" eq "$(check_as_pg)" 0
   chmod 0660 "$T/etc/coord-agent.conf"
-  check "group-writable: refused" eq "$(check_as_pg)" 1
+  check "group-writable: refused" eq "$(check_as_pg) $(grep -c 'is writable by its group' "$T/check.out")" "1 1"
 fi
 
 if [ "$FAILS" -eq 0 ]; then

@@ -8,7 +8,10 @@
 # jobs; A is SIGKILLed while it runs some; B takes A's segments and runs the
 # rest: every job done exactly once, B owns all 1024 segments.  Also: the
 # options' errors, a reconnect joins again, a SIGHUP's new weight is joined
-# with.
+# with.  Phase 3 (issue 23): agent C joins group pgc under a name no one can
+# guess; its session is terminated while a transaction holds pgc's row, so
+# every join waits for it and fails (lock_timeout): C keeps its new session,
+# reports its lease job, claims nothing until the join succeeds, then does.
 set -euo pipefail
 export COORD_PGPORT=54460
 . "$(dirname "$0")/../lib.sh"
@@ -74,8 +77,8 @@ sed -i 's/^partition_group = pg$/partition_group = pg\nweight = 1/' "$W/B.conf"
 start_agent B "$W/B.conf"
 wait_sql "(SELECT count(*) FROM coord.members WHERE partition_group = 'pg' AND alive) = 2
           AND (SELECT sum(owned) = 1024 AND min(owned) > 150 FROM coord.members WHERE partition_group = 'pg' AND alive)" 30 || true
-check "both agents joined as HOST:PID with their weights" \
-  eq "$(sql "SELECT string_agg(weight::text, ',' ORDER BY weight) FROM coord.members WHERE partition_group = 'pg' AND alive AND member ~ ':[0-9]+\$'")" "1,3"
+check "both agents joined as HOST:PID:<64 random bits> with their weights" \
+  eq "$(sql "SELECT string_agg(weight::text, ',' ORDER BY weight) FROM coord.members WHERE partition_group = 'pg' AND alive AND member ~ ':[0-9]+:[0-9a-f]{16}\$'")" "1,3"
 a_owned=$(sql "SELECT owned FROM coord.members m JOIN pg_stat_activity a ON a.pid = m.pid WHERE m.partition_group = 'pg' AND a.application_name = 'A'")
 check "A owns about 3/4 of the 1024 segments (${a_owned:-?})" between "${a_owned:-0}" 700 840
 
@@ -126,5 +129,57 @@ kill -HUP "${AGENT_PID[B]}"
 wait_sql "EXISTS (SELECT FROM coord.members WHERE partition_group = 'pg' AND alive AND weight = 2.5)" 30 || true
 check "SIGHUP with weight = 2.5: B's member has the new weight, same session" \
   eq "$(sql "SELECT weight || '/' || (pid = $bpid) FROM coord.members WHERE partition_group = 'pg' AND alive")" "2.5/true"
+
+# phase 3: a failed join keeps the session (issue 23)
+cat >"$W/C.conf" <<EOF
+pass_env = PG*
+queues = cwork
+concurrency = 2
+poll = 200ms
+partition_group = pgc
+lease = 30s
+
+[task quick]
+command = $W/pjob.sh
+env = AGENT=C
+
+[task gated]
+command = $W/pjob.sh
+env = AGENT=C
+env = GATE=$W/gateC
+EOF
+start_agent C "$W/C.conf"
+wait_sql "EXISTS (SELECT FROM coord.members WHERE partition_group = 'pgc' AND alive)" 30 || true
+name1=$(sql "SELECT member FROM coord.members WHERE partition_group = 'pgc' AND alive")
+check "C joined as HOST:PID:<64 random bits> ($name1)" \
+  eq "$(sql "SELECT '$name1' ~ ':[0-9]+:[0-9a-f]{16}\$'")" t
+j1=$(sql "SELECT coord.enqueue('cwork', '{\"task\": \"gated\"}')")
+wait_sql "EXISTS (SELECT FROM t.runs WHERE job_id = $j1)" 30 || true
+# a transaction holds pgc's row: a new member's join waits for it (lock_timeout 2 s)
+mkfifo "$W/hold"
+psql -qAtX -v ON_ERROR_STOP=1 <"$W/hold" >/dev/null 2>&1 &
+holder=$!
+exec 7>"$W/hold"
+echo "BEGIN; SELECT FROM coord.partition_groups WHERE partition_group = 'pgc' FOR UPDATE; SELECT pg_backend_pid();" >&7
+wait_sql "EXISTS (SELECT FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE '%pg_backend_pid%')" 10 || true
+cpid=$(sql "SELECT pid FROM pg_stat_activity WHERE application_name = 'C'")
+sql "SELECT pg_terminate_backend($cpid)" >/dev/null
+j2=$(sql "SELECT coord.enqueue('cwork', '{\"task\": \"quick\"}')")
+check "C's join in its new session fails (the row is held)" wait_log C 'could not join partition group "pgc"' 20
+touch "$W/gateC"
+wait_sql "coord.job_state($j1) = 'done'" 15 || true
+check "C kept its new session and reported its lease job while the join failed" \
+  eq "$(sql "SELECT coord.job_state($j1) || ' ' || coalesce((SELECT result->>'agent' FROM coord.jobs WHERE id = $j1), '-')
+             || ' ' || (SELECT count(*) FROM pg_stat_activity WHERE application_name = 'C' AND pid <> $cpid)")" "done C 1"
+check "and claimed nothing meanwhile (the group's claims wait for its join)" \
+  eq "$(sql "SELECT coord.job_state($j2)")" ready
+echo "COMMIT;" >&7
+exec 7>&-
+wait "$holder" || true
+wait_sql "coord.job_state($j2) = 'done'" 30 || true
+check "once the row is free C joins (under a new name) and claims again" \
+  eq "$(sql "SELECT coord.job_state($j2) || ' ' || (SELECT count(*) FROM coord.members WHERE partition_group = 'pgc' AND alive
+             AND member <> '$name1' AND member ~ ':[0-9]+:[0-9a-f]{16}\$')")" "done 1"
+check "C connected twice (no reconnects while its join failed)" eq "$(grep -c 'connected to database' "$W/C.log")" 2
 
 finish "partitions: agents with weights 3:1 in one group ran ${a_jobs}/80 and $((80 - a_jobs))/80 jobs, each on its segment's owner; after A's SIGKILL B owned all segments and ran the rest; every job done once; $CHECKS checks passed"

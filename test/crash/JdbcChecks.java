@@ -1,7 +1,9 @@
 // JDBC facts the README states (run by test/crash/quickstart.sh):
 // setString on a jsonb argument finds no function (42883); ?::jsonb and
 // ?::interval casts work, and so does stringtype=unspecified without them;
-// a session-bound claim's heartbeat reads as a timestamp in year 9999.
+// a session-bound claim's heartbeat reads as a timestamp in year 9999;
+// coord.join takes setDouble and setInt weights, coord.segment_of setLong
+// and UUID keys (the group "mail" exists: quickstart.sh made it).
 // argv: a JDBC URL (without parameters).  Prints "ok ..." lines; exits 1 on
 // the first failure.
 import java.sql.*;
@@ -40,6 +42,25 @@ public class JdbcChecks {
             p.setString(6, "1 minute");
             try (ResultSet rs = p.executeQuery()) {
                 ok(rs.next() && !rs.getBoolean(1) && rs.getBoolean(2), "?::jsonb and ?::interval casts");
+            }
+
+            p = c.prepareStatement("SELECT cardinality(coord.join('mail', 'jdbc-1', weight => ?))");
+            p.setDouble(1, 2.5);
+            try (ResultSet rs = p.executeQuery()) {
+                ok(rs.next() && rs.getInt(1) == 1024, "coord.join, setDouble weight");
+            }
+            p.setInt(1, 3);
+            try (ResultSet rs = p.executeQuery()) {
+                ok(rs.next() && rs.getInt(1) == 1024, "coord.join, setInt weight");
+            }
+            java.util.UUID u = java.util.UUID.fromString("0b7e6c1a-4a4e-4f5e-9d2a-7c1c7a1e2f30");
+            p = c.prepareStatement("SELECT coord.segment_of('mail', ?) = coord.segment_of('mail', '42'), "
+                                   + "coord.segment_of('mail', ?) = coord.segment_of('mail', '" + u + "')");
+            p.setLong(1, 42);
+            p.setObject(2, u);
+            try (ResultSet rs = p.executeQuery()) {
+                ok(rs.next() && rs.getBoolean(1) && rs.getBoolean(2),
+                   "coord.segment_of, setLong and UUID keys: the segment of the key's text");
             }
 
             try (Statement st = c.createStatement()) {

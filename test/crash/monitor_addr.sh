@@ -7,7 +7,7 @@
 # what was checked.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-export COORD_PGPORT=${COORD_ADDR_PORT:-54352}
+export COORD_PGPORT=${COORD_ADDR_PORT:-$(coord_free_tcp_port 54352)}
 coord_cluster_start
 echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null || { echo "FAIL: restart"; exit 1; }

@@ -5,12 +5,18 @@ other, run on the same server session: what a function leaves in its
 session (a lock, a claim, an owner, a LISTEN, an idle mark) is then seen
 by, or lost to, the next client.  Each check is one row of the README's
 table; `direct` is a connection to the server without the pooler.
+
+psycopg 3 prepares a statement on its sixth run on a connection (its
+default prepare_threshold is 5): the prepared statement "_pg3_0" then
+stays on the server connection, and the next client there that prepares
+fails (42P05), unless it connects with prepare_threshold=None.
 """
 import os
 import select
 import sys
 import time
 
+import psycopg
 import psycopg2
 
 PGB = dict(host=os.environ["PGB_HOST"], port=os.environ["PGB_PORT"], dbname="coord_pgb")
@@ -143,6 +149,40 @@ def main():
           f"A idled on a queue and disconnected: its server connection still holds {marks} idle mark(s), "
           f"and an enqueue there still sends a NOTIFY ({sent} seen; {control} on a queue nobody idled on) "
           f"with no client waiting")
+    # --- psycopg 3: its defaults prepare on the sixth run; prepare_threshold=None never does
+    claim = "SELECT id, token, payload FROM coord.claim(%s, 10)"
+
+    def runs(conn, n):
+        for i in range(1, n + 1):
+            try:
+                conn.execute(claim, ("p3",)).fetchall()
+            except psycopg.Error as e:
+                return i, e.sqlstate, str(e).strip()
+        return n, None, ""
+
+    a3 = psycopg.connect(**PGB, autocommit=True)
+    (pid_a,) = a3.execute("SELECT pg_backend_pid()").fetchone()
+    got_a = runs(a3, 8)
+    a3.close()
+    b3 = psycopg.connect(**PGB, autocommit=True)
+    (pid_b,) = b3.execute("SELECT pg_backend_pid()").fetchone()
+    got_b = runs(b3, 8)
+    b3.close()
+    check("psycopg 3 defaults", pid_a == pid_b and got_a[1] is None and got_b[:2] == (6, "42P05"),
+          f"A runs a claim 8 times ({'ok' if got_a[1] is None else got_a}); B, on the same server connection, "
+          f"fails on its run {got_b[0]}: {got_b[1]} {got_b[2]}")
+    c3 = psycopg.connect(**PGB, autocommit=True, prepare_threshold=None)
+    d3 = psycopg.connect(**PGB, autocommit=True, prepare_threshold=None)
+    got_cd = [runs(conn, 1) for _ in range(10) for conn in (c3, d3)]
+    (pid_c,) = c3.execute("SELECT pg_backend_pid()").fetchone()
+    (pid_d,) = d3.execute("SELECT pg_backend_pid()").fetchone()
+    c3.close()
+    d3.close()
+    fails = [g for g in got_cd if g[1] is not None]
+    check("psycopg 3 prepare_threshold=None", not fails and pid_c == pid_d == pid_a,
+          f"C and D, by turns on that server connection (where A's _pg3_0 still is), each run it 10 times "
+          f"({fails[0] if fails else 'ok'})")
+
     print(f"pgbouncer: {len(checks)} checks passed through PgBouncer (pool_mode = transaction): "
           + ", ".join(checks))
     return 0

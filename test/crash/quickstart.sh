@@ -6,14 +6,18 @@
 # (dead: max_attempts 1).  Then what each driver reads: a session-bound
 # claim's heartbeat is a timestamp in the zones furthest from UTC, Node's
 # untyped coord.complete($1, $2) is not ambiguous, and the JDBC casts the
-# README documents (test/crash/JdbcChecks.java).
+# README documents (test/crash/JdbcChecks.java).  Step 4 as the README
+# writes it (results as the superuser, the other columns as a coord_monitor
+# member).  Partition groups with drivers' types: coord.join's weight from
+# a Python float or int and JDBC's setDouble/setInt, coord.segment_of with
+# a bigint column, a Python int, a uuid, JDBC's setLong and UUID.
 #
-# Its own cluster (port 54351), which also listens on 127.0.0.1 for JDBC
+# Its own cluster (port 54351, or a free one when another run has it), which also listens on 127.0.0.1 for JDBC
 # (pgjdbc cannot use a unix socket without junixsocket).  Exit 0 = pass;
 # the last line says what was checked.
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
-COORD_PGPORT=54351 coord_cluster_start
+COORD_PGPORT=$(coord_free_tcp_port 54351) coord_cluster_start
 echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
 as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null
 QS=$COORD_ROOT/examples/quickstart
@@ -87,6 +91,25 @@ for w in psycopg3 psycopg2 node jdbc; do
   ok "$w worker: woken from LISTEN, 5 jobs done with their results, 1 failed and dead (${ms} ms)"
 done
 
+# Step 4 of the quick start, as written (sudo -u postgres: this cluster's
+# superuser; database app: quickstart): every command runs, the superuser
+# reads results and errors, the coord_monitor member the columns it may read.
+step4_out=""
+step4=$(awk '/^4\. Watch it/ {f=1; next} f && /^`make test` runs/ {exit} f && /^       [a-z]/ {sub(/^       /, ""); print}' "$COORD_ROOT/README.md")
+[ "$(grep -c . <<<"$step4")" -ge 3 ] || fail "quick start step 4: no commands found in the README"
+while IFS= read -r cmd; do
+  cmd=${cmd//sudo -u postgres /env PGUSER=postgres }
+  cmd=${cmd//-d app /-d quickstart }
+  out=$(bash -c "$cmd" 2>&1) || fail "quick start step 4: '$cmd' failed: $out"
+  step4_out+=$out$'\n'
+done <<<"$step4"
+grep -q '"sum": 7' <<<"$step4_out" || fail "quick start step 4: no result shown: $step4_out"
+grep -q 'dead' <<<"$step4_out" || fail "quick start step 4: no dead job shown: $step4_out"
+err=$(psql -qXAt -U app_monitor -d quickstart -c 'SELECT id, state, result, last_error FROM coord.jobs' 2>&1) &&
+  fail "a coord_monitor member read result and last_error: $err"
+grep -q 'permission denied for view jobs' <<<"$err" || fail "coord_monitor, result and last_error: $err"
+ok "quick start step 4 as written: the superuser reads results and errors, app_monitor (coord_monitor) the other columns, result and last_error are withheld from it"
+
 # What each driver reads.  A session-bound claim's heartbeat, in UTC+14 and UTC-12.
 for tz in Pacific/Kiritimati Etc/GMT+12; do
   got=$(PGUSER=qs_worker PGDATABASE=quickstart PGTZ=$tz "$PYTHON" - <<'PY' 2>&1
@@ -126,8 +149,39 @@ const { Client } = require("pg");
 [ "$got" = "9999-01-01T00:00:00.000Z true" ] || fail "node: heartbeat and untyped coord.complete(\$1, \$2): $got"
 ok "node-postgres: a session-bound heartbeat is a Date (9999-01-01), untyped coord.complete(\$1, \$2) completes"
 
+# Partition groups from psycopg 3, with Python's types: a float or int
+# weight (float8, int2), and the README's coord.segment_of('mail', msg_id)
+# with a bigint msg_id, a Python int and a uuid: the segment of the key's
+# text, the segment its job (key => msg_id::text) is routed to.
+q "CREATE TABLE mail (msg_id bigint PRIMARY KEY, sent boolean NOT NULL DEFAULT false);
+   INSERT INTO mail SELECT g FROM generate_series(1, 100) AS g; GRANT SELECT ON mail TO qs_worker"
+got=$(PGUSER=qs_worker PGDATABASE=quickstart "$PYTHON" - <<'PY' 2>&1
+import uuid
+import psycopg
+c = psycopg.connect(autocommit=True)
+out = []
+for w in (2.5, 3, 10**12):
+    (n,) = c.execute("SELECT cardinality(coord.join(%s, %s, weight => %s))", ("mail", "runner-1", w)).fetchone()
+    out.append(n)
+(n,) = c.execute("SELECT count(*) FROM mail WHERE coord.segment_of('mail', msg_id) = ANY (coord.owned('mail'))").fetchone()
+out.append(n)
+u = uuid.UUID("0b7e6c1a-4a4e-4f5e-9d2a-7c1c7a1e2f30")
+(same,) = c.execute("SELECT coord.segment_of('mail', %s) = coord.segment_of('mail', '42')"
+                    " AND coord.segment_of('mail', %s) = coord.segment_of('mail', '1099511627776')"
+                    " AND coord.segment_of('mail', %s) = coord.segment_of('mail', %s::text)"
+                    " AND coord.segment_of('mail', 42) = coord.segment_of('mail', 42::text)",
+                    (42, 2**40, u, str(u))).fetchone()
+out.append(same)
+print(*out)
+PY
+)
+[ "$got" = "1024 1024 1024 100 True" ] || fail "psycopg 3, coord.join with a Python float or int weight, coord.segment_of with an int or uuid key: $got"
+[ "$(q "SELECT weight FROM coord.members WHERE partition_group = 'mail'")" = 1e+12 ] ||
+  fail "psycopg 3: the last weight (10**12) was not stored"
+ok "psycopg 3: coord.join(g, m, weight => %s) with a float and an int, coord.segment_of('mail', msg_id) with a bigint column, an int and a uuid (the segment of the key's text)"
+
 out=$(java -cp "$JDBC_JAR" "$COORD_ROOT/test/crash/JdbcChecks.java" "$URL" 2>&1) || { echo "$out"; fail "JDBC checks"; }
 echo "$out"
 checks=$((checks + $(grep -c '^ok ' <<<"$out")))
 
-echo "quickstart: $checks checks passed; the psycopg 3, psycopg2, Node and JDBC workers of examples/quickstart each did their jobs; drivers read heartbeats; JDBC casts as documented"
+echo "quickstart: $checks checks passed; the psycopg 3, psycopg2, Node and JDBC workers of examples/quickstart each did their jobs; drivers read heartbeats; JDBC casts as documented; step 4 as written; join weights and segment_of keys of drivers' types"

@@ -48,12 +48,16 @@ want="1:20/0 2:0/0 3:20 early:0"
 
 # Round 4 from the tables: URLs answered 200 / distinct / answered 429, the
 # busy site's requests during its pause, the largest overlap of fetch
-# intervals of one site, and jobs not done.
+# intervals of one site, and jobs not done.  A request during the pause is
+# one whose claiming statement began after the pause committed (server
+# clock) and returned before the pause's earliest end: a claim that began
+# before the commit may return after it (it waited for a busy site's lock,
+# or a loaded machine let it run late) and is not one.
 check4=$(psql -qtAX -v ON_ERROR_STOP=1 -d "$S3_DB" -c "
   SELECT 'r4:' || count(*) FILTER (WHERE f.status = 200) || '/' || count(DISTINCT f.url) FILTER (WHERE f.status = 200)
          || '/' || count(*) FILTER (WHERE f.status = 429)
          || ' paused:' || (SELECT count(*) FROM s3.site_fetches AS g, s3.pauses AS p
-                            WHERE g.site = p.site AND g.claimed_at > p.after_commit
+                            WHERE g.site = p.site AND g.claim_started > p.after_commit
                               AND g.claimed_at < p.before_fail + p.retry_after)
          || ' overlap:' || (SELECT max(c) FROM (SELECT sum(d) OVER (PARTITION BY site ORDER BY t, d ROWS UNBOUNDED PRECEDING) AS c
                                                   FROM (SELECT site, claimed_at AS t, 1 AS d FROM s3.site_fetches

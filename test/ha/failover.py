@@ -11,9 +11,11 @@ session.  Running at once:
                        leases) and complete each job in one transaction that
                        also inserts (job_id, token) into ha_done.  A
                        completion whose COMMIT got no answer is an unknown
-                       outcome: after reconnecting, the worker looks for its
-                       own ha_done row to learn whether it committed; the
-                       lease worker then completes again with the same token
+                       outcome: after reconnecting, the worker asks
+                       coord.claim_state and looks for its own ha_done row
+                       (the two must agree) in a transaction that writes; the
+                       lease worker completes again, same token, when the
+                       claim is still its own
   2 coord-agents       claim from queue "ha_agent" (one session-bound, one
                        with leases); the task prints {"agent", "attempt",
                        "token"}, which becomes the job's result
@@ -171,16 +173,24 @@ def worker(name, mode, seed):
         orphaned()
         try:
             if resolve:
-                # on the new session: did that transaction commit?  Our own row in it says.
-                committed = conn.execute("SELECT EXISTS (SELECT FROM ha_done WHERE job_id = %s AND token = %s)",
-                                         pending).fetchone()[0]
-                rec("resolved", port, pending[0], pending[1], committed)
-                if committed:
+                # on the new session, in a transaction that writes (so that its
+                # commit waits for the synchronous standby and the answer covers
+                # the lost commit): what became of the claim, and is our row there?
+                with conn.transaction():
+                    state, mine = conn.execute(
+                        "SELECT coord.claim_state(%s, %s), EXISTS (SELECT FROM ha_done WHERE job_id = %s "
+                        "AND token = %s) FROM pg_logical_emit_message(true, 'ha', 'resolve')",
+                        pending + pending).fetchone()
+                rec("resolved", port, pending[0], pending[1], mine, state)
+                if (state == "done") != mine:
+                    stats["errors"].append(f"job {pending[0]}: coord.claim_state says {state}, "
+                                           f"our row in the completing transaction is {'there' if mine else 'absent'}")
+                if mine:
                     hand.remove(pending)
                     stats["done"] += 1
-                elif not leases:
-                    hand = []      # the session-bound claim ended with its session
-                # (a lease claim is still ours unless someone claimed it since: complete it again, same token)
+                elif not (leases and state == "claimed"):
+                    hand = [h for h in hand if h != pending] if leases else []
+                # (a lease claim still ours: complete again, same token)
                 pending, resolve = None, False
                 continue
             if not hand:

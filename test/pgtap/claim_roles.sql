@@ -39,7 +39,7 @@ SET ROLE tap_cr_b;
 SELECT is(coord.heartbeat(t.id, t.token), NULL, 'other role: heartbeat answers NULL') FROM tap_cr_tok AS t WHERE who = 'a1';
 SELECT is(coord.heartbeat(t.id, t.token, '1 day'), NULL, 'other role: heartbeat with a lease answers NULL')
   FROM tap_cr_tok AS t WHERE who = 'a1';
-SELECT is(coord.fail(t.id, t.token, 'forged', '100 years'), NULL, 'other role: fail(retry_after) answers NULL')
+SELECT is(coord.fail(t.id, t.token, 'forged', '1 hour'), NULL, 'other role: fail(retry_after) answers NULL')
   FROM tap_cr_tok AS t WHERE who = 'a1';
 SELECT is(coord.fail(t.id, t.token, 'forged'), NULL, 'other role: fail answers NULL') FROM tap_cr_tok AS t WHERE who = 'a1';
 SELECT is(coord.complete(t.id, t.token, '{"forged": true}'), false, 'other role: complete answers false')
@@ -58,7 +58,7 @@ SELECT is((SELECT count(*)::int FROM tap_cr_tok AS t, generate_series(t.token - 
             WHERE t.who = 'a1' AND coord.heartbeat(t.id, g) IS NOT NULL), 0,
           'other role: a heartbeat scan of 401 tokens finds none');
 SELECT is((SELECT count(*)::int FROM tap_cr_tok AS t, generate_series(t.token - 200, t.token + 200) AS g
-            WHERE t.who = 'a1' AND coord.fail(t.id, g, 'scan', '100 years') IS NOT NULL), 0,
+            WHERE t.who = 'a1' AND coord.fail(t.id, g, 'scan', '1 hour') IS NOT NULL), 0,
           'other role: a fail scan finds none');
 SELECT is((SELECT count(*)::int FROM tap_cr_tok AS t, generate_series(t.token - 200, t.token + 200) AS g
             WHERE t.who = 'a1' AND coord.complete(t.id, g)), 0,

@@ -4,7 +4,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(59);
+SELECT plan(61);
 
 SELECT function_returns('coord', 'enqueue',
        ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text',
@@ -66,6 +66,10 @@ SELECT throws_ok($$SELECT coord.enqueue('q', jsonb_build_object('x', repeat('x',
 SELECT throws_ok($$SELECT coord.enqueue_many('q', NULL)$$, '22004', NULL, 'enqueue_many NULL');
 SELECT throws_ok($$SELECT coord.enqueue_many('q', ARRAY['{}', NULL]::jsonb[])$$, '22004', NULL, 'enqueue_many NULL element');
 SELECT throws_ok($$SELECT coord.enqueue_many('q', ARRAY[['{}'], ['{}']]::jsonb[])$$, '2202E', NULL, 'enqueue_many 2-D');
+SELECT throws_ok($$SELECT coord.enqueue_many('q', array_fill('{}'::jsonb, ARRAY[10001]))$$, '54000',
+                 'too many payloads for coord.enqueue_many', 'enqueue_many of more than 10000 payloads');
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('q-10k', array_fill('{}'::jsonb, ARRAY[10000]))), 10000,
+          'enqueue_many of 10000 payloads');
 SELECT throws_ok($$SELECT coord.claim(NULL)$$, '22004', NULL, 'claim queue NULL');
 SELECT throws_ok($$SELECT coord.claim('q', -1)$$, '22023', NULL, 'claim negative n');
 SELECT throws_ok($$SELECT coord.claim('q', 10001)$$, '22023', NULL, 'claim huge n');

@@ -7,7 +7,7 @@
 \pset tuples_only true
 SET client_min_messages = error;
 BEGIN;
-SELECT plan(112);
+SELECT plan(132);
 
 -- The contract's functions and views.
 SELECT function_returns('coord', 'set_limit',
@@ -193,6 +193,57 @@ SELECT is((SELECT state || ': ' || last_error FROM coord.jobs WHERE queue = 'le'
 SELECT ok(coord.enqueue('le2', '{}', expires_at => clock_timestamp() + interval '1 minute') > 0, 'a job with a minute left');
 SELECT is(coord.fail(id, token, 'busy', '1 hour'), 'dead', 'a retry after its deadline kills it') FROM coord.claim('le2', 1);
 SELECT matches((SELECT last_error FROM coord.jobs WHERE queue = 'le2'), '^expired', 'last_error says it expired');
+
+-- Bounds (issue 23): retry_after is at most coord.max_retry_after (superuser,
+-- 1 hour by default), with pause_key or without; bucket times are finite.
+SELECT is(current_setting('coord.max_retry_after', true), '1h', 'coord.max_retry_after defaults to an hour');
+SELECT count(*) FROM (SELECT coord.enqueue('lmax', '{}', limit_key => 'site')) s;
+CREATE TEMP TABLE lmax AS SELECT c.id, c.token FROM coord.claim('lmax', 1) c;
+SELECT throws_ok(format($$SELECT coord.fail(%s, %s, 'HTTP 429', '80000 years', pause_key => true)$$, id, token),
+                 '22023', 'retry_after is longer than coord.max_retry_after', 'a pause_key of 80000 years is refused')
+  FROM lmax;
+SELECT is((SELECT count(*)::integer FROM coord.job_pause WHERE queue = 'lmax'), 0, 'and pauses nothing');
+SELECT throws_ok(format($$SELECT coord.fail(%s, %s, 'HTTP 429', '1 hour 1 second')$$, id, token),
+                 '22023', 'retry_after is longer than coord.max_retry_after', 'so is a retry_after just past the cap')
+  FROM lmax;
+SELECT is((SELECT lease_until IS NOT NULL FROM coord.job WHERE queue = 'lmax'), true, 'the job is still claimed');
+SET LOCAL coord.max_retry_after = '1d';
+SELECT is(coord.fail(id, token, 'HTTP 429', '1 hour 1 second', pause_key => true), 'scheduled',
+          'under a raised cap it is taken') FROM lmax;
+RESET coord.max_retry_after;
+SET ROLE tap_l_worker;
+SELECT throws_ok($$SET coord.max_retry_after = '1d'$$, '42501', NULL, 'only a superuser sets coord.max_retry_after');
+RESET ROLE;
+SELECT throws_ok($$SELECT coord.bucket_tokens(1, '-infinity', 1, '1 s', 5)$$, '22023',
+                 'refilled_at must be a finite time', 'bucket_tokens refuses -infinity');
+SELECT throws_ok($$SELECT coord.bucket_tokens(1, 'infinity', 1, '1 s', 5)$$, '22023',
+                 'refilled_at must be a finite time', 'and infinity');
+SELECT is(coord.bucket_tokens(1, now() - interval '1 year', 1, '1 s', 5), 5::float8, 'a finite time refills');
+-- A claim kills at most 32 expired jobs on its way, then stops; the next
+-- claim goes on from there.  It used to kill, and lock, the whole backlog
+-- to find its one job (spent jobs too: test/crash/expired_backlog.sh, as a
+-- claim's own locks hide them from the claims of its transaction).
+CREATE TEMP TABLE lock_count AS SELECT 0 AS n;
+CREATE FUNCTION pg_temp.locks_held() RETURNS integer LANGUAGE sql AS
+  $$SELECT count(*)::integer FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'$$;
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('lx', array_fill('{}'::jsonb, ARRAY[100]),
+                                                             expires_at => now() - interval '1 s')), 100, '100 expired jobs');
+SELECT ok(coord.enqueue('lx', '{"live": 1}') > 0, 'a live job behind them');
+UPDATE lock_count SET n = pg_temp.locks_held();
+SELECT is((SELECT count(*)::integer FROM coord.claim('lx', 1)), 0, 'a claim stops after killing 32 of them');
+SELECT cmp_ok(pg_temp.locks_held() - (SELECT n FROM lock_count), '<=', 33, 'holding at most 33 more lock entries');
+SELECT is((SELECT count(*)::integer FROM coord.job_history WHERE queue = 'lx' AND state = 'dead'
+             AND last_error = 'expired: past its expires_at'), 32, 'they died, saying why');
+SELECT is((SELECT count(*)::integer FROM coord.claim('lx', 1)), 0, 'the next claim kills 32 more');
+SELECT is((SELECT count(*)::integer FROM coord.job WHERE queue = 'lx'), 37, '36 expired jobs left, and the live one');
+
+-- coord.tick kills the rest, at most 10,000 of a kind per tick.
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('lx', array_fill('{}'::jsonb, ARRAY[10000]),
+                                                             expires_at => now() - interval '1 s')), 10000, '10000 more');
+CREATE TEMP TABLE ticked AS SELECT coord.tick() AS n;
+SELECT ok((SELECT n BETWEEN 1000 AND 10000 FROM ticked), 'a tick kills at most 10,000 expired jobs');
+SELECT is((SELECT count(*)::integer FROM coord.job WHERE queue = 'lx' AND expires_at IS NOT NULL),
+          10036 - (SELECT n FROM ticked), 'the rest wait for the next tick');
 
 SELECT * FROM finish();
 ROLLBACK;

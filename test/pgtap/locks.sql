@@ -4,7 +4,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(62);
+SELECT plan(64);
 
 -- The contract's functions, with their signatures and return types.
 SELECT has_schema('coord');
@@ -23,6 +23,10 @@ SELECT columns_are('coord', 'locks', ARRAY['path', 'mode', 'granted', 'pid', 'ap
 SELECT volatility_is('coord', 'lock', ARRAY['text', 'interval', 'boolean'], 'volatile');
 SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.lock(text,interval,boolean)'::regprocedure),
           'u', 'coord.lock is parallel unsafe');
+-- fence_ok locks the fence row it accepts (issue 24): a writer
+SELECT volatility_is('coord', 'fence_ok', ARRAY['text', 'bigint'], 'volatile');
+SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.fence_ok(text,bigint)'::regprocedure),
+          'u', 'coord.fence_ok is parallel unsafe');
 SELECT is((SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'coord.locks'::regclass),
           'coord', 'objects live in schema coord');
 SELECT is((SELECT extrelocatable FROM pg_extension WHERE extname = 'pg_coord'), false,

@@ -6,22 +6,24 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(130);
+SELECT plan(156);
 
-SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'real', 'jsonb', 'integer', 'text'], 'integer[]');
+SELECT function_returns('coord', 'join', ARRAY['text', 'text', 'double precision', 'jsonb', 'integer', 'text'], 'integer[]');
 SELECT function_returns('coord', 'leave', ARRAY['text'], 'boolean');
 SELECT function_returns('coord', 'owned', ARRAY['text'], 'integer[]');
 SELECT function_returns('coord', 'segment_of', ARRAY['text', 'text'], 'integer');
+SELECT function_returns('coord', 'segment_of', ARRAY['text', 'bigint'], 'integer');
+SELECT function_returns('coord', 'segment_of', ARRAY['text', 'uuid'], 'integer');
 SELECT function_returns('coord', 'segment_token', ARRAY['text', 'integer'], 'bigint');
 SELECT has_view('coord', 'members', 'view coord.members');
 SELECT columns_are('coord', 'members', ARRAY['partition_group', 'member', 'weight', 'meta', 'alive', 'pid',
        'joined_at', 'owned', 'target_share', 'owned_share']);
-SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.join(text,text,real,jsonb,integer,text)'::regprocedure),
+SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.join(text,text,float8,jsonb,integer,text)'::regprocedure),
           'u', 'coord.join is parallel unsafe');
 SELECT is((SELECT proparallel FROM pg_proc WHERE oid = 'coord.owned(text)'::regprocedure),
           'u', 'coord.owned is parallel unsafe');
-SELECT is((SELECT pg_get_function_arguments('coord.join(text,text,real,jsonb,integer,text)'::regprocedure)),
-          'partition_group text, member text, weight real DEFAULT 1, meta jsonb DEFAULT ''{}''::jsonb, segments integer DEFAULT NULL::integer, assignor text DEFAULT NULL::text',
+SELECT is((SELECT pg_get_function_arguments('coord.join(text,text,float8,jsonb,integer,text)'::regprocedure)),
+          'partition_group text, member text, weight double precision DEFAULT 1, meta jsonb DEFAULT ''{}''::jsonb, segments integer DEFAULT NULL::integer, assignor text DEFAULT NULL::text',
           'coord.join''s arguments and defaults');
 
 -- one member owns every segment
@@ -33,6 +35,18 @@ CREATE TEMP TABLE tok0 AS SELECT coord.segment_token('tap/g', 0) AS t;
 SELECT ok((SELECT t FROM tok0) > 0, 'the first acquisition gets a token');
 SELECT is(coord.segment_of('tap/g', 'hello'), coord.job_part('hello', NULL) % 1024, 'segment_of is job_part modulo segments');
 SELECT is(coord.segment_of('tap/g', 'hello'), coord.segment_of('tap/g', 'hello'), 'segment_of is stable');
+SELECT is(coord.segment_of('tap/g', 42::bigint), coord.segment_of('tap/g', '42'), 'segment_of of a bigint: that of its text');
+SELECT is(coord.segment_of('tap/g', -9223372036854775808), coord.segment_of('tap/g', '-9223372036854775808'),
+          'segment_of of the smallest bigint: that of its text');
+SELECT is(coord.segment_of('tap/g', 7), coord.segment_of('tap/g', '7'), 'segment_of of an integer: that of its text');
+SELECT is(coord.segment_of('tap/g', 7::smallint), coord.segment_of('tap/g', '7'), 'segment_of of a smallint: that of its text');
+SELECT is(coord.segment_of('tap/g', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid),
+          coord.segment_of('tap/g', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'), 'segment_of of a uuid: that of its text');
+SELECT is(coord.segment_of('tap/g', 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'::uuid),
+          coord.segment_of('tap/g', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'), 'segment_of of a uuid: of its canonical text');
+SELECT is(coord.segment_of('tap/g', '0042'), coord.job_part('0042', NULL) % 1024, 'an untyped literal is a text key');
+SELECT is(coord.segment_of('tap/g', 42), coord.job_part('42', NULL) % 1024,
+          'segment_of of a number is the segment of a job with that key');
 SELECT results_eq($$SELECT member, weight, meta, alive, pid, owned, target_share, owned_share FROM coord.members
                     WHERE partition_group = 'tap/g'$$,
                   $$VALUES ('m1'::text, 1::real, '{}'::jsonb, true, pg_backend_pid(), 1024, 1::float8, 1::float8)$$,
@@ -42,6 +56,12 @@ SELECT results_eq($$SELECT member, weight, meta, alive, pid, owned, target_share
 SELECT is(cardinality(coord.join('tap/g', 'm1', 2.5, '{"host": "a"}')), 1024, 'a rejoin keeps the segments');
 SELECT results_eq($$SELECT weight, meta FROM coord.members WHERE partition_group = 'tap/g'$$,
                   $$VALUES (2.5::real, '{"host": "a"}'::jsonb)$$, 'a rejoin updates weight and meta');
+SELECT is(cardinality(coord.join('tap/g', 'm1', weight => 2.5::float8)), 1024, 'a double precision weight');
+SELECT is(cardinality(coord.join('tap/g', 'm1', weight => 2)), 1024, 'an integer weight');
+SELECT is(cardinality(coord.join('tap/g', 'm1', weight => 3::bigint)), 1024, 'a bigint weight');
+SELECT is(cardinality(coord.join('tap/g', 'm1', weight => 2.5::real, meta => '{"host": "a"}')), 1024, 'a real weight');
+SELECT results_eq($$SELECT weight, meta FROM coord.members WHERE partition_group = 'tap/g'$$,
+                  $$VALUES (2.5::real, '{"host": "a"}'::jsonb)$$, 'the weight is stored as real');
 SELECT is(coord.segment_token('tap/g', 0), (SELECT t FROM tok0), 'a rejoin takes nothing again: same token');
 SELECT is(cardinality(coord.join('tap/g', 'm1', segments => 1024, assignor => 'sticky')), 1024,
           'a rejoin may repeat the group''s segments and assignor');
@@ -58,6 +78,12 @@ SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 0)$$, '22023', NULL, 'weight 
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', -1)$$, '22023', NULL, 'negative weight');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 'NaN')$$, '22023', NULL, 'NaN weight');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 'Infinity')$$, '22023', NULL, 'infinite weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', '-Infinity'::float8)$$, '22023', NULL, 'negative infinite weight');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 1e39::float8)$$, '22003', 'weight is out of range for type real',
+                 'a weight above real''s range');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 1e-50::float8)$$, '22003', 'weight is out of range for type real',
+                 'a positive weight below real''s range');
+SELECT throws_ok($$SELECT coord.join('tap/h', 'm', 1e39)$$, '22003', NULL, 'a numeric weight above real''s range');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', segments => 0)$$, '22023', NULL, '0 segments');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', segments => 65537)$$, '22023', NULL, '65537 segments');
 SELECT throws_ok($$SELECT coord.join('tap/h', 'm', assignor => 'random')$$, '22023', NULL, 'unknown assignor');
@@ -75,6 +101,11 @@ SELECT throws_ok($$SELECT coord.segment_token('tap/none', 0)$$, '42704', NULL, '
 SELECT throws_ok($$SELECT coord.owned(NULL)$$, '22004', NULL, 'owned: NULL group');
 SELECT throws_ok($$SELECT coord.leave(NULL)$$, '22004', NULL, 'leave: NULL group');
 SELECT throws_ok($$SELECT coord.segment_of('tap/g', NULL)$$, '22004', NULL, 'segment_of: NULL key');
+SELECT throws_ok($$SELECT coord.segment_of('tap/g', NULL::bigint)$$, '22004', NULL, 'segment_of: NULL bigint key');
+SELECT throws_ok($$SELECT coord.segment_of('tap/g', NULL::uuid)$$, '22004', NULL, 'segment_of: NULL uuid key');
+SELECT throws_ok($$SELECT coord.segment_of('tap/none', 1)$$, '42704', NULL, 'segment_of, bigint key: unknown group');
+SELECT throws_ok($$SELECT coord.segment_of(NULL, gen_random_uuid())$$, '22004', NULL, 'segment_of, uuid key: NULL group');
+SELECT throws_ok($$SELECT coord.segment_of('tap/g', 1.5)$$, '42883', NULL, 'segment_of: no numeric key');
 SELECT throws_ok($$SELECT coord.segment_token('tap/g', NULL)$$, '22004', NULL, 'segment_token: NULL segment');
 SELECT throws_ok($$SELECT coord.segment_token('tap/g', 1024)$$, '22023', NULL, 'segment_token: segment out of range');
 SELECT throws_ok($$SELECT coord.segment_token('tap/g', -1)$$, '22023', NULL, 'segment_token: negative segment');
@@ -358,5 +389,15 @@ SELECT is(coord.join('tap/gh', 'me'), '{0,1}'::integer[], 'ghost: a new member t
 SELECT is((SELECT count(*) FROM coord.partition_members WHERE partition_group = 'tap/gh'), 1::bigint,
           'ghost: its row is gone');
 SELECT ok(coord.leave('tap/gh'), 'ghost: leave');
+
+-- grants: a worker joins with any numeric weight and maps keys of every type
+SELECT ok(has_function_privilege('coord_worker', 'coord.segment_of(text, bigint)', 'EXECUTE')
+          AND has_function_privilege('coord_worker', 'coord.segment_of(text, uuid)', 'EXECUTE')
+          AND has_function_privilege('coord_worker', 'coord.join(text, text, float8, jsonb, integer, text)', 'EXECUTE'),
+          'coord_worker may execute join and every segment_of');
+SELECT ok(NOT has_function_privilege('coord_monitor', 'coord.segment_of(text, bigint)', 'EXECUTE')
+          AND NOT has_function_privilege('coord_monitor', 'coord.segment_of(text, uuid)', 'EXECUTE')
+          AND NOT has_function_privilege('coord_monitor', 'coord.join(text, text, float8, jsonb, integer, text)', 'EXECUTE'),
+          'coord_monitor may not');
 SELECT * FROM finish();
 ROLLBACK;

@@ -131,6 +131,17 @@ SELECT coord.fence('/f/x') AS t1 \gset
 SELECT coord.fence('/f/x') AS t2 \gset
 SELECT :t2 > :t1 AS increasing, coord.fence_ok('/f/x', :t2) AS newest_ok, coord.fence_ok('/f/x', :t1) AS older_ok;
 SELECT coord.fence_ok('/f/never', 1) AS unknown_path_ok;
+-- A true check locks the fence row until the transaction ends (FOR SHARE);
+-- a false one locks nothing, and a read-only transaction only reads.
+BEGIN;
+SELECT coord.fence_ok('/f/x', :t1) AS older_ok;
+SELECT xmax = pg_current_xact_id()::xid AS row_locked FROM coord.fences WHERE path = '/f/x';
+SELECT coord.fence_ok('/f/x', :t2) AS newest_ok;
+SELECT xmax = pg_current_xact_id()::xid AS row_locked FROM coord.fences WHERE path = '/f/x';
+COMMIT;
+BEGIN READ ONLY;
+SELECT coord.fence_ok('/f/x', :t2) AS newest_ok_read_only;
+COMMIT;
 SELECT coord.unlock('/f/x');
 SELECT coord.fence('/f/x');                          -- no longer held
 SELECT coord.lock('/f/x', shared => true);

@@ -32,6 +32,7 @@ SELECT public.coord_par($$SELECT coord.unlock('/mem/a')$$);
 SELECT public.coord_par($$SELECT coord.unlock_all()$$);
 SELECT public.coord_par($$SELECT coord.lock_first(ARRAY['/mem/a'])$$);
 SELECT public.coord_par($$SELECT coord.fence('/mem/a')$$);
+SELECT public.coord_par($$SELECT coord.fence_ok('/mem/a', 1)$$);
 SELECT public.coord_par($$SELECT coord.request('mem_k')$$);
 SELECT public.coord_par($$SELECT coord.mark_queued('mem_k')$$);
 SELECT public.coord_par($$SELECT coord.mark_done('mem_k')$$);
@@ -45,7 +46,6 @@ SELECT public.coord_par($$SELECT coord.define_app('mem_a', 'daily')$$);
 SELECT public.coord_par($$SELECT coord.drop_app('mem_a')$$);
 -- readers still work there
 SELECT public.coord_par($$SELECT coord.job_state(1)$$);
-SELECT public.coord_par($$SELECT coord.fence_ok('/mem/a', 1)$$);
 SELECT public.coord_par($$SELECT coord.path_key('/mem/a')$$);
 SELECT set_config(CASE WHEN current_setting('server_version_num')::int >= 160000
                        THEN 'debug_parallel_query' ELSE 'force_parallel_mode' END, 'off', false) AS parallel;
