@@ -84,10 +84,10 @@ HA_TMP = os.environ.get("HA_TMP", "/tmp")
 WORKDIR = os.path.join(HA_TMP, "work")
 FLEET = (f"host=127.0.0.1,127.0.0.1 port={N1},{N2} dbname={DB} target_session_attrs=read-write "
          "connect_timeout=2")
-SETUP_JOBS = int(os.environ.get("HA_SETUP_JOBS", "500"))
+SETUP_JOBS = int(os.environ.get("HA_SETUP_JOBS", "600"))
 AGENT_SETUP_JOBS = int(os.environ.get("HA_AGENT_SETUP_JOBS", "60"))
 BATCH = int(os.environ.get("HA_BATCH", "10"))            # "ha" jobs per enqueue, every 100 ms
-JOBS_BETWEEN = int(os.environ.get("HA_JOBS_BETWEEN", "400"))  # completions before each event and after the last
+JOBS_BETWEEN = int(os.environ.get("HA_JOBS_BETWEEN", "600"))  # completions before each event and after the last
 TIME_LIMIT = float(os.environ.get("HA_TIME_LIMIT", "240"))    # the driver's whole run, seconds
 LEASE = "20 seconds"
 STOP_PRODUCING = os.path.join(WORKDIR, "stop_producing")
@@ -725,11 +725,12 @@ def check(fleet, setup_ids, ev, wstats, ostats):
         problem(f"{len(ghost)} completions resolved as not committed are there after all, e.g. {ghost[:3]}")
 
     # --- coord-agent: outcome=done only for completions that are there
-    agent_done = 0
+    agent_done = agent_unknown = 0
     for name in ("a1", "a2"):
         starts = {}
         with open(os.path.join(WORKDIR, name + ".log")) as f:
             text = f.read()
+        agent_unknown += len(re.findall(r"the outcome of coord\.\w+ is unknown", text))
         for m in re.finditer(r"job (\d+) (start|end) \S+ (?:queue=\S+ attempt=(\d+)|duration=\S+ outcome=(\w+))",
                              text):
             job = int(m.group(1))
@@ -837,7 +838,7 @@ def check(fleet, setup_ids, ev, wstats, ostats):
     SUMMARY.update(jobs=len(ids), agent_jobs=len(ag), unknown=unknown, terms=len(terms), fences=len(fences),
                    stale_rejected=stale_rej)
     log(f"final primary :{final}: {len(ids)} jobs done ({len(py)} by workers, {len(ag)} by coord-agents, "
-        f"{agent_done} outcome=done lines checked); {len(acked)} acknowledged completions, {unknown} unknown "
+        f"{agent_done} outcome=done lines checked, {agent_unknown} unknown outcomes logged); {len(acked)} acknowledged completions, {unknown} unknown "
         f"outcomes ({sum(1 for x in resolved if x[3])} had committed); workers {json.dumps(wstats)}")
     log(f"fencing: {len(fences)} tokens, {sum(writes.values())} guarded writes; {stale_begin} stale holders wrote "
         f"{stale_ok} times with their old token before the new holder fenced, {stale_rej} then rejected; "
