@@ -167,6 +167,13 @@ indent:
 	python3 tools/pgindent.py
 typedefs: all
 	python3 tools/typedefs.py
+# failover under load with pg_auto_failover (Debian's packages, installed
+# when missing): a monitor and two nodes on loopback ports, a planned
+# failover and a crash of the primary; a few minutes, not part of make test
+# (.ci/run runs it when time allows): test/ha/run.sh
+.PHONY: test-ha
+test-ha:
+	./test/ha/run.sh
 # the server under valgrind memcheck (and the cron harness under ASan/UBSan);
 # slow, not part of make test: test/valgrind/run.sh
 .PHONY: test-valgrind

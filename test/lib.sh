@@ -31,10 +31,12 @@ coord_packages() {
        python3-psycopg nodejs default-jdk-headless libpostgresql-jdbc-java pgbouncer
 }
 
-# Installs what is missing from Debian's packages (once per machine).
+# Installs what is missing from Debian's packages (once per machine), and
+# the extra packages named as arguments (make test-ha: pg_auto_failover).
 coord_deps() {
   local want
   read -ra want <<<"$(coord_packages "$(coord_pg_major)")"
+  want+=("$@")
   local missing=() p
   for p in "${want[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
