@@ -125,6 +125,24 @@ for port in (int(sys.argv[1]), 0):
 PY
 }
 
+# coord_cluster_listen_tcp: the running private cluster also listens on
+# 127.0.0.1 (restarted).  Another run may take its port between the choice
+# and the restart: then it moves to a port the kernel finds free (PGPORT
+# follows), up to five times.
+coord_cluster_listen_tcp() {
+  local try
+  echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
+  for try in 1 2 3 4 5; do
+    as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null 2>&1 && return 0
+    PGPORT=$(coord_free_tcp_port 0)
+    export PGPORT
+    echo "port = $PGPORT" >>"$PGDATA/postgresql.conf"
+  done
+  echo "FAIL: the cluster could not listen on 127.0.0.1 (tail of $COORD_TMP/server.log:)"
+  tail -5 "$COORD_TMP/server.log"
+  return 1
+}
+
 # Runs a command as the cluster's OS user.
 as_pg() {
   if [ "$(id -u)" -eq 0 ]; then

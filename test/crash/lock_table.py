@@ -109,8 +109,9 @@ def setup():
     cur.execute("SHOW max_locks_per_transaction")
     if cur.fetchone()[0] != "64":
         fail("the cluster does not run with max_locks_per_transaction = 64")
-    cur.execute("SELECT count(*) FROM coord.enqueue_many('lt_lease', "
-                "array_fill('{}'::jsonb, ARRAY[%s]))", (LEASE_JOBS,))
+    for start in range(0, LEASE_JOBS, 10000):     # enqueue_many takes 10,000 at most
+        cur.execute("SELECT count(*) FROM coord.enqueue_many('lt_lease', "
+                    "array_fill('{}'::jsonb, ARRAY[%s]))", (min(10000, LEASE_JOBS - start),))
     cur.execute("SELECT coord.set_limit('lt_keys', concurrency => 1, per_key => true)")
     cur.execute("SELECT count(coord.enqueue('lt_keys', '{}', limit_key => 'k' || i)) "
                 "FROM generate_series(1, %s) i", (KEYS,))

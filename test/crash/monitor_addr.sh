@@ -9,8 +9,7 @@ set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 export COORD_PGPORT=${COORD_ADDR_PORT:-$(coord_free_tcp_port 54352)}
 coord_cluster_start
-echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
-as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null || { echo "FAIL: restart"; exit 1; }
+coord_cluster_listen_tcp || exit 1
 
 checks=0
 holder_pid=

@@ -18,8 +18,7 @@
 set -uo pipefail
 . "$(dirname "$0")/../lib.sh"
 COORD_PGPORT=$(coord_free_tcp_port 54351) coord_cluster_start
-echo "listen_addresses = '127.0.0.1'" >>"$PGDATA/postgresql.conf"
-as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$COORD_TMP/server.log" -w -t 60 restart >/dev/null
+coord_cluster_listen_tcp || exit 1
 QS=$COORD_ROOT/examples/quickstart
 JDBC_JAR=${COORD_JDBC_JAR:-/usr/share/java/postgresql.jar}
 checks=0
