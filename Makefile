@@ -88,8 +88,9 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on every header.
-$(OBJS): $(wildcard src/*.h)
+# PGXS tracks no header dependencies: every object depends on every header
+# (src/ and its family folders).
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 # the library's version (COORD_VERSION) comes from the control file
 src/common_spi.o: $(EXTENSION).control
 

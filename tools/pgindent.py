@@ -41,7 +41,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_FILES = ["src/*.c", "src/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c", "test/parts/*.c"]
+DEFAULT_FILES = ["src/*.c", "src/*.h", "src/*/*.c", "src/*/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c", "test/parts/*.c"]
 TYPEDEFS = ROOT / "typedefs.list"
 INDENT_VERSION = "2.1.1"
 

@@ -83,7 +83,7 @@ def family(obj):
     return None
 
 
-sources = sorted(glob.glob(str(root / "src" / "*.c")))
+sources = sorted(glob.glob(str(root / "src" / "*.c")) + glob.glob(str(root / "src" / "*" / "*.c")))
 if not sources:
     fail(f"no src/*.c under {root}")
 objects = []
@@ -126,13 +126,13 @@ def rel(o):
 # A family's internal header (src/<family>_int.h) is included by that
 # family's files only.
 include_violations = []
-for f in sorted((root / "src").glob("*.[ch]")):
+for f in sorted((root / "src").rglob("*.[ch]")):
     text = f.read_text()
-    for m in re.finditer(r'^\s*#\s*include\s+"(\w+)_int\.h"', text, re.M):
+    for m in re.finditer(r'^\s*#\s*include\s+"(?:\w+/)?(\w+)_int\.h"', text, re.M):
         owner = family(m.group(1))
         mine = family(f.with_suffix(".o")) if f.suffix == ".c" else family(f.stem.replace("_int", ""))
         if owner is not None and mine != owner:
-            include_violations.append(f"src/{f.name} includes {m.group(1)}_int.h, "
+            include_violations.append(f"{rel(f)} includes {m.group(1)}_int.h, "
                                       f"which only the {owner} family may")
 
 

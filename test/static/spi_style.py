@@ -26,7 +26,7 @@ import re
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-files = sorted((root / "src").glob("*.c"))
+files = sorted((root / "src").rglob("*.c"))        # family folders too
 
 DEFINES = {"common_spi.c"}
 PENDING = []
