@@ -7,11 +7,11 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 MODULE_big = pg_coord
 OBJS = \
 	src/pg_coord.o \
-	src/common.o \
-	src/common_args.o \
-	src/common_lock.o \
-	src/common_spi.o \
-	src/common_tz.o \
+	src/common/common.o \
+	src/common/common_args.o \
+	src/common/common_lock.o \
+	src/common/common_spi.o \
+	src/common/common_tz.o \
 	src/locks.o \
 	src/requests.o \
 	src/jobs.o \
@@ -92,7 +92,7 @@ include $(PGXS)
 # (src/ and its family folders).
 $(OBJS): $(wildcard src/*.h src/*/*.h)
 # the library's version (COORD_VERSION) comes from the control file
-src/common_spi.o: $(EXTENSION).control
+src/common/common_spi.o: $(EXTENSION).control
 
 # Nor flags: objects are rebuilt when WERROR changes.
 .PHONY: FORCE

@@ -104,7 +104,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps.h"
 #include "apps_int.h"
 #include "apps_periods.h"

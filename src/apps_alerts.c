@@ -55,7 +55,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps_int.h"
 
 /* the most deadline alerts one tick raises (the next tick raises the rest) */

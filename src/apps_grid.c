@@ -23,7 +23,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps_int.h"
 
 /* grid: at most this many columns; coarser columns beyond that */

@@ -22,7 +22,7 @@
 #include "utils/timestamp.h"
 
 #include "apps_periods.h"		/* Grain */
-#include "common.h"				/* CoordIsolatedFn */
+#include "common/common.h"		/* CoordIsolatedFn */
 
 /*
  * Not exported from the library: these names are the family's own, and a

@@ -47,7 +47,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps.h"
 #include "apps_int.h"
 

@@ -14,7 +14,7 @@
 #include "storage/lock.h"
 #include "access/tupdesc.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 #include "jobs.h"
 

@@ -123,7 +123,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "partitions.h"
 #include "partitions_assign.h"
 

@@ -13,7 +13,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps.h"
 #include "jobs.h"
 #include "partitions.h"

@@ -58,7 +58,7 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "cron.h"
 #include "jobs.h"
 #include "schedules.h"

@@ -33,7 +33,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "apps.h"
 #include "jobs.h"
 #include "partitions.h"
