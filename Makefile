@@ -14,11 +14,11 @@ OBJS = \
 	src/common/common_tz.o \
 	src/locks.o \
 	src/requests.o \
-	src/jobs.o \
-	src/jobs_claim.o \
-	src/jobs_finish.o \
-	src/jobs_common.o \
-	src/jobs_limits.o \
+	src/jobs/jobs.o \
+	src/jobs/jobs_claim.o \
+	src/jobs/jobs_finish.o \
+	src/jobs/jobs_common.o \
+	src/jobs/jobs_limits.o \
 	src/cron.o \
 	src/schedules.o \
 	src/tick.o \

@@ -108,7 +108,7 @@
 #include "apps.h"
 #include "apps_int.h"
 #include "apps_periods.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5

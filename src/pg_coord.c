@@ -15,7 +15,7 @@
 
 #include "common/common.h"
 #include "apps.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "partitions.h"
 #include "schedules.h"
 #include "semaphores.h"

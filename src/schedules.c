@@ -60,7 +60,7 @@
 
 #include "common/common.h"
 #include "cron.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "schedules.h"
 
 /* Instances are retried this often before the schedule moves on. */

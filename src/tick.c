@@ -35,7 +35,7 @@
 
 #include "common/common.h"
 #include "apps.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 #include "partitions.h"
 #include "requests.h"
 #include "schedules.h"

@@ -51,7 +51,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 #include "partitions.h"
 
 #define CLAIM_MAX_N			10000

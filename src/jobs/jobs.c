@@ -170,7 +170,7 @@
 #include "utils/timestamp.h"
 
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 #include "requests.h"
 
 #define JOB_KEY_MAX			1024

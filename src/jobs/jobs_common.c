@@ -42,7 +42,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 
 bool		coord_notify = true;
 int			coord_job_history_retention = 7 * 24 * 3600;	/* seconds */

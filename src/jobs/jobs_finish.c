@@ -40,7 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 #include "requests.h"
 
 static SPIPlanPtr plan_finish = NULL;

@@ -16,7 +16,7 @@
 
 #include "common/common.h"
 #include "compat.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 
 /*
  * Not exported from the library: these names are the family's own, and a
