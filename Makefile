@@ -22,11 +22,11 @@ OBJS = \
 	src/cron.o \
 	src/schedules.o \
 	src/tick.o \
-	src/apps.o \
-	src/apps_grid.o \
-	src/apps_periods.o \
-	src/apps_rerun.o \
-	src/apps_alerts.o \
+	src/apps/apps.o \
+	src/apps/apps_grid.o \
+	src/apps/apps_periods.o \
+	src/apps/apps_rerun.o \
+	src/apps/apps_alerts.o \
 	src/election.o \
 	src/leases.o \
 	src/partitions_assign.o \

@@ -14,7 +14,7 @@
 #include "utils/guc.h"
 
 #include "common/common.h"
-#include "apps.h"
+#include "apps/apps.h"
 #include "jobs/jobs.h"
 #include "partitions.h"
 #include "schedules.h"

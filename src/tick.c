@@ -34,7 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "apps.h"
+#include "apps/apps.h"
 #include "jobs/jobs.h"
 #include "partitions.h"
 #include "requests.h"

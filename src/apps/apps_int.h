@@ -21,7 +21,7 @@
 #include "pgtime.h"
 #include "utils/timestamp.h"
 
-#include "apps_periods.h"		/* Grain */
+#include "apps/apps_periods.h"	/* Grain */
 #include "common/common.h"		/* CoordIsolatedFn */
 
 /*

@@ -105,9 +105,9 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "apps.h"
-#include "apps_int.h"
-#include "apps_periods.h"
+#include "apps/apps.h"
+#include "apps/apps_int.h"
+#include "apps/apps_periods.h"
 #include "jobs/jobs.h"
 
 /* Runs are retried this often (timeouts and failures) before they die. */

@@ -56,7 +56,7 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "apps_int.h"
+#include "apps/apps_int.h"
 
 /* the most deadline alerts one tick raises (the next tick raises the rest) */
 #define ALERTS_PER_TICK		1000

@@ -48,8 +48,8 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "apps.h"
-#include "apps_int.h"
+#include "apps/apps.h"
+#include "apps/apps_int.h"
 
 /* Downstream periods one rerun may lock (each is a lock-table entry). */
 #define RERUN_MAX_LOCKS		2000
