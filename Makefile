@@ -19,8 +19,8 @@ OBJS = \
 	src/jobs/jobs_finish.o \
 	src/jobs/jobs_common.o \
 	src/jobs/jobs_limits.o \
-	src/cron.o \
-	src/schedules.o \
+	src/schedules/cron.o \
+	src/schedules/schedules.o \
 	src/tick.o \
 	src/apps/apps.o \
 	src/apps/apps_grid.o \

@@ -17,7 +17,7 @@
 #include "apps/apps.h"
 #include "jobs/jobs.h"
 #include "partitions.h"
-#include "schedules.h"
+#include "schedules/schedules.h"
 #include "semaphores.h"
 
 PG_MODULE_MAGIC;

@@ -38,7 +38,7 @@
 #include "jobs/jobs.h"
 #include "partitions.h"
 #include "requests.h"
-#include "schedules.h"
+#include "schedules/schedules.h"
 #include "semaphores.h"
 
 static SPIPlanPtr plan_tick_state = NULL;

@@ -59,8 +59,8 @@ INDENT_OPTS = ["-bad", "-bap", "-bbb", "-bc", "-bl", "-cli1", "-cp33", "-cdb",
 # typedef names of typedefs.list not to give pg_bsd_indent: names that our
 # code also uses as ordinary identifiers, where a type name would turn an
 # expression into a declaration ("a * b").  None today: "text" is a variable
-# in src/cron.c, but leaving it out lays out every "text *" parameter as
-# "text * path"; the variable's lines come out right either way.
+# in src/schedules/cron.c, but leaving it out lays out every "text *"
+# parameter as "text * path"; the variable's lines come out right either way.
 NOT_TYPEDEFS = set()
 
 

@@ -59,9 +59,9 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "cron.h"
+#include "schedules/cron.h"
 #include "jobs/jobs.h"
-#include "schedules.h"
+#include "schedules/schedules.h"
 
 /* Instances are retried this often before the schedule moves on. */
 #define SCHEDULE_MAX_ATTEMPTS	3
