@@ -29,8 +29,8 @@ OBJS = \
 	src/apps/apps_alerts.o \
 	src/election.o \
 	src/leases.o \
-	src/partitions_assign.o \
-	src/partitions.o \
+	src/partitions/partitions_assign.o \
+	src/partitions/partitions.o \
 	src/semaphores.o
 
 # The install script of the version in development (the control file's

@@ -16,7 +16,7 @@
 #include "common/common.h"
 #include "apps/apps.h"
 #include "jobs/jobs.h"
-#include "partitions.h"
+#include "partitions/partitions.h"
 #include "schedules/schedules.h"
 #include "semaphores.h"
 

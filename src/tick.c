@@ -36,7 +36,7 @@
 #include "common/common.h"
 #include "apps/apps.h"
 #include "jobs/jobs.h"
-#include "partitions.h"
+#include "partitions/partitions.h"
 #include "requests.h"
 #include "schedules/schedules.h"
 #include "semaphores.h"

@@ -52,7 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "jobs/jobs_int.h"
-#include "partitions.h"
+#include "partitions/partitions.h"
 
 #define CLAIM_MAX_N			10000
 

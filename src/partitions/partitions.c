@@ -124,8 +124,8 @@
 #include "utils/timestamp.h"
 
 #include "common/common.h"
-#include "partitions.h"
-#include "partitions_assign.h"
+#include "partitions/partitions.h"
+#include "partitions/partitions_assign.h"
 
 PG_FUNCTION_INFO_V1(coord_join);
 PG_FUNCTION_INFO_V1(coord_leave);
