@@ -7,30 +7,30 @@ EXTVERSION = $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(EXTENSION).
 MODULE_big = pg_coord
 OBJS = \
 	src/pg_coord.o \
-	src/common.o \
-	src/common_args.o \
-	src/common_lock.o \
-	src/common_spi.o \
-	src/common_tz.o \
+	src/common/common.o \
+	src/common/common_args.o \
+	src/common/common_lock.o \
+	src/common/common_spi.o \
+	src/common/common_tz.o \
 	src/locks.o \
 	src/requests.o \
-	src/jobs.o \
-	src/jobs_claim.o \
-	src/jobs_finish.o \
-	src/jobs_common.o \
-	src/jobs_limits.o \
-	src/cron.o \
-	src/schedules.o \
+	src/jobs/jobs.o \
+	src/jobs/jobs_claim.o \
+	src/jobs/jobs_finish.o \
+	src/jobs/jobs_common.o \
+	src/jobs/jobs_limits.o \
+	src/schedules/cron.o \
+	src/schedules/schedules.o \
 	src/tick.o \
-	src/apps.o \
-	src/apps_grid.o \
-	src/apps_periods.o \
-	src/apps_rerun.o \
-	src/apps_alerts.o \
+	src/apps/apps.o \
+	src/apps/apps_grid.o \
+	src/apps/apps_periods.o \
+	src/apps/apps_rerun.o \
+	src/apps/apps_alerts.o \
 	src/election.o \
 	src/leases.o \
-	src/partitions_assign.o \
-	src/partitions.o \
+	src/partitions/partitions_assign.o \
+	src/partitions/partitions.o \
 	src/semaphores.o
 
 # The install script of the version in development (the control file's
@@ -88,10 +88,11 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS tracks no header dependencies: every object depends on every header.
-$(OBJS): $(wildcard src/*.h)
+# PGXS tracks no header dependencies: every object depends on every header
+# (src/ and its family folders).
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 # the library's version (COORD_VERSION) comes from the control file
-src/common_spi.o: $(EXTENSION).control
+src/common/common_spi.o: $(EXTENSION).control
 
 # Nor flags: objects are rebuilt when WERROR changes.
 .PHONY: FORCE

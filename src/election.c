@@ -76,7 +76,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 
 /* "coord:leader:" plus the name stays within a NOTIFY channel (63 bytes). */

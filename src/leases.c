@@ -65,7 +65,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 
 /* A lease lasts at most a day: a crashed holder's lease ends at its TTL. */
 #define LEASE_TTL_MAX_US		(USECS_PER_DAY)

@@ -94,7 +94,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 
 #define MODE_IS		RowShareLock

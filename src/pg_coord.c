@@ -13,11 +13,11 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "common.h"
-#include "apps.h"
-#include "jobs.h"
-#include "partitions.h"
-#include "schedules.h"
+#include "common/common.h"
+#include "apps/apps.h"
+#include "jobs/jobs.h"
+#include "partitions/partitions.h"
+#include "schedules/schedules.h"
 #include "semaphores.h"
 
 PG_MODULE_MAGIC;

@@ -59,7 +59,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "requests.h"
 
 /* Keys are primary-key text: stay well inside a btree entry. */

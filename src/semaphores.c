@@ -68,7 +68,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 #include "semaphores.h"
 

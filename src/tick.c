@@ -33,12 +33,12 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "apps.h"
-#include "jobs.h"
-#include "partitions.h"
+#include "common/common.h"
+#include "apps/apps.h"
+#include "jobs/jobs.h"
+#include "partitions/partitions.h"
 #include "requests.h"
-#include "schedules.h"
+#include "schedules/schedules.h"
 #include "semaphores.h"
 
 static SPIPlanPtr plan_tick_state = NULL;

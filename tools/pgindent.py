@@ -41,7 +41,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DEFAULT_FILES = ["src/*.c", "src/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c", "test/parts/*.c"]
+DEFAULT_FILES = ["src/*.c", "src/*.h", "src/*/*.c", "src/*/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c", "test/parts/*.c"]
 TYPEDEFS = ROOT / "typedefs.list"
 INDENT_VERSION = "2.1.1"
 
@@ -59,8 +59,8 @@ INDENT_OPTS = ["-bad", "-bap", "-bbb", "-bc", "-bl", "-cli1", "-cp33", "-cdb",
 # typedef names of typedefs.list not to give pg_bsd_indent: names that our
 # code also uses as ordinary identifiers, where a type name would turn an
 # expression into a declaration ("a * b").  None today: "text" is a variable
-# in src/cron.c, but leaving it out lays out every "text *" parameter as
-# "text * path"; the variable's lines come out right either way.
+# in src/schedules/cron.c, but leaving it out lays out every "text *"
+# parameter as "text * path"; the variable's lines come out right either way.
 NOT_TYPEDEFS = set()
 
 

@@ -3,15 +3,16 @@
 code uses, one a line, sorted (C locale) and unique, for tools/pgindent.py.
 
 The names come from the DWARF debug info of the built objects (`objdump
---dwarf=info`, DW_TAG_typedef): the extension's src/*.o, the agent's
-agent/*.o, and test/cron/cron_test.c compiled here with -g.  Debug info has
-every typedef a translation unit uses, so the list holds PostgreSQL's,
-libpq's and libc's names as well as ours; names starting with "_" (libc's
-internals) are left out.  Typedefs of our own that no object uses yet are
+--dwarf=info`, DW_TAG_typedef): the extension's src/*.o and src/*/*.o (its
+family folders), the agent's agent/*.o, and test/cron/cron_test.c compiled
+here with -g.  Debug info has every typedef a translation unit uses, so the
+list holds PostgreSQL's, libpq's and libc's names as well as ours; names
+starting with "_" (libc's internals) are left out.  Typedefs of our own that no object uses yet are
 added from the sources (`typedef ... Name;` and `typedef ... (*Name) (...)`).
 
-  tools/typedefs.py [OBJECT...]     default: src/*.o and agent/*.o that have
-                                    their .c beside them (run make first)
+  tools/typedefs.py [OBJECT...]     default: src/*.o, src/*/*.o and agent/*.o
+                                    that have their .c beside them (run make
+                                    first)
 """
 import glob
 import pathlib
@@ -21,7 +22,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCES = ["src/*.c", "src/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c"]
+SOURCES = ["src/*.c", "src/*.h", "src/*/*.c", "src/*/*.h", "agent/*.c", "agent/*.h", "test/cron/*.c"]
 
 
 def dwarf_typedefs(objects):
@@ -53,7 +54,7 @@ def source_typedefs(files):
 def main():
     # an object without its source is a leftover of a file moved or removed
     objects = sys.argv[1:] or sorted(
-        o for d in ("src", "agent") for o in glob.glob(str(ROOT / d / "*.o"))
+        o for d in ("src", "src/*", "agent") for o in glob.glob(str(ROOT / d / "*.o"))
         if pathlib.Path(o).with_suffix(".c").exists())
     if not objects:
         sys.exit("typedefs: no objects (run make first)")

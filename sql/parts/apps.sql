@@ -100,7 +100,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
 COMMENT ON FUNCTION coord.grid(timestamptz, timestamptz, text[]) IS
   'A text picture of apps x periods: one line per app with a symbol per run state, a header with period labels and a legend';
 
--- ---------- apps' alerts: deadlines, dead runs, timeouts (issue 18; src/apps_alerts.c) ----------
+-- ---------- apps' alerts: deadlines, dead runs, timeouts (issue 18; src/apps/apps_alerts.c) ----------
 
 CREATE TABLE coord.app_alerts (
     app          text NOT NULL,

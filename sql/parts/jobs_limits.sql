@@ -1,7 +1,7 @@
 
 -------------------------------------------------------------------------------
--- Flow control (src/jobs_limits.c): concurrency and rate limits per queue and
--- per limit_key, pauses, and the running claims the limits count.
+-- Flow control (src/jobs/jobs_limits.c): concurrency and rate limits per queue
+-- and per limit_key, pauses, and the running claims the limits count.
 -------------------------------------------------------------------------------
 
 -- One row per (queue, per_key): per_key false is the limit of the whole

@@ -1,12 +1,13 @@
 
 -- ---------- partition groups (README.md, Partition groups) ----------
 -- A group divides segments 0 .. segments-1 among its live members in
--- proportion to their weights (src/partitions_assign.c).  Membership is
--- session-bound: a member row counts while the backend it names is alive,
--- and the member also holds a session lock (namespace 17208) on its name,
--- so two sessions never join under one name.  A segment belongs to the
--- session its row names while that session is alive; it changes hands only
--- when that owner lets it go or is gone (src/partitions.c).
+-- proportion to their weights (src/partitions/partitions_assign.c).
+-- Membership is session-bound: a member row counts while the backend it
+-- names is alive, and the member also holds a session lock (namespace 17208)
+-- on its name, so two sessions never join under one name.  A segment belongs
+-- to the session its row names while that session is alive; it changes
+-- hands only when that owner lets it go or is gone
+-- (src/partitions/partitions.c).
 CREATE TABLE coord.partition_groups (
     partition_group text PRIMARY KEY,
     segments        integer NOT NULL CHECK (segments BETWEEN 1 AND 65536),

@@ -2,7 +2,7 @@
 -- ---------- signals: external inputs of apps (README.md, Apps) ----------
 -- A dependency written "@name": "<grain>" in coord.define_app's depends is
 -- met, for each period of that grain, by a row of coord.app_signals whose
--- period_start lies in it (src/apps.c, section "signals").
+-- period_start lies in it (src/apps/apps.c, section "signals").
 CREATE TABLE coord.app_signals (
     name         text NOT NULL,
     period_start timestamptz NOT NULL,

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  * periods_test.c
- *		Standalone tests of src/apps_periods.c: where coord.define_app makes
- *		an app's runs start, for a new app, a redefinition with the same
- *		grain, one with another grain or zone, with and without
+ *		Standalone tests of src/apps/apps_periods.c: where coord.define_app
+ *		makes an app's runs start, for a new app, a redefinition with the
+ *		same grain, one with another grain or zone, with and without
  *		catchup_from; and the periods in time zones, across their offset
  *		changes (table zones: America/Chicago, Europe/Berlin,
  *		Australia/Lord_Howe with its 30-minute change, Asia/Kolkata, and
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "apps_periods.h"
+#include "apps/apps_periods.h"
 
 #define HOUR	INT64_C(3600000000)
 #define NUL		(-1)			/* an expected NULL period */

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  * cron_test.c
- *		Standalone tests of src/cron.c: a table of expressions with expected
- *		next fire times or error messages, checks of the edges of the API,
- *		and a randomized comparison with a brute-force reference; the same
- *		for time zones (coord_cron_next_tz), with zones given as tables.
+ *		Standalone tests of src/schedules/cron.c: a table of expressions
+ *		with expected next fire times or error messages, checks of the edges
+ *		of the API, and a randomized comparison with a brute-force
+ *		reference; the same for time zones (coord_cron_next_tz), with
+ *		zones given as tables.
  *
  * The harness has its own calendar (year-by-year loops, nothing shared with
  * cron.c), so a wrong days-from-civil cannot agree with itself.  Run it
@@ -18,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cron.h"
+#include "schedules/cron.h"
 
 /*
  * One table row.  `next` is the expected fire time after `after`, or "none";

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * assign_test.c
- *		Standalone property tests of src/partitions_assign.c: for 1-50
+ *		Standalone property tests of partitions_assign.c: for 1-50
  *		members with random weights 0.1 .. 10 (fixed seeds, thousands of
  *		member sets), every segment has one owner; every member's count is
  *		within max(5% of its fair share, 1 segment) of the fair share
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "partitions_assign.h"
+#include "partitions/partitions_assign.h"
 
 #define MAXM	64
 

@@ -1,4 +1,4 @@
--- pgTAP: alerts of app runs (issue 18; src/apps_alerts.c): deadline alerts
+-- pgTAP: alerts of app runs (issue 18; src/apps/apps_alerts.c): deadline alerts
 -- raised by coord.tick(now) while a run is late, once whatever the number
 -- of ticks, cleared when it finishes; timeout alerts (one per run, counting
 -- timeouts); dead alerts; the grid's

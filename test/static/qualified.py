@@ -19,7 +19,8 @@ import sys
 import pathlib
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-files = sorted((root / "src").glob("*.c")) + sorted((root / "src").glob("*.h"))
+# src/ and its family folders (src/jobs/, ...)
+files = sorted((root / "src").rglob("*.c")) + sorted((root / "src").rglob("*.h"))
 
 # C string literals, with escapes; comments and char literals skipped.
 token = re.compile(r'//[^\n]*|/\*.*?\*/|\'(?:\\.|[^\\\'])*\'|"((?:\\.|[^\\"\n])*)"', re.S)

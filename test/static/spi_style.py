@@ -4,8 +4,8 @@
 Every statement pg_coord runs goes between CoordSpiBegin and CoordSpiEnd
 (SPI_connect and the owner switch, and back), and an SPI result code is
 reported only through CoordSpiCheck / CoordSpiError (common.h describes the
-style).  Outside src/common_spi.c, which defines them, this check fails,
-naming the file and line, on
+style).  Outside src/common/common_spi.c, which defines them, this check
+fails, naming the file and line, on
   - a call of SPI_connect, SPI_finish, CoordBecomeOwner or CoordRestoreUser,
   - SPI_result_code_string (an error message of its own style),
   - an SPI result compared by hand:  != SPI_OK_...  or  == SPI_OK_... .
@@ -26,7 +26,7 @@ import re
 import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
-files = sorted((root / "src").glob("*.c"))
+files = sorted((root / "src").rglob("*.c"))        # family folders too
 
 DEFINES = {"common_spi.c"}
 PENDING = []

@@ -21,8 +21,8 @@
 #include "pgtime.h"
 #include "utils/timestamp.h"
 
-#include "apps_periods.h"		/* Grain */
-#include "common.h"				/* CoordIsolatedFn */
+#include "apps/apps_periods.h"	/* Grain */
+#include "common/common.h"		/* CoordIsolatedFn */
 
 /*
  * Not exported from the library: these names are the family's own, and a

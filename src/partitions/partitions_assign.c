@@ -71,7 +71,7 @@
 #define ASSIGN_INTERRUPTS()	((void) 0)
 #endif
 
-#include "partitions_assign.h"
+#include "partitions/partitions_assign.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,86 +4,16 @@
  *		coord.runs; coord.grid is apps_grid.c, and apps_int.h what the
  *		family shares.
  *
- * An app is a row of coord.app_defs.  It has a period length, its grain:
- * `starts` (hourly, daily, weekly = ISO weeks from Monday, monthly,
- * yearly; local calendar periods of the app's tz, UTC by default: see
- * apps_periods.c), or, for an app without `starts`, the coarsest period
- * named in `depends`.  A run is one (app, period): a row of coord.app_runs
- * (created once, never again once it is there) and a job with the origin
- * "a:<app>:<label>" and the key "<label>-<app>" in the app's queue, for the
- * app's host; the label is "YYYY-MM-DD-HH24MI" of the UTC start for a UTC
- * app, the local start and UTC offset ("2026-11-01-0100-0500") otherwise
- * (coord_period_label), and the finish hook reads the start back from it.
- * An app with runs keeps its zone: define_app refuses another (55000) until
- * the app is dropped, since the new periods would overlap the runs.  Zone
- * names are resolved, and offset changes found, by common_tz.c, as for cron
- * schedules.  A signal source has no zone: "@name" periods are the
- * dependent app's, in its zone.
+ * The family's top file.  By section: periods in an app's zone (over
+ * apps_periods.c); the graph of apps, read from coord.app_defs once per
+ * transaction (CachedGraph); checking and creating runs; isolation of one
+ * app's work; the finish hook the queue calls for "a:" jobs; signals
+ * (coord.signal); coord.tick's share (time-driven runs, repairs,
+ * timeouts); coord.define_app and coord.drop_app; and the calls
+ * apps_rerun.c makes into the runs engine.
  *
- * Who creates runs:
- *	- coord.tick(now) creates the runs of time-driven apps (starts, no
- *	  depends) for every period that has begun, from next_period (so that
- *	  it catches up after downtime, in period order), at most
- *	  APP_MAX_LIVE_RUNS unfinished runs per app at any time;
- *	- the finish hook (CoordAppRunFinished, which the queue calls in the
- *	  transaction that finished a run's job): a done run records its result
- *	  and then, for each app that depends on this one, checks the periods
- *	  the run belongs to and creates their runs when every upstream run in
- *	  them is done;
- *	- coord.signal (an external input, "@name" in depends) works as the
- *	  finish hook does, in the signalling transaction (section "signals");
- *	- coord.tick also repairs: dependency-driven periods from next_period
- *	  on whose upstreams are all done but that have no run (a lost race, an
- *	  app defined after its upstreams finished), and runs whose job vanished.
- *
- * Which upstream runs a period P of app D needs, for a dependency on U
- * declared with period g: with g no coarser than D's grain, U's periods that
- * start inside P; with g coarser than D's grain, U's periods that start
- * inside the g-period containing P's start (an hourly app depending on a
- * daily one waits for that day's run).  P and the g-period are D's, in D's
- * zone, with their real boundaries (a Chicago day of 23 or 25 hours); U's
- * periods are enumerated in U's zone, one AppPeriodNext at a time.  Only U's periods from U's first
- * period on count, and there must be at least one.  An app with `starts` gets
- * no run for a period that begins after the latest tick's now.
- *
- * Concurrency and lock order.  Two upstream runs completing at once (READ
- * COMMITTED) would each see the other as not done.  So every check-and-create
- * of a run for (D, P) holds a transaction-level advisory lock (COORD_NS_APP,
- * hash of D and P) and reads after taking it: each SPI statement takes a fresh
- * snapshot, so a waiter sees the committed work of the holder, and the second
- * of two completing transactions creates the run.  Order: the job row and
- * the upstream's app_runs row (taken by the finishing statement and the hook's
- * update), then the (D, P) locks, dependents by name and periods in time order.
- * coord.tick runs under the tick lock and takes (D, P) locks the same way; it
- * lets go of one at once when it created nothing.  define_app and drop_app
- * serialise on one more lock of the namespace, so the graph they validate is
- * the one they write.
- *
- * Timeouts.  A live run whose job was claimed more than `timeout` ago (by the
- * job's claimed_at, or by the tick time at which a tick first saw that claim
- * when that is earlier: a simulated tick clock behind the wall clock still
- * times runs out) is revoked by CoordRevokeJob: the job comes back under a
- * new id after a backoff, so the old claimer's complete returns false, or it
- * dies after its last attempt (then the hook records the run as dead).  Only
- * the claim the tick saw is revoked: CoordRevokeJob re-checks its token
- * under the row lock, so a claim taken since then is left alone.
- *
- * Alerts (apps_alerts.c).  The tick raises deadline alerts after its
- * other work, TimeOutRun timeout alerts, the finish hook clears a run's
- * alerts and raises dead ones, and drop_app deletes an app's: one call
- * each into apps_alerts.c, in the caller's transaction.
- *
- * Isolation.  define_app refuses what could not make a valid run (a conf
- * too large for a payload, a timeout or first period out of range).  What
- * is stored may still fail (defined by an older version): each app's share
- * of a tick, each timeout, each repair and, in a completion, each
- * dependent's runs go in a subtransaction (AppIsolated), and a failure is a
- * WARNING and the app's last_error, while the rest proceeds.
- *
- * Memory.  The finish hook's graph is read once per transaction into the
- * context "pg_coord app graph", reset wholesale when the transaction ends;
- * nothing of it survives a commit or an abort (CachedGraph says when it is
- * read again within one).
+ * The family's protocol -- who creates runs, upstream windows, the lock
+ * order, timeouts, alerts, isolation, memory -- is src/apps/README.md.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -104,11 +34,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "apps.h"
-#include "apps_int.h"
-#include "apps_periods.h"
-#include "jobs.h"
+#include "common/common.h"
+#include "apps/apps.h"
+#include "apps/apps_int.h"
+#include "apps/apps_periods.h"
+#include "jobs/jobs.h"
 
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5

@@ -86,7 +86,7 @@
 #include <string.h>
 #include <stdio.h>
 
-#include "cron.h"
+#include "schedules/cron.h"
 
 /* Range of `after` we accept: 0001-01-01T00:00:00 .. 9999-12-31T23:59:59. */
 #define CRON_MIN_AFTER	INT64_C(-62135596800)

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  * jobs_claim.c
- *		The job queue's claim (see jobs.c for the whole protocol): coord.claim
- *		and the two functions its statement calls, coord.claim_free below the
- *		row locks and coord.claim_take above them; the claim frontiers; the
- *		claimed rows written through the table access method.
+ *		The job queue's claim (see src/jobs/README.md for the whole protocol):
+ *		coord.claim and the two functions its statement calls, coord.claim_free
+ *		below the row locks and coord.claim_take above them; the claim
+ *		frontiers; the claimed rows written through the table access method.
  *
  * Per-backend state here: the frontiers (one per claim filter, at most
  * FRONTIERS_MAX, least recently used forgotten) and the deepest nesting
@@ -51,8 +51,8 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
-#include "partitions.h"
+#include "jobs/jobs_int.h"
+#include "partitions/partitions.h"
 
 #define CLAIM_MAX_N			10000
 

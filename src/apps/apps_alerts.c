@@ -55,8 +55,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "apps_int.h"
+#include "common/common.h"
+#include "apps/apps_int.h"
 
 /* the most deadline alerts one tick raises (the next tick raises the rest) */
 #define ALERTS_PER_TICK		1000

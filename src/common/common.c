@@ -22,7 +22,7 @@
  */
 #include "postgres.h"
 
-#include "common.h"
+#include "common/common.h"
 
 void
 CoordCommonInit(void)

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  * jobs_common.c
- *		What the files of the job queue share (see jobs.c): the queue's GUCs
- *		and module init, the relations' OIDs, claim-lock tags and session
- *		claims, and both halves of the wake-up protocol: the idle marks a
- *		claim that found nothing takes (SetIdle) and the NOTIFY at PRE_COMMIT
+ *		What the files of the job queue share (see src/jobs/README.md): the
+ *		queue's GUCs and module init, the relations' OIDs, claim-lock tags and
+ *		session claims, and both halves of the wake-up protocol: the idle marks
+ *		a claim that found nothing takes (SetIdle) and the NOTIFY at PRE_COMMIT
  *		of a transaction that enqueued (WakeAtCommit), which looks for them.
  *
  * Per-backend state here: the idle marks (session locks, kept across
@@ -42,7 +42,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 
 bool		coord_notify = true;
 int			coord_job_history_retention = 7 * 24 * 3600;	/* seconds */
@@ -53,9 +53,9 @@ int			coord_claim_rescan_max = 10000; /* ms: the longest a rescan is put
 int			coord_max_retry_after = 3600;	/* seconds: fail's retry_after */
 
 /*
- * Idle marks this backend holds, by idle key, least recently set first.
- * Each is a lock-table entry, so a backend keeps only the
- * coord.max_idle_marks most recent ones (see "Wake-ups" in jobs.c).
+ * Idle marks this backend holds, by idle key, least recently set first.  Each
+ * is a lock-table entry, so a backend keeps only the coord.max_idle_marks most
+ * recent ones (see "Wake-ups" in src/jobs/README.md).
  */
 typedef struct IdleMark
 {

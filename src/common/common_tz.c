@@ -28,7 +28,7 @@
 #include "datatype/timestamp.h"
 #include "pgtime.h"
 
-#include "common.h"
+#include "common/common.h"
 
 /* pg_time_t is seconds since 1970, TimestampTz microseconds since 2000 */
 #define TZ_UNIX_EPOCH_SECS	((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY)

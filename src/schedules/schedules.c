@@ -3,48 +3,14 @@
  *		Recurring events (README.md, Schedules); their share of coord.tick
  *		(tick.c).
  *
- * A schedule is a row of coord.schedule_defs; its instances are jobs with the
- * origin "s:<name>", and the unique index on coord.job (origin) lets at most
- * one of them be live (scheduled, ready or running) at any time.  Instances
- * are created eagerly, with run_at set to the slot they are for, so a claim
- * sees a due instance without any tick:
- *	- coord.schedule creates the first one;
- *	- when an instance finishes (done, dead or cancelled), the queue calls
- *	  the finish hook registered for "s:" (ScheduleFinished) in the
- *	  finishing transaction, which puts the next
- *	  one on: fixed delay, `every` after the finish; fixed rate, the next slot
- *	  of the grid from starts_at, or, when slots were missed while it ran,
- *	  one run at once for all of them (never a backlog).  A cron schedule is
- *	  fixed delay by default (the first slot after the finish) and with
- *	  fixed_rate the same collapse as a grid;
- *	- coord.tick repairs schedules that have no instance (their job was
- *	  deleted by hand, say) from next_run_at, which always holds the slot of
- *	  the outstanding or next instance.
- * A worker that dies holding an instance loses it by the job queue's rules
- * (session end or lease expiry) and the instance runs again elsewhere; it is
- * the same job, so two copies never run at once.
+ * Owns coord.schedule, coord.unschedule and coord.cron_next (the SQL
+ * functions), the finish hook the queue calls for "s:" jobs (which puts a
+ * schedule's next instance on), and coord.tick's share: schedules with no
+ * instance are repaired from next_run_at.  Slots are computed by cron.c
+ * (cron schedules, in the schedule's zone) or from `every`.
  *
- * Replacing a schedule with a different definition, or dropping it, removes
- * an instance nobody has claimed; a claimed one finishes, and its successor
- * (if the schedule still exists) follows the new definition.  The delete
- * re-checks "claimed" after waiting for a concurrent claim's row lock.
- *
- * Time zones.  A cron schedule's fields match local wall time in its zone
- * (column tz, PostgreSQL's time zone database, resolved by CoordZoneArg in
- * common_tz.c as apps' zones are): cron.c does the search on wall-clock
- * fields and asks CoordZoneNextChangeUnix, a thin layer over
- * pg_next_dst_boundary, where the UTC offset changes.  Every
- * slot (first, after a redefinition, after a finish, a tick's repair) goes
- * through CronNext with the stored zone.  An `every` schedule is absolute
- * time, so a zone other than UTC is refused for it rather than ignored.
- *
- * Hostile definitions.  coord.schedule refuses a definition whose second
- * run would be outside the timestamptz range, and every slot is computed
- * with SlotAdd (22008 rather than a time PostgreSQL cannot read back).  The
- * finish hook and each repair run in a subtransaction (CoordIsolated): a
- * failure is a WARNING and last_error; a schedule whose next instance
- * cannot be made stops (next_run_at NULL, not repaired) until coord.schedule
- * is called for it again.
+ * The family's protocol -- instances and who puts them on, redefinition
+ * and drop, time zones, hostile definitions -- is src/schedules/README.md.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -58,10 +24,10 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "cron.h"
-#include "jobs.h"
-#include "schedules.h"
+#include "common/common.h"
+#include "schedules/cron.h"
+#include "jobs/jobs.h"
+#include "schedules/schedules.h"
 
 /* Instances are retried this often before the schedule moves on. */
 #define SCHEDULE_MAX_ATTEMPTS	3
@@ -198,7 +164,7 @@ RedefinedSlot(const ScheduleDef *d, TimestampTz now)
 
 /*
  * The slot of the instance after one for slot `slot` that finished at
- * `finished`; see the header for the rules.
+ * `finished`; see src/schedules/README.md for the rules.
  */
 static TimestampTz
 NextSlot(const ScheduleDef *d, TimestampTz slot, TimestampTz finished)

@@ -47,7 +47,7 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 
 /* The owner of schema coord, looked up once per backend (CoordOwnerId). */

@@ -23,8 +23,8 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "apps_int.h"
+#include "common/common.h"
+#include "apps/apps_int.h"
 
 /* grid: at most this many columns; coarser columns beyond that */
 #define GRID_MAX_COLUMNS	200

@@ -3,139 +3,15 @@
  *		The job queue (README.md, Jobs): enqueue, claims that are leases or are
  *		bound to the claiming session, fencing tokens, retries, history.
  *
- * Files.  The queue is a family of files: jobs.c (this one: the entry
- * points other than the claim, and the origin API for the concerns that
- * make jobs), jobs_claim.c (the claim and its frontiers), jobs_finish.c
- * (moving jobs to the history, and what runs when a job finishes),
- * jobs_common.c (per-backend state, relations, wake-ups) and jobs_limits.c
- * (flow control: limits, pauses, buckets, slots; its own header says how a
- * limit stays exact).  jobs_int.h is shared by them only; jobs.h is the
- * queue's interface.  This comment is the protocol of the family.
+ * The family's top file: the SQL entry points other than the claim
+ * (enqueue, complete, fail, heartbeat, cancel, retry, the state
+ * functions, purge, mark_queued_job) and the origin API of jobs.h, through
+ * which schedules and apps make their jobs and are told when those
+ * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick).
  *
- * Tables.  coord.job holds live work only (scheduled, ready, running);
- * complete, fail-to-dead and cancel move a job to coord.job_history in the
- * same transaction (a DELETE ... RETURNING, then ArchiveJobs inserts the
- * history row through the table AM), so the hot table and its indexes stay
- * the size of the live work.  "Scheduled" is a ready row whose run_at is in
- * the future: a claim sees due work without any tick.
- *
- * Claims.  A claim is one statement that walks the claim index (hash of
- * the queue, priority DESC, run_at, id) with FOR UPDATE SKIP LOCKED; above
- * the row locks coord.claim_take looks at the claim lock (COORD_NS_JOB, id)
- * of each candidate before it counts it (ClaimPlan says how the statement
- * makes sure the take sees only locked rows; below them coord.claim_free
- * probes that lock, so that a job a session holds is not row-locked), and
- * the rows it returns, locked,
- * are then updated through the table access method (ClaimRow):
- *	- session_bound: the lock is taken at session level and kept.  When the
- *	  claiming session ends for any reason its lock goes, and the next claim
- *	  takes the job at once: no reaper, no lease wait, and pid reuse cannot
- *	  fool it.
- *	- lease: no lock is taken, only probed (is it held by a session?), and
- *	  lease_until is set.  Until the claim commits the row lock keeps the
- *	  job (a session takes its claim lock only on a row it has locked), and
- *	  then the lease and the token do; so a lease claim takes no lock-table
- *	  entry, however many jobs a transaction claims (a transaction that held
- *	  one per job filled the shared lock table).  A claim skips jobs whose
- *	  lease has not passed; an expired lease needs no reaper: the next claim
- *	  that reaches the job takes it (and says so in last_error).
- * Either way a claim changes only unindexed columns (token, attempt, lease,
- * claimed_at, claimed_by, last_error), so with the table's fillfactor it is
- * a HOT update: claiming adds nothing to any index.  "Running" is derived: a lease
- * in the future or a held claim lock (a lease claim not yet committed shows
- * as its row's xmax; the group check looks at that, jobs_claim.c).  Measured with callgrind (claim +
- * complete, one job each): the former cursor plus UPDATE cost two executor
- * starts and a bitmap scan for the UPDATE's ids; one statement is 6% fewer
- * instructions, the hashed index 14% more, the history insert through the
- * table AM 6%, the update through it 13%: 36% in all.
- *
- * Snoozes.  A fail with retry_after (HTTP 429, coord-agent's exit 75) uses
- * up no attempt but counts a snooze; a job past max_snoozes snoozes, or
- * whose retry would come after its expires_at, dies at that fail, and a
- * claim (ClaimRow) or coord.tick that meets a job past expires_at kills it.
- * Both are bounded, as a worker can enqueue such jobs by the hundred
- * thousand: a claim of n jobs kills at most n + CLAIM_DEAD_MAX of them (and
- * of jobs whose every attempt is spent), then stops, its frontier past
- * them; the tick kills them in batches, a bounded number per tick
- * (CoordJobsTick).
- *
- * Tokens.  Every claim takes a new token from coord.job_token_seq; complete,
- * fail and heartbeat act only when the token is still the job's, so a worker
- * that lost its claim can never touch the newer one.
- *
- * Claimants.  Tokens come from one sequence, so they are easy to guess: a
- * claim also records the role that made it (claimed_by, the caller's user
- * id before the owner switch), and complete, fail and heartbeat of a lease
- * claim act only for that role, or for a caller with the privileges of
- * coord_admin, a superuser or the owner (ActsForAnyClaimant).  The role
- * test is a qual of the same statement as the token test, evaluated before
- * any row lock: a call from another role answers exactly as a stale token
- * does (false, NULL, not counted), waits on nothing a stale token would not
- * wait on, and changes nothing, so no call tells a wrong role whether it
- * guessed a token.  A session-bound claim is bound to its session already.
- *
- * Session claims and transactions.  A session-bound claim is a hold
- * (common_lock.c): taken by a transaction that aborts, it is released; complete,
- * fail and cancel let it go when their transaction commits, and keep it if
- * that transaction aborts.  A session-bound job (its row stays 'ready') can
- * be completed or failed only by the session that holds it: its claim ended
- * with the session that made it, whatever token a reconnected worker has.
- *
- * Wake-ups.  A claim that finds nothing takes a shared session lock on
- * (COORD_NS_IDLE, queue) and (with a host) on the host, and drops it when a
- * claim finds work.  At PRE_COMMIT, a transaction that enqueued sends NOTIFY
- * on "coord:<queue>" (and "coord:host:<host>") only if such an idle lock is
- * held: busy workers cost nothing, and a commit that wakes nobody never
- * takes NOTIFY's cluster-wide commit lock.  NOTIFY is a hint: workers LISTEN
- * first, then claim, and poll as a fallback.  Each mark is a lock-table
- * entry, so a session keeps the marks of its coord.max_idle_marks (256)
- * most recently idle channels and lets the oldest go: one session claiming
- * from tens of thousands of queue names would otherwise fill the shared lock
- * table.  A session that lost a mark is not woken for that queue; no work is
- * lost by it, because a worker's next claim there finds the job, and a
- * worker waiting on more channels than it has marks for is woken by its poll
- * (coord-agent claims at least every `poll`).
- *
- * Dead rows and the claim frontier.  Each job leaves a dead entry in the
- * claim index when it finishes.  While any
- * session holds an old snapshot, VACUUM cannot remove them, and a claim that
- * scans from the head of the index walks all of them every time: measured
- * here (4 clients, claim + complete, 200,000 jobs queued, a REPEATABLE READ
- * transaction held) it falls from 1,475 to 365 jobs/s within a minute.
- * Options weighed: a shared "first ready job" bound (unsafe: commit order
- * differs from now() order, and rolled-back claims and expired leases put
- * jobs behind it), candidate batches (only approximate order), and rotating
- * the hot table through partitions with TRUNCATE (the only way to drop dead
- * tuples under an old snapshot, but it needs a transaction of its own and
- * moves whole backlogs).  The choice: each backend keeps, per claim filter,
- * a frontier -- the claim-order key of the last job it claimed -- and scans
- * from there (an index range start at the same priority), so the dead
- * prefix behind it is never walked.  Jobs can still appear behind it:
- *	- of a higher priority: every coord.claim_rescan_interval a scan of the
- *	  higher priorities only (which does not cross the dead prefix);
- *	- skipped because a session held them: probed by id every 50 ms, so a
- *	  dead worker's session-bound job is taken at once;
- *	- claimed by a transaction that rolled back, or by a subtransaction
- *	  (ROLLBACK TO a savepoint): that backend forgets its frontiers at
- *	  that abort (jobs_claim.c);
- *	- an expired lease, or a job enqueued with an old run_at: found by a scan
- *	  from the head, which happens when the frontier scan comes up short and
- *	  otherwise after coord.claim_rescan_interval, doubled after each head
- *	  scan that found nothing behind the frontier, up to
- *	  coord.claim_rescan_max (10 s), and back to the interval when one did.
- * With 200,000 finished jobs behind an old snapshot, a head scan walks all
- * of their index entries: the doubling is what keeps four claimers from
- * spending most of their time doing that.  Measured figures are in
- * bench/RESULTS.md (the oldsnap section).
- *
- * A backend keeps at most FRONTIERS_MAX frontiers, forgetting the least
- * recently used one: a filter whose frontier was forgotten scans from the
- * head at its next claim, as a new one does.
- *
- * Planning.  A claim's LIMIT is a parameter, so the generic plan would be
- * costed for a tenth of the backlog: it is planned with seqscan, bitmapscan,
- * sort and JIT off (an ordered index scan, never a sort of the backlog), set
- * only when the plan cache is about to plan (RunClaim).
+ * The family's protocol -- its files, the tables, claims, snoozes, tokens,
+ * claimants, session claims and transactions, wake-ups, the claim frontier
+ * and planning -- is src/jobs/README.md.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -170,7 +46,7 @@
 #include "utils/timestamp.h"
 
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 #include "requests.h"
 
 #define JOB_KEY_MAX			1024
@@ -1077,8 +953,8 @@ coord_job_state(PG_FUNCTION_ARGS)
  * claimed_at).  In the history under this token: the state the job finished
  * in, 'done', 'dead' or 'cancelled'.  NULL: claimed again since (another
  * token), purged, never claimed (token 0), or a live claim of another role,
- * which answers as a stale token does (jobs.c, Claimants); a finished
- * claim's token can no longer act, so the history answers any caller.
+ * which answers as a stale token does (src/jobs/README.md, Claimants); a
+ * finished claim's token can no longer act, so the history answers any caller.
  */
 Datum
 coord_claim_state(PG_FUNCTION_ARGS)

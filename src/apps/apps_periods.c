@@ -43,7 +43,7 @@
  */
 #include <stdio.h>
 
-#include "apps_periods.h"
+#include "apps/apps_periods.h"
 
 #define SEC		INT64_C(1000000)
 #define MINUTE	(60 * SEC)

@@ -124,7 +124,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 
 #define LIMIT_KEY_MAX	1024
 #define LIMIT_POLL_US	(1000 * 1000)	/* next_due's guess when a slot's end

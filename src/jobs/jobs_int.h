@@ -14,9 +14,9 @@
 #include "storage/lock.h"
 #include "access/tupdesc.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
-#include "jobs.h"
+#include "jobs/jobs.h"
 
 /*
  * Not exported from the library: these names are the family's own, and a

@@ -48,7 +48,7 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 
-#include "common.h"
+#include "common/common.h"
 #include "compat.h"
 
 /*

@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
  * jobs_finish.c
- *		The job queue's finish (see jobs.c): jobs a DELETE ... RETURNING took
- *		out of coord.job go into coord.job_history through the table access
- *		method (ArchiveJobs), and then what depends on a job finishing runs
- *		in the same transaction: the linked request key, and the finish hook
- *		of the concern the job's origin belongs to, and, in a queue with a
- *		concurrency limit, the queue's idle claimers are woken (its slot
+ *		The job queue's finish (see src/jobs/README.md): jobs a DELETE ...
+ *		RETURNING took out of coord.job go into coord.job_history through the
+ *		table access method (ArchiveJobs), and then what depends on a job
+ *		finishing runs in the same transaction: the linked request key, and the
+ *		finish hook of the concern the job's origin belongs to, and, in a queue
+ *		with a concurrency limit, the queue's idle claimers are woken (its slot
  *		is free; jobs_limits.c).
  *-------------------------------------------------------------------------
  */
@@ -40,7 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "jobs_int.h"
+#include "jobs/jobs_int.h"
 #include "requests.h"
 
 static SPIPlanPtr plan_finish = NULL;

@@ -47,9 +47,9 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "apps.h"
-#include "apps_int.h"
+#include "common/common.h"
+#include "apps/apps.h"
+#include "apps/apps_int.h"
 
 /* Downstream periods one rerun may lock (each is a lock-table entry). */
 #define RERUN_MAX_LOCKS		2000

@@ -4,103 +4,18 @@
  *		coord.leave, coord.owned, coord.segment_of, coord.segment_token, and
  *		what coord.claim(..., partition_group) asks of them.
  *
- * Membership.  A member is a row of coord.partition_members naming its
- * backend (pid, backend start) plus a session lock on (group, member)
- * (namespace COORD_NS_MEMBER), taken at join (waiting at most
- * PART_JOIN_PROBE_WAIT_US, to outlast other members' probes): a second
- * session joining under a live member's name fails (23505).  A member is
- * alive while its member lock is held in this database (MemberAlive: a
- * conditional share probe of it, as coord.leader probes a term lock).  So a
- * session that ends for any reason (SIGKILL, terminate, network drop,
- * restart) is gone at once, with no cleanup of its own; so is one whose
- * lock went while it lives (DISCARD ALL, pg_advisory_unlock_all), and rows
- * restored into another database name no live member there.  Rows of dead
- * members are ignored and deleted by the next session that reads the group.
- * New members join one at a time (an update of the group's row, which the
- * next joiner waits for, or fails to serialize with under REPEATABLE READ:
- * 40001), so the caps PART_MAX_MEMBERS and PART_MAX_MEMBER_SEGMENTS are
- * exact.  A group's first join also writes every segment's row, ownerless.
+ * The family's top file.  By section: backend memory (this session's view
+ * of its groups, forgotten at any (sub)transaction abort); reading the
+ * group inside SPI, as the owner (Sync, and SyncFast for a settled
+ * group); the SQL-callable functions (coord.join, coord.leave,
+ * coord.owned, coord.segment_of, coord.segment_token, coord.member_alive,
+ * the members' statement trigger, coord.drop_group) and what the claim
+ * asks (partitions.h); retention, the tick's share.  Who owns which
+ * segment is partitions_assign.c's pure function.
  *
- * A lost member lock.  Others count such a member gone and take its
- * segments.  Its own next sync finds its hold gone (common_lock.c's holds
- * notice a lock released behind their back), forgets every segment and its
- * membership, and raises 55000 once; after that it is a non-member (owns
- * nothing, group claims are 55000) until it joins again.  It never writes
- * its rows then: the takers do, and its error would roll that back anyway.
- *
- * Ownership: rows, not locks.  A lock per owned segment would spend the
- * shared lock table (max_locks_per_transaction x max_connections slots for
- * the whole server, 6,400 by default) and the session cap
- * coord.max_locks_per_session (1000) on a group of 1024 segments alone.  So
- * a segment is owned by the session that coord.partition_segments names, for
- * as long as that session is a live member.  A row changes owner in two
- * ways only:
- *	- its owner lets it go (owner NULL), in its own transaction;
- *	- a taker sets itself as owner when the owner is NULL or no live member
- *	  (no member row of this group names it, or that member is not alive).
- *	  It first reads the rows, then row-locks FOR UPDATE SKIP LOCKED only
- *	  those that looked free, and judges the owner of each locked (latest)
- *	  version again: with member rows read after the lock (a committed
- *	  take implies its taker's committed member row) and a probe of that
- *	  member's lock now.  A member that has lost its lock cannot retake a
- *	  row this transaction holds, so the judgment stays true until commit.
- *	  A row another taker holds is skipped, not waited for: it is taken at
- *	  a later sync if it is still free then.  REPEATABLE READ fails with
- *	  40001 when a row changed after its snapshot.
- * A row names one owner at a time, and no one but its owner changes it
- * while that owner is a live member: two sessions never own a segment at
- * once.  An owner whose member row another session took over (its lock was
- * lost, and a new session joined under its name) is no member, so its
- * segments are free although its backend lives; it learns of that at its
- * next sync, as above.  A session's own view of what it owns is therefore
- * exact, and is kept in backend memory (forgotten at any (sub)transaction
- * abort, when it is read back from the rows).  Each acquisition takes the
- * row's token from coord.segment_token_seq: a fencing token that only grows
- * per (group, segment), durable and dumped, and never handed out twice, not
- * even when the acquisition that drew it rolls back (a row counter would be
- * turned back, and a zombie that used the number could no longer be told
- * apart).
- *
- * Handoff.  The target owner of each segment is partitions_assign.c's pure
- * function of the live members, which every session computes alike from the
- * rows it reads (cached per backend, keyed by the live membership).  A
- * member lets go of a segment that moved away when it syncs (coord.owned,
- * coord.claim with partition_group, coord.join) and has no unfinished claim
- * from it; the new owner takes it at its next sync after that commits.
- *
- * Cost.  A sync that finds this session owning exactly its target segments,
- * having read in READ COMMITTED, marks the group settled.  While it stays
- * settled, a sync reads no row and starts no SPI (SyncFast): every change of
- * the members' rows fires coord.partition_members' statement trigger, which
- * invalidates the table's relcache entry at commit, and each backend counts
- * those invalidations (members_gen); with none since the settled sync, the
- * sync only probes each other live member's lock (one lock-manager lookup
- * each) and checks its own hold.  The first death, lost lock, join or leave
- * makes the next sync read the rows again.  A sync that is not settled (a
- * segment still another's, or kept for an unfinished claim) reads the
- * member rows and the target segments' rows.
- *
- * Retention.  A group lives while it has members.  coord.tick
- * (CoordPartitionsTick) marks a group in which it finds no live member
- * (empty_since), and deletes it, with its segments and dead members' rows,
- * at the first tick that finds it still marked coord.retention later;
- * coord.drop_group (coord_admin's) deletes one at once.  Both lock the
- * group's row first and then read the members with a fresh snapshot: a new
- * member updates that row (clearing the mark) before its member row is
- * written, so it either commits before (and is seen alive) or waits, finds
- * the row gone and fails with 40001 (join again: the group is made afresh).
- * Segment tokens come from the sequence, so a group made again hands out
- * larger ones.  A worker's first join makes at most PART_WORKER_MAX_SEGMENTS
- * segments; coord_admin's up to PART_MAX_SEGMENTS.
- *
- * Lock order: the member lock (session), then the group's row (new
- * members), then rows of coord.partition_members, then
- * coord.partition_segments in segment order.  Nothing waits on anything but
- * row locks held by transactions in flight (an owner letting go can wait
- * for a taker that locked its row on a stale view, until that taker's
- * transaction ends).  What survives an abort: the member lock taken in the
- * aborted transaction is released (common_lock.c's holds); rows roll back,
- * and this backend's memory of the group is forgotten and read again.
+ * The family's protocol -- membership, a lost member lock, ownership by
+ * rows, handoff, cost, retention, the lock order and what survives an
+ * abort -- is src/partitions/README.md.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -123,9 +38,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "common.h"
-#include "partitions.h"
-#include "partitions_assign.h"
+#include "common/common.h"
+#include "partitions/partitions.h"
+#include "partitions/partitions_assign.h"
 
 PG_FUNCTION_INFO_V1(coord_join);
 PG_FUNCTION_INFO_V1(coord_leave);
@@ -1766,13 +1681,13 @@ LockGroups(Datum *names, int n, bool wait, int *got)
 }
 
 /*
- * CoordPartitionsTick: the tick's share (README.md, Retention; the header
- * above).  Reads the groups without a live member that are unmarked or
- * marked before horizon (up to a batch, and those to delete up to
- * PART_TICK_SEGMENTS segment rows), locks their rows (skipping those a
- * joiner holds), and then, reading the members again with fresh
- * snapshots, deletes the ones marked before horizon and marks the unmarked
- * ones empty as of at.  Returns how many groups it deleted.
+ * CoordPartitionsTick: the tick's share (README.md, Retention;
+ * src/partitions/README.md).  Reads the groups without a live member that are
+ * unmarked or marked before horizon (up to a batch, and those to delete up to
+ * PART_TICK_SEGMENTS segment rows), locks their rows (skipping those a joiner
+ * holds), and then, reading the members again with fresh snapshots, deletes
+ * the ones marked before horizon and marks the unmarked ones empty as of at.
+ * Returns how many groups it deleted.
  */
 int64
 CoordPartitionsTick(TimestampTz at, TimestampTz horizon)

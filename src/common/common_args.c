@@ -25,7 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "common.h"
+#include "common/common.h"
 
 /* Seed of the name hash; changing it would move every lock to a new key. */
 #define COORD_NAME_HASH_SEED	UINT64CONST(0x636f6f72645f7631)
