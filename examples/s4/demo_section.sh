@@ -289,12 +289,16 @@ s4_demo_run() {
   g_left=$(s4_q "SELECT count(*) FROM ($mine_sql) AS v WHERE sent_by IS NULL")
   g_segs=$(s4_q "SELECT segments FROM s4.shares WHERE member = '$g_victim'")
   echo "    SIGKILL $g_victim (pid $gvpid, backend $gvbackend) after it sent $g_before of its mails; $g_left not sent yet"
-  # the survivors take g2's segments at their next coord.owned
-  s4_wait_for "(SELECT count(*) = 2 AND sum(owned) = 1024 FROM coord.members WHERE partition_group = '$grp' AND alive)" 10 || true
+  # the survivors take g2's segments at their next coord.owned, and each
+  # runner logs the segments it finds newly its own (s4.owned_log): read
+  # from that log, the takeover is still there after they have exited
+  local g_kill_ts
+  g_kill_ts="to_timestamp($t_gkill)"
+  s4_wait_for "(SELECT count(DISTINCT l.segment) FROM s4.owned_log AS l JOIN s4.shares AS h ON l.segment = ANY (h.segs)
+                 WHERE h.member = '$g_victim' AND l.runner IN ('g1', 'g3') AND l.at > $g_kill_ts) = $g_segs" 10 || true
   s4_q "CREATE TABLE s4.owners_after AS
-          SELECT s.segment, m.member, s.token, s.taken_at FROM coord.partition_segments AS s
-            JOIN coord.members AS m ON m.partition_group = s.partition_group AND m.pid = s.owner_pid AND m.alive
-           WHERE s.partition_group = '$grp'" >/dev/null
+          SELECT DISTINCT ON (l.segment) l.segment, l.runner AS member, l.token, l.at AS taken_at
+            FROM s4.owned_log AS l WHERE l.at > $g_kill_ts ORDER BY l.segment, l.at" >/dev/null
   local takeover takeover_n
   takeover=$(s4_q "SELECT string_agg(format('%s took %s', member, n), ', ' ORDER BY member)
                           || format(', the last %s ms after the kill', round(max(ms)::numeric, 1))
@@ -321,10 +325,10 @@ s4_demo_run() {
                      FROM (SELECT h.target_share, count(m.id) AS n FROM s4.shares AS h
                              LEFT JOIN s4.mail AS m ON coord.segment_of('$grp', m.rcpt) = ANY (h.segs)
                             GROUP BY h.member, h.target_share) AS t")
-  # each mark: by the segment's owner before the kill, or after the takeover
+  # each mark: by a runner that owned its segment, with the token it took it with
   wrong=$(s4_q "SELECT count(*) FROM s4.mail_sends AS x
-                  WHERE x.runner <> (SELECT member FROM s4.shares WHERE x.segment = ANY (segs))
-                    AND x.runner IS DISTINCT FROM (SELECT member FROM s4.owners_after AS a WHERE a.segment = x.segment)")
+                  WHERE NOT EXISTS (SELECT FROM s4.owned_log AS l
+                                     WHERE l.runner = x.runner AND l.segment = x.segment AND l.token = x.seg_token)")
   p3=$(s4_q "SELECT count(*) || ' ' || count(DISTINCT mail_id) || ' ' ||
                     (SELECT count(*) FROM s4.mail WHERE sent_by IS NULL) FROM s4.mail_sends")
   s4_check "the runners' segments follow the weights 3:2:1 within 5 points (worst: $seg_dev)" \

@@ -54,13 +54,18 @@ def main():
     cur.execute("SELECT cardinality(coord.join(%s, %s, weight => %s))", (args.group, args.name, args.weight))
     log(f"joined {args.group}: {cur.fetchone()[0]} segment(s) owned at once")
     sent = 0
-    last_owned = None
+    mine = None
     while True:
         cur.execute("SELECT coord.owned(%s)", (args.group,))
         owned = cur.fetchone()[0]
-        if len(owned) != last_owned:
+        if mine is None or set(owned) != mine:
             log(f"owns {len(owned)} segment(s)")
-            last_owned = len(owned)
+            # the segments newly ours, with the tokens we took them with
+            # (what the demo checks every mark against)
+            cur.execute("INSERT INTO s4.owned_log (runner, segment, token)"
+                        " SELECT %s, s, coord.segment_token(%s, s) FROM unnest(%s::integer[]) AS s",
+                        (args.name, args.group, sorted(set(owned) - (mine or set()))))
+            mine = set(owned)
         cur.execute("""
             SELECT m.id, m.rcpt, m.seg, coord.segment_token(%(g)s, m.seg)
               FROM (SELECT id, rcpt, coord.segment_of(%(g)s, rcpt) AS seg

@@ -76,5 +76,14 @@ CREATE TABLE s4.mail_sends (
 );
 COMMENT ON TABLE s4.mail_sends IS 'Part 3: one row per mail marked sent; duplicates would show';
 
+CREATE TABLE s4.owned_log (
+    id      bigserial PRIMARY KEY,
+    runner  text NOT NULL,
+    segment integer NOT NULL,
+    token   bigint,
+    at      timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp()
+);
+COMMENT ON TABLE s4.owned_log IS 'Part 3: each segment a group runner found newly its own, with its token';
+
 \set schema s4
 \ir ../lib/wait_until.sql
