@@ -444,6 +444,17 @@ XactChangesRow(TransactionId xmax)
 }
 
 /*
+ * Is xmax, a row's, another transaction that was still changing or locking
+ * it as of snap (in progress then, whether it has ended since or not)?
+ */
+static bool
+XactChangedRowSince(TransactionId xmax, Snapshot snap)
+{
+	return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		XidInMVCCSnapshot(xmax, snap);
+}
+
+/*
  * May the job run now, as far as its group goes?  Not if an earlier job of
  * the group waits, or another of it runs: a group runs one job at a time, in
  * enqueue order.  A query of its own (from coord.claim_free) rather than a
@@ -455,7 +466,11 @@ XactChangesRow(TransactionId xmax)
  * claimed by a transaction that has not committed: its row shows no lease
  * yet, and a lease claim holds no claim lock.  So when nothing else holds the
  * job back, a second query looks for a later job whose row another
- * transaction is changing (xmax in progress), and takes it as running.
+ * transaction is changing, and takes it as running.  "Changing" is as of
+ * the statement's snapshot, not now: a claim that committed after the
+ * snapshot has a lease the snapshot does not show (and a lease claim's
+ * lock, when it took one, went at that commit), so a row whose xmax was
+ * still running then holds the group back too.
  */
 static bool
 GroupFree(Datum queue, Datum group_key, Datum id)
@@ -496,7 +511,7 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 			Datum		x = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
 
 			CHECK_FOR_INTERRUPTS();
-			blocked = !isnull && XactChangesRow(DatumGetTransactionId(x));
+			blocked = !isnull && XactChangedRowSince(DatumGetTransactionId(x), GetActiveSnapshot());
 		}
 	}
 	CoordSpiFinishAsCaller();
