@@ -1231,9 +1231,14 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
  * CoordDeleteUnclaimed deletes the live jobs that nobody has claimed among
  * those `which` selects: a SELECT of job ids, the caller's, with parameters
  * $1 .. $nargs, planned once into *slot.  A claimed job is left to finish
- * (its finish hook then finds what the caller changed).  "Unclaimed" is
- * re-checked on the latest row version after waiting for a concurrent
- * claim's row lock.  Returns how many it deleted.
+ * (its finish hook then finds what the caller changed).  A row another
+ * transaction has locked is skipped, not waited for: it is being claimed
+ * (a lease claim in an open transaction holds no claim lock, only its row
+ * lock until commit, and waiting for it held up the caller, coord.schedule
+ * or drop_app, for as long as that worker's transaction, and deadlocked
+ * with the finish hook when the worker completed the job in it), or
+ * finished.  "Unclaimed" is re-checked on the row version locked.  Returns
+ * how many it deleted.
  */
 uint64
 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtypes, Datum *args)
@@ -1241,9 +1246,11 @@ CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtyp
 	if (*slot == NULL)
 		(void) CoordPlan(slot,
 						 psprintf("DELETE FROM coord.job AS j "
-								  "WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY(%s)) "
-								  "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
-								  "AND NOT coord.job_claimed(j.id)", which),
+								  "WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY("
+								  "SELECT x.id FROM coord.job AS x "
+								  "WHERE x.id OPERATOR(pg_catalog.=) ANY (ARRAY(%s)) "
+								  "AND (x.lease_until IS NULL OR x.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
+								  "AND NOT coord.job_claimed(x.id) FOR UPDATE OF x SKIP LOCKED))", which),
 						 nargs, argtypes);
 	CoordSpiCheck(SPI_execute_plan(*slot, args, NULL, false, 0),
 				  SPI_OK_DELETE, "removing unclaimed jobs");

@@ -63,7 +63,8 @@
  * as it still wants, and runs again after): once it has set aside this many
  * it stops and returns what it found.  Its frontier is then past them, so
  * the next claim goes on from there; the rest die at later claims or at
- * coord.tick.  Without it a claim walked and locked the whole backlog to
+ * coord.tick.  Jobs this transaction claimed already (ClaimRow) count
+ * here too.  Without it a claim walked and locked the whole backlog to
  * find its one job; reading past them unlocked would still walk it all at
  * every claim (100,000 expired jobs: 0.1-0.3 s a claim).
  */
@@ -272,15 +273,14 @@ ClaimStopped(const ClaimScan *scan)
 static ClaimScan *active_scan = NULL;
 
 /*
- * A job set aside to die (attempts spent, or past its expires_at) is
- * remembered by a lease claim, which holds no lock on it: the call's next
- * statements see it again, still ready, and skip it (coord_claim_take).
+ * A job set aside (to die: attempts spent, or past its expires_at; or
+ * claimed by this transaction already, ClaimRow) is remembered: a lease
+ * claim holds no lock on it, and the call's next statements see it again,
+ * still ready, and skip it (coord_claim_take).
  */
 static void
 ClaimSetAside(ClaimScan *scan, int64 id)
 {
-	if (scan->session_bound)
-		return;					/* its hold says so (HoldsSessionClaim) */
 	if (scan->aside == NULL)
 	{
 		HASHCTL		ctl;
@@ -444,6 +444,17 @@ XactChangesRow(TransactionId xmax)
 }
 
 /*
+ * Is xmax, a row's, another transaction that was still changing or locking
+ * it as of snap (in progress then, whether it has ended since or not)?
+ */
+static bool
+XactChangedRowSince(TransactionId xmax, Snapshot snap)
+{
+	return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) &&
+		XidInMVCCSnapshot(xmax, snap);
+}
+
+/*
  * May the job run now, as far as its group goes?  Not if an earlier job of
  * the group waits, or another of it runs: a group runs one job at a time, in
  * enqueue order.  A query of its own (from coord.claim_free) rather than a
@@ -455,7 +466,11 @@ XactChangesRow(TransactionId xmax)
  * claimed by a transaction that has not committed: its row shows no lease
  * yet, and a lease claim holds no claim lock.  So when nothing else holds the
  * job back, a second query looks for a later job whose row another
- * transaction is changing (xmax in progress), and takes it as running.
+ * transaction is changing, and takes it as running.  "Changing" is as of
+ * the statement's snapshot, not now: a claim that committed after the
+ * snapshot has a lease the snapshot does not show (and a lease claim's
+ * lock, when it took one, went at that commit), so a row whose xmax was
+ * still running then holds the group back too.
  */
 static bool
 GroupFree(Datum queue, Datum group_key, Datum id)
@@ -496,7 +511,7 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 			Datum		x = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
 
 			CHECK_FOR_INTERRUPTS();
-			blocked = !isnull && XactChangesRow(DatumGetTransactionId(x));
+			blocked = !isnull && XactChangedRowSince(DatumGetTransactionId(x), GetActiveSnapshot());
 		}
 	}
 	CoordSpiFinishAsCaller();
@@ -604,6 +619,9 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	 */
 	if (HoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
+	/* one this call set aside: skipped by id (ClaimSetAside) */
+	if (scan->aside != NULL && hash_search(scan->aside, &id, HASH_FIND, NULL) != NULL)
+		PG_RETURN_BOOL(false);
 	/* the room coord.claim_free found for its key is still there */
 	if (scan->limits != NULL && !spent && !LimitTakeOk(scan->limits, id))
 		PG_RETURN_BOOL(false);
@@ -614,12 +632,9 @@ coord_claim_take(PG_FUNCTION_ARGS)
 		 * A lease claim takes no lock: it only looks whether a session holds
 		 * the job.  None can take it meanwhile (that takes this row's lock,
 		 * which this transaction keeps), and after the commit the lease and
-		 * the token keep the job.  A job this call set aside is skipped by
-		 * id; one it claimed has a lease by now, and its statements do not
-		 * see it.
+		 * the token keep the job.  One this call claimed has a lease by now,
+		 * and its statements do not see it.
 		 */
-		if (scan->aside != NULL && hash_search(scan->aside, &id, HASH_FIND, NULL) != NULL)
-			PG_RETURN_BOOL(false);
 		if (LockWaiterCount(&tag) > 0)
 		{
 			/* a session holds it: look again first next time */
@@ -792,12 +807,13 @@ ClaimWriterClose(ClaimWriter *w)
  * nothing, for a job past its expires_at (tested here, where the row is
  * deformed anyway, rather than in the claim's statement, whose every
  * candidate would then be walked to its last columns) or whose every
- * attempt is spent.  The row lock rules out a concurrent change, so
+ * attempt is spent, and NULL with *mine for a job this transaction has
+ * claimed already.  The row lock rules out a concurrent change, so
  * anything but success is an error.
  */
 static HeapTuple
 ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
-		 TupleDesc outdesc, MemoryContext cxt)
+		 TupleDesc outdesc, MemoryContext cxt, bool *mine)
 {
 	TupleDesc	desc = RelationGetDescr(w->rel);
 	Datum	   *v;
@@ -815,9 +831,33 @@ ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datu
 	MemoryContext old;
 	int			i;
 
+	*mine = false;
 	if (!table_tuple_fetch_row_version(w->rel, tid, SnapshotAny, w->old))
 		elog(ERROR, "a job the claim locked is gone");
 	slot_getallattrs(w->old);
+
+	/*
+	 * Claimed by this transaction already (its version, claimed at this
+	 * transaction's start), whose lease has passed since: a transaction
+	 * claims a job once, as when a lease claim held a transaction lock.  A
+	 * new claim would hand the job it still works on out again, with a new
+	 * token, or kill it at its last attempt.  Rolled back to a savepoint, the
+	 * version is not this one; failed by the transaction, claimed_at is NULL.
+	 */
+	{
+		bool		isnull;
+		Datum		xmin = slot_getsysattr(w->old, MinTransactionIdAttributeNumber, &isnull);
+
+		if (!isnull && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin)) &&
+			!w->old->tts_isnull[jobcols.claimed_at - 1] &&
+			DatumGetTimestampTz(w->old->tts_values[jobcols.claimed_at - 1]) ==
+			GetCurrentTransactionStartTimestamp())
+		{
+			*mine = true;
+			ExecClearTuple(w->old);
+			return NULL;
+		}
+	}
 
 	/*
 	 * past its expires_at or spent: not claimed (the caller sets it aside to
@@ -929,10 +969,10 @@ static int	RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *sca
 
 /*
  * A job found past its expires_at or spent is not claimed (ClaimRow sets it
- * aside to die): the scan runs again for the jobs still wanted.  Each round
- * sets aside at least one job, which the next round skips (ClaimSetAside, or
- * the session-bound claim's hold), until CLAIM_DEAD_MAX are set aside
- * (ClaimStopped).
+ * aside to die), nor one this transaction claimed already: the scan runs
+ * again for the jobs still wanted.  Each round sets aside at least one job,
+ * which the next round skips (ClaimSetAside), until CLAIM_DEAD_MAX are set
+ * aside (ClaimStopped).
  */
 static void
 RunClaim(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool moves_frontier,
@@ -1024,9 +1064,26 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 					;
 			if (i < scan->got)
 			{
+				bool		mine;
+
 				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
-								   outdesc, scan->cxt);
-				if (rows[i] == NULL)
+								   outdesc, scan->cxt, &mine);
+				if (rows[i] == NULL && mine)
+				{
+					/*
+					 * claimed by this transaction already: skipped, not
+					 * claimed again (a session-bound claim lets go of the
+					 * lock it took); counted as set aside, which bounds how
+					 * many one call meets
+					 */
+					if (scan->session_bound)
+						CoordHoldDrop(ClaimKey(id));
+					ClaimSetAside(scan, id);
+					scan->ids[i] = -1;
+					scan->ndead++;
+					expired++;
+				}
+				else if (rows[i] == NULL)
 				{
 					/* past its expires_at or spent: set aside to die */
 					MemoryContext old = MemoryContextSwitchTo(scan->cxt);

@@ -900,7 +900,16 @@ LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 
 		CHECK_FOR_INTERRUPTS();
 		if (hit == NULL)
-			continue;			/* not claimed after all (expired) */
+		{
+			/*
+			 * not claimed after all (expired, or this transaction's own): its
+			 * bucket keeps the token it was counted for
+			 */
+			ls->qs.pending--;
+			if (ls->taken[t] != NULL)
+				ls->taken[t]->pending--;
+			continue;
+		}
 		for (int k = 0; k < 2; k++)
 		{
 			KeyState   *sc = scopes[k];

@@ -7,7 +7,7 @@
 \pset tuples_only true
 SET client_min_messages = error;
 BEGIN;
-SELECT plan(132);
+SELECT plan(136);
 
 -- The contract's functions and views.
 SELECT function_returns('coord', 'set_limit',
@@ -244,6 +244,17 @@ CREATE TEMP TABLE ticked AS SELECT coord.tick() AS n;
 SELECT ok((SELECT n BETWEEN 1000 AND 10000 FROM ticked), 'a tick kills at most 10,000 expired jobs');
 SELECT is((SELECT count(*)::integer FROM coord.job WHERE queue = 'lx' AND expires_at IS NOT NULL),
           10036 - (SELECT n FROM ticked), 'the rest wait for the next tick');
+
+-- The expired jobs a claim kills take no token of its queue's rate limit:
+-- only the job it claims does (each took one).
+SELECT coord.set_limit('lxr', rate => 10, per => '1 hour');
+SELECT is((SELECT count(*)::integer FROM coord.enqueue_many('lxr', array_fill('{}'::jsonb, ARRAY[5]),
+                                                             expires_at => now() - interval '1 s')), 5, 'five expired jobs');
+SELECT ok(coord.enqueue('lxr', '{"live": true}') > 0, 'and a live one behind them');
+SELECT is((SELECT payload FROM coord.claim('lxr', 1)), '{"live": true}'::jsonb,
+          'a claim kills the expired jobs and takes the live one');
+SELECT is((SELECT round(tokens)::integer FROM coord.job_bucket WHERE queue = 'lxr' AND limit_key = ''), 9,
+          'one token taken, for the job claimed');
 
 SELECT * FROM finish();
 ROLLBACK;
