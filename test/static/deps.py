@@ -85,7 +85,7 @@ FILE_ORDER = {
     "common":     ["common_args", "common_tz", "common_spi", "common_lock", "common"],
     "jobs":       ["jobs_common", "jobs_limits", "jobs_finish", "jobs_claim", "jobs"],
     "schedules":  ["cron", "schedules"],
-    "apps":       ["apps_periods", "apps_alerts", "apps", "apps_rerun", "apps_grid"],
+    "apps":       ["apps_periods", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
@@ -100,7 +100,6 @@ ORDER_PENDING = {
     ("jobs_common", "jobs_claim"),      # CoordJobsInit and the relcache dispatch:
     ("jobs_common", "jobs_finish"),     # JobsClaimInit, JobsClaimRelsInval,
     ("jobs_common", "jobs_limits"),     # JobsFinishRelsInval, JobsLimitsInval, JobsLimitsXactEnd
-    ("apps", "apps_rerun"),             # CoordAppsRerunTick, from apps.c's share of the tick
 }
 
 # No source file over this many lines (pgvector's largest file is 1,433):
