@@ -12,7 +12,7 @@
  * Both entry points take the definitions lock (LockDefinitions, apps.c)
  * first, as every writer of the graph does, then read the graph fresh
  * (LoadApps) under it; the cached graph of the transaction is dropped by
- * the relcache callback of apps.c.
+ * the relcache callback of apps_graph.c.
  *-------------------------------------------------------------------------
  */
 

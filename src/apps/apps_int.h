@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  * apps_int.h
  *		What the files of the apps family share, and nothing outside the
- *		family includes: the graph of apps as apps.c reads it from
+ *		family includes: the graph of apps as apps_graph.c reads it from
  *		coord.app_defs, and the period arithmetic (in an app's zone, or
  *		UTC).
  *
- * apps.c owns the graph, the periods and the runs engine; apps_define.c
- * and apps_tick.c write through it; apps_grid.c (coord.grid) reads
- * through these functions and writes nothing; apps_alerts.c keeps
- * coord.app_alerts, called from apps_tick.c, the finish hook and
- * drop_app.  Every
+ * apps_graph.c owns the graph and the periods, apps.c the runs engine;
+ * apps_define.c and apps_tick.c write through them; apps_grid.c
+ * (coord.grid) reads through these functions and writes nothing;
+ * apps_alerts.c keeps coord.app_alerts, called from apps_tick.c, the
+ * finish hook and drop_app.  Every
  * function here runs inside SPI as the extension owner where it reads
  * tables (LoadApps); the period functions read nothing.
  *-------------------------------------------------------------------------
@@ -73,22 +73,31 @@ typedef struct AppGraph
 	TimestampTz horizon;		/* the latest tick's now */
 } AppGraph;
 
-/* periods (apps.c) */
+/* periods (apps_graph.c) */
 extern Grain GrainFromName(const char *s);
 extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
 extern TimestampTz PeriodTrunc(Grain g, TimestampTz t); /* UTC */
 extern TimestampTz PeriodNext(Grain g, TimestampTz start);	/* UTC */
 extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t); /* d's zone */
 extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
+extern TimestampTz AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t);
+extern char *PeriodLabel(TimestampTz t);
+extern char *AppPeriodLabel(const AppDef *d, TimestampTz start);
+extern char *RunOrigin(const AppDef *d, TimestampTz start);
+extern char *RunKey(const AppDef *d, TimestampTz start);
 
-/* the graph (apps.c) */
+/* the graph (apps_graph.c; LockDefinitions is apps.c) */
 extern AppDef *FindApp(AppGraph *g, const char *name);
 extern void LoadApps(AppGraph *g, int extra);
 extern int	AppCmp(const void *a, const void *b);
 extern Grain DerivedGrain(const AppDef *d);
 extern void AppGraphChanged(void);
 extern void LockDefinitions(void);
-extern bool graph_valid;		/* the cached graph is current (apps.c) */
+extern bool graph_valid;		/* the cached graph is current */
+extern int	graph_users;
+extern AppGraph *CachedGraph(void);
+extern bool HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start);
+extern void AppsGraphInit(void);
 
 /* The most unfinished runs a tick lets an app have (catch-up, reruns). */
 #define APP_MAX_LIVE_RUNS	24
