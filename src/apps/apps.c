@@ -504,9 +504,14 @@ DependentRuns(void *arg)
 	}
 }
 
-/* Each dependent of app, for the run of app starting at start. */
+/*
+ * Each app that depends on name (an app, or "@signal"), for its run or
+ * signal at start: fn on a DependentArgs, each dependent in its own
+ * subtransaction (AppIsolated; what names the cause in its warning).
+ */
 static void
-Dependents(AppGraph *g, const char *app, TimestampTz start)
+ForEachDependent(AppGraph *g, const char *name, TimestampTz start, const char *what,
+				 CoordIsolatedFn fn)
 {
 	int			i,
 				j;
@@ -516,15 +521,15 @@ Dependents(AppGraph *g, const char *app, TimestampTz start)
 		DependentArgs a;
 
 		for (j = 0; j < g->apps[i].ndeps; j++)
-			if (strcmp(g->apps[i].deps[j].app, app) == 0)
+			if (strcmp(g->apps[i].deps[j].app, name) == 0)
 				break;
 		if (j == g->apps[i].ndeps)
 			continue;
 		a.g = g;
 		a.d = &g->apps[i];
-		a.upstream = app;
+		a.upstream = name;
 		a.start = start;
-		(void) AppIsolated(a.d->name, "the completion of an upstream run", DependentRuns, &a);
+		(void) AppIsolated(a.d->name, what, fn, &a);
 	}
 }
 
@@ -575,7 +580,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	graph_users++;
 	PG_TRY();
 	{
-		Dependents(g, app, start);
+		ForEachDependent(g, app, start, "the completion of an upstream run", DependentRuns);
 	}
 	PG_FINALLY();
 	{
@@ -591,10 +596,11 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
  * on an app (app names cannot hold '@').  coord.signal(name, t, payload)
  * stores the row (name, t) of coord.app_signals once and, in the same
  * transaction, runs the dependents' check-and-create exactly as the
- * completion of an upstream run does (Dependents: DependentRuns, TryPeriod
- * with the (D, P) lock kept to commit, CheckUpstreams); so two signals, or
- * a signal and an upstream completion, that complete one period at once
- * create its run once: the second to take (D, P) sees the first's commit.
+ * completion of an upstream run does (ForEachDependent: DependentRuns,
+ * TryPeriod with the (D, P) lock kept to commit, CheckUpstreams); so two
+ * signals, or a signal and an upstream completion, that complete one
+ * period at once create its run once: the second to take (D, P) sees the
+ * first's commit.
  * Lock order: the signal's row (its primary key entry), then the (D, P)
  * locks as a completion takes them.  A transaction that signals several
  * periods can deadlock with another signalling the same ones in another
@@ -804,36 +810,6 @@ SignalDependentRuns(void *arg)
 }
 
 /*
- * Each dependent of "@signal", for a signal at t (inside SPI, as the
- * owner): the runs of its periods that t may complete, each dependent
- * isolated as for a completion.  The signal's period is the dependent's:
- * an hourly signal under a daily app in America/Chicago counts in the
- * Chicago day holding it.
- */
-static void
-SignalDependents(AppGraph *g, const char *dep, TimestampTz t)
-{
-	int			i,
-				j;
-
-	for (i = 0; i < g->n; i++)
-	{
-		DependentArgs a;
-
-		for (j = 0; j < g->apps[i].ndeps; j++)
-			if (strcmp(g->apps[i].deps[j].app, dep) == 0)
-				break;
-		if (j == g->apps[i].ndeps)
-			continue;
-		a.g = g;
-		a.d = &g->apps[i];
-		a.upstream = dep;
-		a.start = t;
-		(void) AppIsolated(a.d->name, "a signal", SignalDependentRuns, &a);
-	}
-}
-
-/*
  * coord.signal(name, period_start, payload): records the signal (false, and
  * nothing changes, when (name, period_start) was signalled already) and
  * creates the runs it completes, in this transaction.
@@ -884,7 +860,13 @@ coord_signal(PG_FUNCTION_ARGS)
 		graph_users++;
 		PG_TRY();
 		{
-			SignalDependents(g, dep, t);
+			/*
+			 * The runs of each dependent's periods that t may complete; the
+			 * signal's period is the dependent's: an hourly signal under a
+			 * daily app in America/Chicago counts in the Chicago day holding
+			 * it.
+			 */
+			ForEachDependent(g, dep, t, "a signal", SignalDependentRuns);
 		}
 		PG_FINALLY();
 		{
