@@ -27,6 +27,9 @@ OBJS = \
 	src/apps/apps_periods.o \
 	src/apps/apps_rerun.o \
 	src/apps/apps_alerts.o \
+	src/apps/apps_tick.o \
+	src/apps/apps_graph.o \
+	src/apps/apps_define.o \
 	src/election.o \
 	src/leases.o \
 	src/partitions/partitions_assign.o \

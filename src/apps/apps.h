@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * apps.h
- *		Apps' interface (apps.c): module init, which registers their runs'
- *		finish hook with the queue, and their share of coord.tick.
+ *		Apps' interface: module init (apps.c), which registers their
+ *		runs' finish hook with the queue, and their share of coord.tick
+ *		(apps_tick.c).
  *-------------------------------------------------------------------------
  */
 #ifndef PG_COORD_APPS_H

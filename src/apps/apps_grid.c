@@ -5,8 +5,8 @@
  * A reader only: it runs its statements as the extension owner (with JIT
  * off for them, in a GUC nest level undone before it returns), takes no
  * lock of its own, and writes nothing, so nothing survives an abort.  The
- * apps and their periods come from apps.c through apps_int.h; the states
- * from the view coord.runs, and "late" (an unfinished run with an open
+ * apps and their periods come from apps_graph.c through apps_int.h; the
+ * states from the view coord.runs, and "late" (an unfinished run with an open
  * deadline alert, '!') from coord.app_alerts.
  *-------------------------------------------------------------------------
  */

@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  * apps_int.h
  *		What the files of the apps family share, and nothing outside the
- *		family includes: the graph of apps as apps.c reads it from
+ *		family includes: the graph of apps as apps_graph.c reads it from
  *		coord.app_defs, and the period arithmetic (in an app's zone, or
  *		UTC).
  *
- * apps.c owns the graph, the periods and the scheduling; apps_grid.c
+ * apps_graph.c owns the graph and the periods, apps.c the runs engine;
+ * apps_define.c and apps_tick.c write through them; apps_grid.c
  * (coord.grid) reads through these functions and writes nothing;
- * apps_alerts.c keeps coord.app_alerts, called from apps.c's tick, finish
- * hook and drop_app.  Every
+ * apps_alerts.c keeps coord.app_alerts, called from apps_tick.c, the
+ * finish hook and drop_app.  Every
  * function here runs inside SPI as the extension owner where it reads
  * tables (LoadApps); the period functions read nothing.
  *-------------------------------------------------------------------------
@@ -19,6 +20,7 @@
 #include "postgres.h"
 
 #include "pgtime.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "apps/apps_periods.h"	/* Grain */
@@ -71,24 +73,90 @@ typedef struct AppGraph
 	TimestampTz horizon;		/* the latest tick's now */
 } AppGraph;
 
-/* periods (apps.c) */
+/* periods (apps_graph.c) */
 extern Grain GrainFromName(const char *s);
 extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
 extern TimestampTz PeriodTrunc(Grain g, TimestampTz t); /* UTC */
 extern TimestampTz PeriodNext(Grain g, TimestampTz start);	/* UTC */
 extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t); /* d's zone */
 extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
+extern TimestampTz AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t);
+extern char *PeriodLabel(TimestampTz t);
+extern char *AppPeriodLabel(const AppDef *d, TimestampTz start);
+extern char *RunOrigin(const AppDef *d, TimestampTz start);
+extern char *RunKey(const AppDef *d, TimestampTz start);
 
-/* the graph (apps.c) */
+/* the graph (apps_graph.c; LockDefinitions is apps.c) */
 extern AppDef *FindApp(AppGraph *g, const char *name);
 extern void LoadApps(AppGraph *g, int extra);
+extern int	AppCmp(const void *a, const void *b);
+extern Grain DerivedGrain(const AppDef *d);
+extern void AppGraphChanged(void);
+extern void LockDefinitions(void);
+extern bool graph_valid;		/* the cached graph is current */
+extern int	graph_users;
+extern AppGraph *CachedGraph(void);
+extern bool HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start);
+extern void AppsGraphInit(void);
 
 /* The most unfinished runs a tick lets an app have (catch-up, reruns). */
 #define APP_MAX_LIVE_RUNS	24
 /* Periods a tick looks at per app, creating or repairing. */
 #define APP_TICK_STEPS		200
 
-/* reruns (apps_rerun.c; the hooks it uses are in apps.c) */
+/* Runs are retried this often (timeouts and failures) before they die. */
+#define APP_MAX_ATTEMPTS	5
+
+/* What the upstream runs of one period of an app are (CheckUpstreams). */
+typedef enum UpstreamState
+{
+	UPSTREAM_DONE,				/* every upstream run is done */
+	UPSTREAM_PENDING,			/* some are not done yet, or an upstream has
+								 * no first period yet */
+	UPSTREAM_FAILED,			/* an upstream run died or was cancelled */
+	UPSTREAM_MISSING			/* an upstream was dropped, or has no period
+								 * in the window */
+} UpstreamState;
+
+/*
+ * What an attempt to create the run of one period came to (CreateRun,
+ * TryPeriod).  Only RUN_CREATED made anything; RUN_NOT_DUE and RUN_WAITING
+ * may change later, the others never will as things are.
+ */
+typedef enum RunOutcome
+{
+	RUN_CREATED,				/* this call created the run */
+	RUN_EXISTS,					/* the period has its run already */
+	RUN_NOT_DUE,				/* before the app's first period, or after the
+								 * latest tick */
+	RUN_WAITING,				/* UPSTREAM_PENDING */
+	RUN_UPSTREAM_FAILED,		/* UPSTREAM_FAILED */
+	RUN_UPSTREAM_MISSING		/* UPSTREAM_MISSING */
+} RunOutcome;
+
+/* TryPeriod's and CreateRun's flags */
+#define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when
+										 * UPSTREAM_DONE */
+#define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when
+										 * nothing was created */
+
+/* the runs engine (apps.c), inside SPI as the owner */
+extern UpstreamState CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start,
+									TimestampTz end, Datum *names, Datum *results);
+extern Jsonb *RunPayload(const AppDef *d, TimestampTz start, TimestampTz end,
+						 Datum *names, Datum *results, int n);
+extern int64 EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload);
+extern RunOutcome TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags);
+extern void SetAppError(const char *app, const char *error);
+extern bool AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
+
+/* signals (apps.c) */
+extern bool IsSignalDep(const char *dep);
+extern void CheckSignalName(const char *signal, const char *app);
+
+/* the tick's share (apps_tick.c) is apps.h's CoordAppsTick and CoordSignalsTick */
+
+/* reruns (apps_rerun.c; the hooks it uses are in apps.c; apps_tick.c calls it) */
 typedef enum AppRerunOutcome
 {
 	RERUN_CREATED,				/* this call created the run */

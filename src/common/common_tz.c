@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * common_tz.c
  *		Time zones as pg_coord's cron schedules (schedules.c) and app
- *		periods (apps.c) see them (common family; see common.c): a zone
+ *		periods (apps_graph.c) see them (common family; see common.c): a zone
  *		name resolved against PostgreSQL's time zone database, and where a
  *		zone's UTC offset changes.
  *
