@@ -118,12 +118,30 @@ CoordPartitionsInit(void)
 /* ---------- SQL-callable functions ---------- */
 
 /*
- * coord.join(partition_group text, member text, weight double precision
- * DEFAULT 1, meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor
- * text DEFAULT NULL) returns integer[]
+ * coord.join, in steps: read and check its arguments (JoinArgsRead), find
+ * or make the group and check the call against it (JoinGroup), take the
+ * member's lock (JoinMemberLock), serialise with the group's other new
+ * members (JoinSerialise), write the member's row (JoinUpsert), let go of
+ * what an earlier membership of this session left (JoinLetGoStale), then
+ * sync.
  */
-Datum
-coord_join(PG_FUNCTION_ARGS)
+
+/* coord.join's arguments, checked */
+typedef struct JoinArgs
+{
+	char	   *group;
+	char	   *member;
+	float4		weight;
+	Jsonb	   *meta;
+	bool		has_segments;
+	int32		segments;
+	char	   *assignor;
+	bool		big_ok;			/* may make a group over
+								 * PART_WORKER_MAX_SEGMENTS */
+}			JoinArgs;
+
+static void
+JoinArgsRead(FunctionCallInfo fcinfo, JoinArgs * a)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
@@ -133,14 +151,6 @@ coord_join(PG_FUNCTION_ARGS)
 	bool		has_segments = !PG_ARGISNULL(4);
 	int32		segments = has_segments ? PG_GETARG_INT32(4) : PART_DEFAULT_SEGMENTS;
 	char	   *assignor = PG_ARGISNULL(5) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(5));
-	PartState  *st;
-	LOCKTAG		tag;
-	LOCKMODE	mode = ExclusiveLock;
-	char	   *hk;
-	CoordHoldStatus held;
-	bool		fresh;
-	CoordUserSwitch sw;
-	ArrayType  *result;
 	bool		big_ok;
 
 	CoordRequireArg(fcinfo, 2, "weight");
@@ -178,7 +188,28 @@ coord_join(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	/* asked before the owner switch, of the caller */
 	big_ok = segments <= PART_WORKER_MAX_SEGMENTS || CoordIsAdmin(GetUserId());
-	CoordSpiBegin(&sw);
+	a->group = group;
+	a->member = member;
+	a->weight = weight;
+	a->meta = meta;
+	a->has_segments = has_segments;
+	a->segments = segments;
+	a->assignor = assignor;
+	a->big_ok = big_ok;
+}
+
+/* The group, made at its first join; the call checked against it. */
+static PartState *
+JoinGroup(JoinArgs * a)
+{
+	char	   *group = a->group;
+	char	   *member = a->member;
+	bool		has_segments = a->has_segments;
+	int32		segments = a->segments;
+	char	   *assignor = a->assignor;
+	bool		big_ok = a->big_ok;
+	PartState  *st;
+
 	st = GetState(group);
 	if (st == NULL)
 	{
@@ -246,6 +277,21 @@ coord_join(PG_FUNCTION_ARGS)
 				 errmsg("this session is already member \"%s\" of partition group \"%s\"", st->me, group),
 				 errhint("Call coord.leave first to join under another name.")));
 
+	return st;
+}
+
+/* This session's lock of the member name; true for a fresh membership. */
+static bool
+JoinMemberLock(JoinArgs * a, PartState *st)
+{
+	char	   *group = a->group;
+	char	   *member = a->member;
+	LOCKTAG		tag;
+	LOCKMODE	mode = ExclusiveLock;
+	char	   *hk;
+	CoordHoldStatus held;
+	bool		fresh;
+
 	/*
 	 * One session per member name: its lock.  Other members probe it for a
 	 * moment now and then (MemberAlive), so a short wait tells such a probe
@@ -280,114 +326,158 @@ coord_join(PG_FUNCTION_ARGS)
 		CoordHoldTaken(hk, &tag);
 	}
 
+	return fresh;
+}
+
+/*
+ * A new member of the group: waits for the group's other joiners, then
+ * checks the member caps.
+ */
+static void
+JoinSerialise(JoinArgs * a, PartState *st)
+{
+	char	   *group = a->group;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+
+	/*
+	 * New members of a group join one at a time: an update of the group's
+	 * row, which the next joiner waits for (READ COMMITTED: it then reads the
+	 * members afresh) or fails to serialize with (40001), so the member caps
+	 * below are exact.
+	 */
+	args[0] = CStringGetTextDatum(group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
+											 "UPDATE coord.partition_groups SET empty_since = NULL "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "serialising joins of a partition group");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("partition group \"%s\" was dropped by a concurrent transaction", group),
+				 errdetail("The group had no live member, and coord.tick or coord.drop_group deleted it."),
+				 errhint("Join again: the group is made afresh.")));
+	ReadLive(st);
+	if (st->nlive >= PART_MAX_MEMBERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("partition group \"%s\" has %d live members already", group, st->nlive),
+				 errdetail("A group has at most %d members.", PART_MAX_MEMBERS)));
+	if ((int64) (st->nlive + 1) * st->segments > PART_MAX_MEMBER_SEGMENTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("partition group \"%s\" cannot have more than %d members", group,
+						(int) (PART_MAX_MEMBER_SEGMENTS / st->segments)),
+				 errdetail("A group's members times its segments (%d) stay at most %d.",
+						   st->segments, PART_MAX_MEMBER_SEGMENTS)));
+}
+
+/* The member's row, this session's. */
+static void
+JoinUpsert(JoinArgs * a, bool fresh)
+{
+	char	   *group = a->group;
+	char	   *member = a->member;
+	float4		weight = a->weight;
+	Jsonb	   *meta = a->meta;
+	Oid			types[7] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
+	Datum		args[7];
+
+	args[0] = CStringGetTextDatum(group);
+	args[1] = CStringGetTextDatum(member);
+	args[2] = Float4GetDatum(weight);
+	args[3] = JsonbPGetDatum(meta);
+	args[4] = Int32GetDatum(MyProcPid);
+	args[5] = TimestampTzGetDatum(MyStartTimestamp);
+	args[6] = BoolGetDatum(fresh);
+
+	/*
+	 * This session holds the name's lock now, so whoever the row names is no
+	 * live member: the row is ours.  A fresh membership starts a new
+	 * joined_at, on the clock: after an abort, ReadMine adopts only segments
+	 * taken since (never one an earlier, lost membership of this session
+	 * left, which a taker may be taking).
+	 */
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
+											 "INSERT INTO coord.partition_members AS m "
+											 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
+											 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
+											 "ON CONFLICT (partition_group, member) DO UPDATE "
+											 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
+											 "backend_start = excluded.backend_start, "
+											 "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
+											 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
+											 "THEN m.joined_at ELSE excluded.joined_at END",
+											 7, types), args, NULL, false, 0),
+				  SPI_OK_INSERT, "joining a partition group");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNIQUE_VIOLATION),
+				 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
+				 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+}
+
+/* A fresh membership: rows an earlier one of this session left, let go. */
+static void
+JoinLetGoStale(JoinArgs * a, PartState *st)
+{
+	char	   *group = a->group;
+	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[3];
+
+	/*
+	 * A new membership owns nothing yet: rows an earlier, lost one of this
+	 * session left naming it are let go (the others count this session alive
+	 * again now, and would never take them).  Rows a taker has locked are its
+	 * own to take.
+	 */
+	args[0] = CStringGetTextDatum(group);
+	args[1] = Int32GetDatum(MyProcPid);
+	args[2] = TimestampTzGetDatum(MyStartTimestamp);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,
+											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
+											 "SELECT s.segment FROM coord.partition_segments AS s "
+											 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
+											 "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
+											 "FOR UPDATE SKIP LOCKED)) "
+											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+											 "AND owner_start OPERATOR(pg_catalog.=) $3",
+											 3, types), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
+	memset(st->token, 0, sizeof(int64) * st->segments);
+	st->nowned = 0;
+	owned_version++;
+}
+
+/*
+ * coord.join(partition_group text, member text, weight double precision
+ * DEFAULT 1, meta jsonb DEFAULT '{}', segments integer DEFAULT NULL, assignor
+ * text DEFAULT NULL) returns integer[]
+ */
+Datum
+coord_join(PG_FUNCTION_ARGS)
+{
+	JoinArgs	a;
+	PartState  *st;
+	bool		fresh;
+	CoordUserSwitch sw;
+	ArrayType  *result;
+
+	JoinArgsRead(fcinfo, &a);
+	CoordSpiBegin(&sw);
+	st = JoinGroup(&a);
+	fresh = JoinMemberLock(&a, st);
 	if (!st->member)
-	{
-		Oid			types[1] = {TEXTOID};
-		Datum		args[1];
-
-		/*
-		 * New members of a group join one at a time: an update of the group's
-		 * row, which the next joiner waits for (READ COMMITTED: it then reads
-		 * the members afresh) or fails to serialize with (40001), so the
-		 * member caps below are exact.
-		 */
-		args[0] = CStringGetTextDatum(group);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
-												 "UPDATE coord.partition_groups SET empty_since = NULL "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-												 1, types), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "serialising joins of a partition group");
-		if (SPI_processed == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("partition group \"%s\" was dropped by a concurrent transaction", group),
-					 errdetail("The group had no live member, and coord.tick or coord.drop_group deleted it."),
-					 errhint("Join again: the group is made afresh.")));
-		ReadLive(st);
-		if (st->nlive >= PART_MAX_MEMBERS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("partition group \"%s\" has %d live members already", group, st->nlive),
-					 errdetail("A group has at most %d members.", PART_MAX_MEMBERS)));
-		if ((int64) (st->nlive + 1) * st->segments > PART_MAX_MEMBER_SEGMENTS)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("partition group \"%s\" cannot have more than %d members", group,
-							(int) (PART_MAX_MEMBER_SEGMENTS / st->segments)),
-					 errdetail("A group's members times its segments (%d) stay at most %d.",
-							   st->segments, PART_MAX_MEMBER_SEGMENTS)));
-	}
-
-	{
-		Oid			types[7] = {TEXTOID, TEXTOID, FLOAT4OID, JSONBOID, INT4OID, TIMESTAMPTZOID, BOOLOID};
-		Datum		args[7];
-
-		args[0] = CStringGetTextDatum(group);
-		args[1] = CStringGetTextDatum(member);
-		args[2] = Float4GetDatum(weight);
-		args[3] = JsonbPGetDatum(meta);
-		args[4] = Int32GetDatum(MyProcPid);
-		args[5] = TimestampTzGetDatum(MyStartTimestamp);
-		args[6] = BoolGetDatum(fresh);
-
-		/*
-		 * This session holds the name's lock now, so whoever the row names is
-		 * no live member: the row is ours.  A fresh membership starts a new
-		 * joined_at, on the clock: after an abort, ReadMine adopts only
-		 * segments taken since (never one an earlier, lost membership of this
-		 * session left, which a taker may be taking).
-		 */
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
-												 "INSERT INTO coord.partition_members AS m "
-												 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
-												 "ON CONFLICT (partition_group, member) DO UPDATE "
-												 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
-												 "backend_start = excluded.backend_start, "
-												 "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
-												 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
-												 "THEN m.joined_at ELSE excluded.joined_at END",
-												 7, types), args, NULL, false, 0),
-					  SPI_OK_INSERT, "joining a partition group");
-		if (SPI_processed != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
-					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
-	}
+		JoinSerialise(&a, st);
+	JoinUpsert(&a, fresh);
 	if (fresh)
-	{
-		Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
-		Datum		args[3];
-
-		/*
-		 * A new membership owns nothing yet: rows an earlier, lost one of
-		 * this session left naming it are let go (the others count this
-		 * session alive again now, and would never take them).  Rows a taker
-		 * has locked are its own to take.
-		 */
-		args[0] = CStringGetTextDatum(group);
-		args[1] = Int32GetDatum(MyProcPid);
-		args[2] = TimestampTzGetDatum(MyStartTimestamp);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,
-												 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
-												 "SELECT s.segment FROM coord.partition_segments AS s "
-												 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
-												 "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
-												 "FOR UPDATE SKIP LOCKED)) "
-												 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-												 "AND owner_start OPERATOR(pg_catalog.=) $3",
-												 3, types), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
-		memset(st->token, 0, sizeof(int64) * st->segments);
-		st->nowned = 0;
-		owned_version++;
-	}
+		JoinLetGoStale(&a, st);
 	st->member = true;
-	strlcpy(st->me, member, sizeof(st->me));
+	strlcpy(st->me, a.member, sizeof(st->me));
 	st->hk[0] = '\0';
 	st->nlive = -1;				/* our own row changed */
 	Sync(st);
