@@ -33,6 +33,7 @@ OBJS = \
 	src/election.o \
 	src/leases.o \
 	src/partitions/partitions_assign.o \
+	src/partitions/partitions_sync.o \
 	src/partitions/partitions.o \
 	src/semaphores.o
 

@@ -86,7 +86,7 @@ FILE_ORDER = {
     "jobs":       ["jobs_common", "jobs_limits", "jobs_finish", "jobs_claim", "jobs"],
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
-    "partitions": ["partitions_assign", "partitions"],
+    "partitions": ["partitions_assign", "partitions_sync", "partitions"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
 # test/parts): they reference no other file of src/.
@@ -109,7 +109,6 @@ CEILING = 1400
 # (each leaves this list in the commit that splits it; a listed file under
 # the ceiling fails, so that the list ends empty).
 OVER_CEILING = {
-    "src/partitions/partitions.c",      # sync, and the SQL entry points
     "src/jobs/jobs_limits.c",           # the claim's side, and the SQL functions
     "src/jobs/jobs_claim.c",            # the claim: one profile target
 }
