@@ -149,6 +149,10 @@ extern void LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, i
 extern bool LimitWaitContended(LimitScan *ls, int got);
 extern void LimitJobFinished(const char *queue);
 extern bool LimitPause(const char *queue, text *key, TimestampTz until, bool extend);
+extern void LimitsChanged(bool pauses, const char *queue);
+extern double BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s);
+extern TimestampTz BucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
+extern void KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
 
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);
