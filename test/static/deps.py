@@ -97,9 +97,6 @@ PLAIN_C = {"cron", "apps_periods", "partitions_assign"}
 # takes each out of this list as it goes (a listed edge that no longer
 # exists fails, so that the list ends empty).
 ORDER_PENDING = {
-    ("jobs_common", "jobs_claim"),      # CoordJobsInit and the relcache dispatch:
-    ("jobs_common", "jobs_finish"),     # JobsClaimInit, JobsClaimRelsInval,
-    ("jobs_common", "jobs_limits"),     # JobsFinishRelsInval, JobsLimitsInval, JobsLimitsXactEnd
     ("apps", "apps_rerun"),             # CoordAppsRerunTick, from apps.c's share of the tick
 }
 
