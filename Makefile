@@ -19,6 +19,7 @@ OBJS = \
 	src/jobs/jobs_finish.o \
 	src/jobs/jobs_common.o \
 	src/jobs/jobs_limits.o \
+	src/jobs/jobs_limits_sql.o \
 	src/schedules/cron.o \
 	src/schedules/schedules.o \
 	src/tick.o \

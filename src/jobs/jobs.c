@@ -7,7 +7,9 @@
  * (enqueue, complete, fail, heartbeat, cancel, retry, the state
  * functions, purge, mark_queued_job) and the origin API of jobs.h, through
  * which schedules and apps make their jobs and are told when those
- * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick).
+ * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
+ * the family's module init (CoordJobsInit), which hands jobs_common.c the
+ * caches of the files above it (JobsCacheHooks), so that no file calls up.
  *
  * The family's protocol -- its files, the tables, claims, snoozes, tokens,
  * claimants, session claims and transactions, wake-ups, the claim frontier
@@ -94,6 +96,24 @@ PG_FUNCTION_INFO_V1(coord_job_claimed);
 PG_FUNCTION_INFO_V1(coord_purge_jobs);
 PG_FUNCTION_INFO_V1(coord_job_part);
 PG_FUNCTION_INFO_V1(coord_mark_queued_job);
+
+/* jobs_common.c's relcache callback: coord.job, job_history or job_token_seq changed */
+static void
+JobsRelsInval(void)
+{
+	JobsClaimRelsInval();
+	JobsFinishRelsInval();
+	JobsLimitsInval();
+}
+
+void
+CoordJobsInit(void)
+{
+	static const JobsCacheHooks hooks = {JobsRelsInval, JobsLimitsInval, JobsLimitsXactEnd};
+
+	JobsCommonInit(&hooks);
+	JobsClaimInit();
+}
 
 /* The retry delay after attempt n: 1 s, 2 s, 4 s, ... up to an hour, times a jitter in [0.5, 1.5). */
 static int64

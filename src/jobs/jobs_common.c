@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * jobs_common.c
  *		What the files of the job queue share (see src/jobs/README.md): the
- *		queue's GUCs and module init, the relations' OIDs, claim-lock tags and
+ *		queue's GUCs and callbacks (JobsCommonInit, from jobs.c's module init,
+ *		which hands it the caches above), the relations' OIDs, claim-lock tags and
  *		session claims, and both halves of the wake-up protocol: the idle marks
  *		a claim that found nothing takes (SetIdle) and the NOTIFY at PRE_COMMIT
  *		of a transaction that enqueued (WakeAtCommit), which looks for them.
@@ -70,12 +71,21 @@ int			coord_max_idle_marks = 256;
 /* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
 static List *wake_channels = NIL;
 
+/*
+ * The caches of the files above this one (jobs_claim.c, jobs_finish.c,
+ * jobs_limits.c), which jobs.c's CoordJobsInit hands to JobsCommonInit: this
+ * file calls them without naming them.
+ */
+static JobsCacheHooks cache_hooks;
+
 static void JobsXactCallback(XactEvent event, void *arg);
 static void JobRelsInval(Datum arg, Oid relid);
 
+/* The queue's GUCs and callbacks; hooks: see cache_hooks. */
 void
-CoordJobsInit(void)
+JobsCommonInit(const JobsCacheHooks *hooks)
 {
+	cache_hooks = *hooks;
 	DefineCustomBoolVariable("coord.notify",
 							 "Sends NOTIFY to idle workers when a job is enqueued.",
 							 "Only workers that found no work and are waiting are woken.",
@@ -112,7 +122,6 @@ CoordJobsInit(void)
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	RegisterXactCallback(JobsXactCallback, NULL);
 	CacheRegisterRelcacheCallback(JobRelsInval, (Datum) 0);
-	JobsClaimInit();
 }
 
 void
@@ -182,7 +191,7 @@ JobsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* the list lived in TopTransactionContext */
 			wake_channels = NIL;
-			JobsLimitsXactEnd();
+			cache_hooks.xact_end();
 			break;
 		default:
 			break;
@@ -323,9 +332,7 @@ JobRelsInval(Datum arg, Oid relid)
 		 */
 		jobrels.valid = false;
 		jobrels_invals++;
-		JobsClaimRelsInval();
-		JobsFinishRelsInval();
-		JobsLimitsInval();
+		cache_hooks.rels_inval();
 	}
 	else if (OidIsValid(relid) && (relid == jobrels.limit || relid == jobrels.pause))
 	{
@@ -333,7 +340,7 @@ JobRelsInval(Datum arg, Oid relid)
 		 * a limit or pause changed (jobs_limits.c invalidates them on
 		 * purpose)
 		 */
-		JobsLimitsInval();
+		cache_hooks.limits_inval();
 	}
 }
 

@@ -57,7 +57,22 @@ typedef struct JobRels
 
 extern JobRels jobrels;
 
+/*
+ * The caches of jobs_claim.c, jobs_finish.c and jobs_limits.c, called by
+ * jobs_common.c's relcache and transaction callbacks (registered by
+ * CoordJobsInit, jobs.c): rels_inval when coord.job, job_history or
+ * job_token_seq changes, limits_inval when coord.job_limit or job_pause
+ * does, xact_end at the end of every transaction.
+ */
+typedef struct JobsCacheHooks
+{
+	void		(*rels_inval) (void);
+	void		(*limits_inval) (void);
+	void		(*xact_end) (void);
+} JobsCacheHooks;
+
 /* jobs_common.c: relations, claim locks, wake-ups, session claims */
+extern void JobsCommonInit(const JobsCacheHooks *hooks);
 extern void LookupJobRels(void);
 extern void JobTag(LOCKTAG *tag, int64 id);
 extern void WakeAtCommit(const char *queue, const char *host);
@@ -149,6 +164,10 @@ extern void LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, i
 extern bool LimitWaitContended(LimitScan *ls, int got);
 extern void LimitJobFinished(const char *queue);
 extern bool LimitPause(const char *queue, text *key, TimestampTz until, bool extend);
+extern void LimitsChanged(bool pauses, const char *queue);
+extern double BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s);
+extern TimestampTz BucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
+extern void KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
 
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);
