@@ -3,9 +3,9 @@
 #
 # The base ($DEB_BASE, default /var/cache/pg_coord-matrix/bookworm-deb) is
 # what a person's fresh bookworm has: debootstrap --variant=minbase, the
-# security and updates suites in its sources, plus sudo, procps, man-db,
-# systemd (for systemd-analyze) and python3-psycopg (the quick start's
-# worker).  postgresql-15 and what it needs are downloaded into its apt
+# security and updates suites in its sources, plus sudo, procps, man-db and
+# systemd (for systemd-analyze).  postgresql-15 and python3-psycopg (the
+# quick start's driver), and what they need, are downloaded into its apt
 # cache but not installed, so that `apt install ./postgresql-15-pg-coord_*.deb`
 # installs them as on a real machine, with no network.  A stamp file lists
 # the recipe and the installed packages; a base that does not match is built
@@ -18,9 +18,9 @@
 DEB_CACHE=${COORD_MATRIX_CACHE:-/var/cache/pg_coord-matrix}
 DEB_BASE=${COORD_DEB_CHROOT:-$DEB_CACHE/bookworm-deb}
 DEB_MIRROR=${COORD_MATRIX_MIRROR:-http://deb.debian.org/debian}
-DEB_RECIPE=2
-DEB_INSTALL=(sudo procps man-db systemd python3-psycopg)
-DEB_DOWNLOAD=(postgresql-15 libpq5 adduser)
+DEB_RECIPE=3
+DEB_INSTALL=(sudo procps man-db systemd)
+DEB_DOWNLOAD=(postgresql-15 libpq5 adduser python3-psycopg)
 
 deb_log() { printf 'deb: %s\n' "$*" >&2; }
 
@@ -79,6 +79,7 @@ deb_stamp() {   # ROOTDIR
 deb_base_ok() {
   [ -f "$DEB_BASE/.pg_coord-deb.stamp" ] && [ "$(deb_stamp "$DEB_BASE")" = "$(cat "$DEB_BASE/.pg_coord-deb.stamp")" ] &&
     ! deb_in_chroot "$DEB_BASE" dpkg -s postgresql-15 >/dev/null 2>&1 &&
+    ! deb_in_chroot "$DEB_BASE" dpkg -s python3-psycopg >/dev/null 2>&1 &&
     ls "$DEB_BASE"/var/cache/apt/archives/postgresql-15_*.deb >/dev/null 2>&1
 }
 

@@ -48,6 +48,10 @@ exec 9>"$DEB_CACHE/.lock-deb"
 flock -n 9 || { deb_log "another test-deb is running; waiting"; flock 9; }
 
 # ---- the packages
+# the README the packages are built from (the tree may change during the run)
+README_SNAP=$(mktemp /tmp/pg_coord-deb-readme.XXXXXX)
+cp "$ROOT/README.md" "$README_SNAP"
+trap 'deb_overlay_remove; rm -f "$README_SNAP"' EXIT
 t0=$SECONDS
 if [ "${COORD_DEB_CHECK:-0}" = 1 ]; then dbo=${DEB_BUILD_OPTIONS:-}; else dbo="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }nocheck"; fi
 if DEB_BUILD_OPTIONS=$dbo make -s -C "$ROOT" deb >"$RESULTS/deb-build.log" 2>&1; then
@@ -88,9 +92,9 @@ R=$DEB_ROOT
 W=$R/tmp/pg_coord-deb
 mkdir -p "$W"
 cp "${ext[0]}" "${agent[0]}" "$ROOT/test/deb/inner.sh" "$W/"
-python3 "$ROOT/test/deb/quickstart.py" "$ROOT/README.md" >"$W/quickstart.sh" ||
+python3 "$ROOT/test/deb/quickstart.py" "$README_SNAP" >"$W/quickstart.sh" ||
   { fail "the quick start's commands could not be read from README.md"; finish; }
-cp "$ROOT/README.md" "$W/README.md"
+cp "$README_SNAP" "$W/README.md"
 sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$ROOT/pg_coord.control" >"$W/version"
 chmod 755 "$W" && chmod 644 "$W"/*
 # what a machine has and debootstrap does not write

@@ -6,8 +6,9 @@ sudo, from the directory that holds the packages.
 Steps 1, 2 and 4 are the README's commands verbatim, except that step 1's
 first line is the one the README gives for the Debian package (with -y:
 no terminal to answer apt), followed by starting the cluster, which systemd
-does on a machine.  Step 3 is its psycopg 3 worker, run from the directory
-the README names for the package, in the background until a job is done.
+does on a machine.  Step 3 is its psycopg 3 worker, with the driver's
+package the README names, run from the directory the README names for the
+package, in the background until a job is done.
 Fails (exit 1) when a step's commands are not found."""
 import re
 import sys
@@ -39,16 +40,19 @@ need(len(step2) >= 3, "step 2 has no commands")
 need(len(step4) >= 3, "step 4 has no commands")
 worker = [c for c in commands(3) if "worker_psycopg3.py" in c]
 need(len(worker) == 1, "step 3 has no psycopg 3 worker line")
+driver = re.search(r"Their drivers on\s+Debian:\s+`([^`]+)`", steps[3])
+need(driver and "psycopg" in driver.group(1), "step 3 names no Debian package for psycopg 3")
 docdir = re.search(r"`cd (/usr/share/doc/postgresql-15-pg-coord)` first", steps[3])
 need(docdir, "step 3 does not say where the package's examples are")
 
-out = ["set -e", "t0=$SECONDS", "# 1."]
+out = ["PS4='+ [${SECONDS}s] '", "set -e", "t0=$SECONDS", "# 1."]
 out.append(pkg.group(1).replace("apt install ", "apt install -y ", 1))
 out.append("sudo pg_ctlcluster 15 main start    # systemd's job on a machine")
 out += step1[1:]
 out.append("# 2.")
 out += step2
 out.append("# 3.")
+out.append("sudo apt install -y " + driver.group(1))
 out.append("cd " + docdir.group(1))
 out.append(worker[0] + " >/tmp/quickstart-worker.log 2>&1 &")
 out.append("worker=$!")
