@@ -106,11 +106,16 @@ src/common/common_spi.o: $(EXTENSION).control
 $(OBJS): .build-flags
 
 # coord-agent, the per-host job manager: agent/ has its own PGXS Makefile
-# (a program linking libpq only); built, installed and cleaned with the rest.
+# (a program linking libpq only); built, installed and cleaned with the rest
+# unless COORD_AGENT=0 (the Debian build: the extension once per major, the
+# agent once, in a package of its own).
+COORD_AGENT ?= 1
 .PHONY: agent install-agent clean-agent
+ifneq ($(COORD_AGENT),0)
 all: agent
 install: install-agent
 clean: clean-agent
+endif
 agent:
 	$(MAKE) -C agent
 install-agent: agent
@@ -180,6 +185,16 @@ typedefs: all
 .PHONY: test-ha
 test-ha:
 	./test/ha/run.sh
+# Debian packages (debian/, tools/deb.sh): postgresql-NN-pg-coord for every
+# major whose server headers are installed, and coord-agent, built offline
+# into deb/ (build dependencies installed when missing: root or sudo);
+# make test-deb installs them into a clean bookworm chroot and runs the
+# README's quick start there (test/deb/install.sh, root).
+.PHONY: deb test-deb
+deb:
+	./tools/deb.sh
+test-deb:
+	./test/deb/install.sh
 # the server under valgrind memcheck (and the cron harness under ASan/UBSan);
 # slow, not part of make test: test/valgrind/run.sh
 .PHONY: test-valgrind

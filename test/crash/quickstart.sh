@@ -94,7 +94,7 @@ done
 # superuser; database app: quickstart): every command runs, the superuser
 # reads results and errors, the coord_monitor member the columns it may read.
 step4_out=""
-step4=$(awk '/^4\. Watch it/ {f=1; next} f && /^`make test` runs/ {exit} f && /^       [a-z]/ {sub(/^       /, ""); print}' "$COORD_ROOT/README.md")
+step4=$(awk '/^4\. Watch it/ {f=1; next} f && /^`make test` runs/ {exit} f && /^       [A-Za-z]/ {sub(/^       /, ""); print}' "$COORD_ROOT/README.md")
 [ "$(grep -c . <<<"$step4")" -ge 3 ] || fail "quick start step 4: no commands found in the README"
 while IFS= read -r cmd; do
   cmd=${cmd//sudo -u postgres /env PGUSER=postgres }
