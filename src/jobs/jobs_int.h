@@ -87,6 +87,21 @@ extern void ForgetClaimIfGone(int64 id);
 extern void JobsClaimInit(void);
 extern void JobsClaimRelsInval(void);
 
+/* jobs_claim_row.c: the claim's writes through the table access method */
+typedef struct ClaimWriter
+{
+	Relation	rel;
+	Oid			token_seq;
+	TupleTableSlot *old;
+	TupleTableSlot *new;
+	EState	   *estate;			/* only once an update was not HOT */
+	ResultRelInfo *rri;
+} ClaimWriter;
+extern void ClaimWriterOpen(ClaimWriter *w);
+extern void ClaimWriterClose(ClaimWriter *w);
+extern HeapTuple ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
+						  TupleDesc outdesc, MemoryContext cxt, bool *mine);
+
 /* jobs_limits.c: flow control (see its header) */
 typedef struct LimitSpec
 {

@@ -83,7 +83,7 @@ ENFORCED = {fam: True for fam in FAMILIES}
 # files before it.  Every .c of the folder is listed, and nothing else.
 FILE_ORDER = {
     "common":     ["common_args", "common_tz", "common_spi", "common_lock", "common"],
-    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_claim", "jobs"],
+    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_claim_row", "jobs_claim", "jobs"],
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
@@ -104,9 +104,7 @@ CEILING = 1400
 # Files over CEILING today, until the split stage of issue 25 splits them
 # (each leaves this list in the commit that splits it; a listed file under
 # the ceiling fails, so that the list ends empty).
-OVER_CEILING = {
-    "src/jobs/jobs_claim.c",            # the claim: one profile target
-}
+OVER_CEILING: set = set()   # every file is under the ceiling
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 report = "--report" in sys.argv
