@@ -213,6 +213,24 @@ extern void CoordBecomeOwner(CoordUserSwitch *sw);
 extern void CoordRestoreUser(const CoordUserSwitch *sw);
 extern SPIPlanPtr CoordPlan(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes);
 extern int	CoordPlanGeneration(SPIPlanPtr plan);
+
+/*
+ * A statement in one call: plan (once), execute, check the result code,
+ * return SPI_processed (common_spi.c says which runs how).
+ */
+extern uint64 CoordExec(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+						Datum *args, const char *nulls, int expected, const char *what);
+extern uint64 CoordExecLimit(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+							 Datum *args, const char *nulls, long tcount, int expected,
+							 const char *what);
+extern uint64 CoordExecReadOnly(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+								Datum *args, const char *nulls, long tcount, const char *what);
+extern uint64 CoordExecPlan(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
+							const char *what);
+typedef void (*CoordRowFn) (HeapTuple row, TupleDesc desc, void *arg);
+extern uint64 CoordExecEach(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+							Datum *args, const char *nulls, const char *what,
+							CoordRowFn fn, void *arg);
 extern text *CoordSpiText(const char *s);
 
 /* One definition's work in a subtransaction of its own (common_spi.c) */

@@ -3,7 +3,8 @@
  *		Running SQL as the owner of schema coord (common family; see
  *		common.c): the owner's id and the check that the catalog is of the
  *		library's version, the owner switch, CoordSpiBegin/CoordSpiEnd,
- *		saved plans, the one SPI error style, a definition's work in a
+ *		saved plans, statements run in one call (CoordExec and its kin),
+ *		the one SPI error style, a definition's work in a
  *		subtransaction of its own, and the memory contexts of the
  *		backend-local caches.
  *
@@ -430,6 +431,80 @@ CoordPlanGeneration(SPIPlanPtr plan)
 		(ps->gplan->dependsOnRole && ps->gplan->planRoleId != GetUserId()))
 		return -1;
 	return ps->generation;
+}
+
+/*
+ * One statement, one call.  CoordExec runs the saved plan in *slot
+ * (CoordPlan: prepared from sql, nargs and argtypes on first use) with args
+ * and nulls, raises CoordSpiCheck's error naming what unless SPI returned
+ * expected, and returns SPI_processed; SPI_tuptable holds the rows, as
+ * after any SPI call.  Callers that need no count ignore it.
+ *
+ * CoordExecLimit stops after tcount rows (0: all of them).
+ * CoordExecReadOnly runs a SELECT with SPI's read_only: no
+ * CommandCounterIncrement and no new snapshot, the calling statement's, as
+ * a statement run from inside another's scan (coord.claim_free within the
+ * claim) or from a STABLE function must.  CoordExecPlan runs a plan the
+ * caller prepared itself (the claim's steered plans, statements whose text
+ * is built once).
+ */
+static inline uint64
+Exec(SPIPlanPtr plan, Datum *args, const char *nulls, bool read_only, long tcount,
+	 int expected, const char *what)
+{
+	CoordSpiCheck(SPI_execute_plan(plan, args, nulls, read_only, tcount), expected, what);
+	return SPI_processed;
+}
+
+uint64
+CoordExec(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+		  Datum *args, const char *nulls, int expected, const char *what)
+{
+	return Exec(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0, expected, what);
+}
+
+uint64
+CoordExecLimit(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+			   Datum *args, const char *nulls, long tcount, int expected, const char *what)
+{
+	return Exec(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, tcount, expected, what);
+}
+
+uint64
+CoordExecReadOnly(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+				  Datum *args, const char *nulls, long tcount, const char *what)
+{
+	return Exec(CoordPlan(slot, sql, nargs, argtypes), args, nulls, true, tcount, SPI_OK_SELECT, what);
+}
+
+uint64
+CoordExecPlan(SPIPlanPtr plan, Datum *args, const char *nulls, int expected, const char *what)
+{
+	return Exec(plan, args, nulls, false, 0, expected, what);
+}
+
+/*
+ * CoordExecEach: the "select rows, then act on each" loops.  Runs a SELECT
+ * as CoordExec does, then fn(row, desc, arg) on each row in order, checking
+ * for interrupts before each, and returns how many rows there were.  fn may
+ * run statements of its own, in a subtransaction too (CoordIsolated): the
+ * rows stay valid meanwhile, since SPI frees a result only on
+ * SPI_freetuptable, at the end of the subtransaction that made it, or at
+ * SPI_finish.
+ */
+uint64
+CoordExecEach(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+			  Datum *args, const char *nulls, const char *what, CoordRowFn fn, void *arg)
+{
+	uint64		n = CoordExec(slot, sql, nargs, argtypes, args, nulls, SPI_OK_SELECT, what);
+	SPITupleTable *tt = SPI_tuptable;
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		fn(tt->vals[i], tt->tupdesc, arg);
+	}
+	return n;
 }
 
 /*
