@@ -283,40 +283,34 @@ WriteLabel(uint64 skey, int k, int permits, const char *path)
 	args[6] = BoolGetDatum(coord_permit_since);
 	CoordSpiBegin(&sw);
 	/* the permit's previous holder left a row: the usual case, one update */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label_update,
-											 "UPDATE coord.permit_holders SET permits = $4, pid = $5, "
-											 "backend_start = $6, "
-											 "since = CASE WHEN $7 THEN pg_catalog.clock_timestamp() END "
-											 "WHERE key OPERATOR(pg_catalog.=) $1 "
-											 "AND permit OPERATOR(pg_catalog.=) $2 "
-											 "AND path OPERATOR(pg_catalog.=) $3",
-											 7, argtypes),
-								   args, NULL, false, 0),
-				  SPI_OK_UPDATE, "labelling a permit");
+	CoordExec(&plan_label_update,
+			  "UPDATE coord.permit_holders SET permits = $4, pid = $5, "
+			  "backend_start = $6, "
+			  "since = CASE WHEN $7 THEN pg_catalog.clock_timestamp() END "
+			  "WHERE key OPERATOR(pg_catalog.=) $1 "
+			  "AND permit OPERATOR(pg_catalog.=) $2 "
+			  "AND path OPERATOR(pg_catalog.=) $3",
+			  7, argtypes, args, NULL, SPI_OK_UPDATE, "labelling a permit");
 	if (SPI_processed != 1)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label,
-												 "INSERT INTO coord.permit_holders AS h "
-												 "(key, permit, path, permits, pid, backend_start, since) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, "
-												 "CASE WHEN $7 THEN pg_catalog.clock_timestamp() END) "
-												 "ON CONFLICT (key, permit) DO UPDATE SET permits = excluded.permits, "
-												 "pid = excluded.pid, backend_start = excluded.backend_start, "
-												 "since = excluded.since "
-												 "WHERE h.path OPERATOR(pg_catalog.=) excluded.path",
-												 7, argtypes),
-									   args, NULL, false, 0),
-					  SPI_OK_INSERT, "labelling a permit");
+		CoordExec(&plan_label,
+				  "INSERT INTO coord.permit_holders AS h "
+				  "(key, permit, path, permits, pid, backend_start, since) "
+				  "VALUES ($1, $2, $3, $4, $5, $6, "
+				  "CASE WHEN $7 THEN pg_catalog.clock_timestamp() END) "
+				  "ON CONFLICT (key, permit) DO UPDATE SET permits = excluded.permits, "
+				  "pid = excluded.pid, backend_start = excluded.backend_start, "
+				  "since = excluded.since "
+				  "WHERE h.path OPERATOR(pg_catalog.=) excluded.path",
+				  7, argtypes, args, NULL, SPI_OK_INSERT, "labelling a permit");
 	if (SPI_processed != 1)
 	{
 		char	   *other;
 
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_label_path,
-												 "SELECT path FROM coord.permit_holders "
-												 "WHERE key OPERATOR(pg_catalog.=) $1 "
-												 "AND permit OPERATOR(pg_catalog.=) $2",
-												 2, argtypes),
-									   args, NULL, false, 1),
-					  SPI_OK_SELECT, "reading a permit's label");
+		CoordExecLimit(&plan_label_path,
+					   "SELECT path FROM coord.permit_holders "
+					   "WHERE key OPERATOR(pg_catalog.=) $1 "
+					   "AND permit OPERATOR(pg_catalog.=) $2",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading a permit's label");
 		other = SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)
 			: pstrdup("?");
 		ereport(ERROR,
@@ -522,11 +516,9 @@ CoordSemaphoresTick(void)
 	Datum		args[4];
 	Oid			argtypes[4] = {INT8ARRAYOID, INT4ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID};
 
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_labels,
-											 "SELECT key, permit, pid, backend_start FROM coord.permit_holders",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_SELECT, "reading permit labels");
-	n = SPI_processed;
+	n = CoordExec(&plan_labels,
+				  "SELECT key, permit, pid, backend_start FROM coord.permit_holders",
+				  0, NULL, NULL, NULL, SPI_OK_SELECT, "reading permit labels");
 	if (n == 0)
 		return 0;
 
@@ -577,16 +569,15 @@ CoordSemaphoresTick(void)
 	args[1] = PointerGetDatum(construct_array(permits, ndead, INT4OID, 4, true, TYPALIGN_INT));
 	args[2] = PointerGetDatum(construct_array(pids, ndead, INT4OID, 4, true, TYPALIGN_INT));
 	args[3] = PointerGetDatum(construct_array(starts, ndead, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_labels_purge,
-											 "DELETE FROM coord.permit_holders AS h "
-											 "USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
-											 "pg_catalog.unnest($3), pg_catalog.unnest($4)) AS d(key, permit, pid, backend_start) "
-											 "WHERE h.key OPERATOR(pg_catalog.=) d.key "
-											 "AND h.permit OPERATOR(pg_catalog.=) d.permit "
-											 "AND h.pid OPERATOR(pg_catalog.=) d.pid "
-											 "AND h.backend_start OPERATOR(pg_catalog.=) d.backend_start",
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging permit labels");
+	CoordExec(&plan_labels_purge,
+			  "DELETE FROM coord.permit_holders AS h "
+			  "USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2), "
+			  "pg_catalog.unnest($3), pg_catalog.unnest($4)) AS d(key, permit, pid, backend_start) "
+			  "WHERE h.key OPERATOR(pg_catalog.=) d.key "
+			  "AND h.permit OPERATOR(pg_catalog.=) d.permit "
+			  "AND h.pid OPERATOR(pg_catalog.=) d.pid "
+			  "AND h.backend_start OPERATOR(pg_catalog.=) d.backend_start",
+			  4, argtypes, args, NULL, SPI_OK_DELETE, "purging permit labels");
 	return (int64) SPI_processed;
 }
 
