@@ -317,12 +317,10 @@ CheckRegistered(PendingName *pending, int n)
 		keys[i] = Int64GetDatum((int64) pending[i].key);
 	args[0] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, FLOAT8PASSBYVAL,
 											  TYPALIGN_DOUBLE));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_select,
-											 "SELECT key, path FROM coord.lock_names "
-											 "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
-											 1, argtypes),
-								   args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.lock_names");
+	CoordExec(&plan_names_select,
+			  "SELECT key, path FROM coord.lock_names "
+			  "WHERE key OPERATOR(pg_catalog.=) ANY ($1)",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "reading coord.lock_names");
 
 	for (i = 0; i < n; i++)
 	{
@@ -485,12 +483,10 @@ RegisterNames(CoordPath **paths, int npaths, bool retry)
 
 			args[0] = Int64GetDatum((int64) pending[i].key);
 			args[1] = PointerGetDatum(cstring_to_text_with_len(pending[i].path, pending[i].len));
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names_insert,
-													 "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
-													 "ON CONFLICT (key) DO NOTHING",
-													 2, argtypes),
-										   args, NULL, false, 0),
-						  SPI_OK_INSERT, "registering a lock name");
+			CoordExec(&plan_names_insert,
+					  "INSERT INTO coord.lock_names (key, path) VALUES ($1, $2) "
+					  "ON CONFLICT (key) DO NOTHING",
+					  2, argtypes, args, NULL, SPI_OK_INSERT, "registering a lock name");
 			if (SPI_processed == 1)
 			{
 				names_inserted_in_xact = true;
@@ -1023,15 +1019,13 @@ coord_fence(PG_FUNCTION_ARGS)
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence,
-											 "INSERT INTO coord.fences AS f (path, token, fenced_at) "
-											 "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
-											 "pg_catalog.now()) "
-											 "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
-											 "fenced_at = excluded.fenced_at RETURNING f.token",
-											 1, argtypes),
-								   args, NULL, false, 1),
-				  SPI_OK_INSERT_RETURNING, "issuing a fencing token");
+	CoordExecLimit(&plan_fence,
+				   "INSERT INTO coord.fences AS f (path, token, fenced_at) "
+				   "VALUES ($1, pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass), "
+				   "pg_catalog.now()) "
+				   "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+				   "fenced_at = excluded.fenced_at RETURNING f.token",
+				   1, argtypes, args, NULL, 1, SPI_OK_INSERT_RETURNING, "issuing a fencing token");
 	if (SPI_processed != 1)
 		elog(ERROR, "issuing a fencing token returned no token");
 	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1073,21 +1067,17 @@ coord_fence_ok(PG_FUNCTION_ARGS)
 	args[1] = PG_GETARG_DATUM(1);
 	CoordSpiBegin(&sw);
 	if (lock_row)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok_lock,
-												 "SELECT FROM coord.fences AS f "
-												 "WHERE f.path OPERATOR(pg_catalog.=) $1 "
-												 "AND f.token OPERATOR(pg_catalog.=) $2 FOR SHARE OF f",
-												 2, argtypes),
-									   args, NULL, false, 1),
-					  SPI_OK_SELECT, "locking the fence of a path");
+		CoordExecLimit(&plan_fence_ok_lock,
+					   "SELECT FROM coord.fences AS f "
+					   "WHERE f.path OPERATOR(pg_catalog.=) $1 "
+					   "AND f.token OPERATOR(pg_catalog.=) $2 FOR SHARE OF f",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "locking the fence of a path");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fence_ok,
-												 "SELECT FROM coord.fences AS f "
-												 "WHERE f.path OPERATOR(pg_catalog.=) $1 "
-												 "AND f.token OPERATOR(pg_catalog.=) $2",
-												 2, argtypes),
-									   args, NULL, true, 1),
-					  SPI_OK_SELECT, "reading coord.fences");
+		CoordExecReadOnly(&plan_fence_ok,
+						  "SELECT FROM coord.fences AS f "
+						  "WHERE f.path OPERATOR(pg_catalog.=) $1 "
+						  "AND f.token OPERATOR(pg_catalog.=) $2",
+						  2, argtypes, args, NULL, 1, "reading coord.fences");
 	ok = (SPI_processed == 1);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
@@ -1127,13 +1117,11 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.lock_names AS n "
-											 "WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
-											 "WHERE s.key OPERATOR(pg_catalog.=) n.key)",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_DELETE, "purging lock names");
-	n = (int64) SPI_processed;
+	n = CoordExec(&plan_purge,
+				  "DELETE FROM coord.lock_names AS n "
+				  "WHERE NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+				  "WHERE s.key OPERATOR(pg_catalog.=) n.key)",
+				  0, NULL, NULL, NULL, SPI_OK_DELETE, "purging lock names");
 	if (n > 0)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
 	CoordSpiEnd(&sw);
@@ -1158,31 +1146,28 @@ CoordLocksTick(TimestampTz horizon)
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fences,
-											 "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
-											 "DELETE FROM coord.fences AS f "
-											 "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
-											 "SELECT x.path FROM coord.fences AS x "
-											 "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
-											 "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
-											 "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
-											 "AND NOT EXISTS (SELECT 1 FROM held AS h "
-											 "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
-											 "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
-											 "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging fences");
-	n = (int64) SPI_processed;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_names,
-											 "DELETE FROM coord.lock_names AS n "
-											 "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
-											 "SELECT x.key FROM coord.lock_names AS x "
-											 "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
-											 "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
-											 "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
-											 "LIMIT $2 FOR UPDATE SKIP LOCKED))",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging lock names");
+	n = CoordExec(&plan_fences,
+				  "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
+				  "DELETE FROM coord.fences AS f "
+				  "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+				  "SELECT x.path FROM coord.fences AS x "
+				  "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
+				  "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
+				  "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
+				  "AND NOT EXISTS (SELECT 1 FROM held AS h "
+				  "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
+				  "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
+				  "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
+				  2, argtypes, args, NULL, SPI_OK_DELETE, "purging fences");
+	CoordExec(&plan_names,
+			  "DELETE FROM coord.lock_names AS n "
+			  "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
+			  "SELECT x.key FROM coord.lock_names AS x "
+			  "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
+			  "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+			  "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
+			  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging lock names");
 	if (SPI_processed > 0)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
 	return n + (int64) SPI_processed;
