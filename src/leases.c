@@ -161,15 +161,13 @@ coord_lease_lock(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	/* the path itself, its ancestors, its descendants */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_conflicts,
-											 "SELECT l.expires_at FROM coord.lease AS l "
-											 "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
-											 "OR (l.path OPERATOR(pg_catalog.>=) $2 "
-											 "AND l.path OPERATOR(pg_catalog.<) $3) "
-											 "FOR UPDATE OF l",
-											 3, conflict_types),
-								   args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.lease");
+	CoordExec(&plan_conflicts,
+			  "SELECT l.expires_at FROM coord.lease AS l "
+			  "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
+			  "OR (l.path OPERATOR(pg_catalog.>=) $2 "
+			  "AND l.path OPERATOR(pg_catalog.<) $3) "
+			  "FOR UPDATE OF l",
+			  3, conflict_types, args, NULL, SPI_OK_SELECT, "reading coord.lease");
 	now = GetCurrentTimestamp();
 	for (r = 0; r < SPI_processed && !live; r++)
 	{
@@ -184,32 +182,28 @@ coord_lease_lock(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	}
 	if (SPI_processed > 0)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_clear,
-												 "DELETE FROM coord.lease AS l "
-												 "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
-												 "OR (l.path OPERATOR(pg_catalog.>=) $2 "
-												 "AND l.path OPERATOR(pg_catalog.<) $3)",
-												 3, conflict_types),
-									   args, NULL, false, 0),
-					  SPI_OK_DELETE, "deleting expired leases");
+		CoordExec(&plan_clear,
+				  "DELETE FROM coord.lease AS l "
+				  "WHERE l.path OPERATOR(pg_catalog.=) ANY ($1) "
+				  "OR (l.path OPERATOR(pg_catalog.>=) $2 "
+				  "AND l.path OPERATOR(pg_catalog.<) $3)",
+				  3, conflict_types, args, NULL, SPI_OK_DELETE, "deleting expired leases");
 
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
 	args[1] = IntervalPGetDatum(ttl);
 	args[2] = holder ? PointerGetDatum(holder) : (Datum) 0;
 	nulls[2] = holder ? ' ' : 'n';
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
-											 "WITH t AS (SELECT pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass) AS token, "
-											 "pg_catalog.clock_timestamp() AS at), "
-											 "f AS (INSERT INTO coord.fences AS f (path, token, fenced_at) "
-											 "SELECT $1, t.token, t.at FROM t "
-											 "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
-											 "fenced_at = excluded.fenced_at) "
-											 "INSERT INTO coord.lease (path, token, holder, taken_at, expires_at) "
-											 "SELECT $1, t.token, $3, t.at, t.at OPERATOR(pg_catalog.+) $2 FROM t "
-											 "RETURNING token",
-											 3, take_types),
-								   args, nulls, false, 0),
-				  SPI_OK_INSERT_RETURNING, "taking a lease");
+	CoordExec(&plan_take,
+			  "WITH t AS (SELECT pg_catalog.nextval('coord.fence_seq'::pg_catalog.regclass) AS token, "
+			  "pg_catalog.clock_timestamp() AS at), "
+			  "f AS (INSERT INTO coord.fences AS f (path, token, fenced_at) "
+			  "SELECT $1, t.token, t.at FROM t "
+			  "ON CONFLICT (path) DO UPDATE SET token = excluded.token, "
+			  "fenced_at = excluded.fenced_at) "
+			  "INSERT INTO coord.lease (path, token, holder, taken_at, expires_at) "
+			  "SELECT $1, t.token, $3, t.at, t.at OPERATOR(pg_catalog.+) $2 FROM t "
+			  "RETURNING token",
+			  3, take_types, args, nulls, SPI_OK_INSERT_RETURNING, "taking a lease");
 	if (SPI_processed != 1)
 		elog(ERROR, "taking a lease returned no token");
 	token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -243,16 +237,14 @@ coord_renew(PG_FUNCTION_ARGS)
 	args[1] = PG_GETARG_DATUM(1);
 	args[2] = IntervalPGetDatum(ttl);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_renew,
-											 "UPDATE coord.lease AS l "
-											 "SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3 "
-											 "WHERE l.path OPERATOR(pg_catalog.=) $1 "
-											 "AND l.token OPERATOR(pg_catalog.=) $2 "
-											 "AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-											 "RETURNING l.expires_at",
-											 3, argtypes),
-								   args, NULL, false, 0),
-				  SPI_OK_UPDATE_RETURNING, "renewing a lease");
+	CoordExec(&plan_renew,
+			  "UPDATE coord.lease AS l "
+			  "SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3 "
+			  "WHERE l.path OPERATOR(pg_catalog.=) $1 "
+			  "AND l.token OPERATOR(pg_catalog.=) $2 "
+			  "AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+			  "RETURNING l.expires_at",
+			  3, argtypes, args, NULL, SPI_OK_UPDATE_RETURNING, "renewing a lease");
 	if (SPI_processed == 1)
 		expires = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 													SPI_tuptable->tupdesc, 1, &isnull));
@@ -284,14 +276,12 @@ coord_lease_unlock(PG_FUNCTION_ARGS)
 	args[0] = PointerGetDatum(cstring_to_text(p.path));
 	args[1] = PG_GETARG_DATUM(1);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_unlock,
-											 "DELETE FROM coord.lease AS l "
-											 "WHERE l.path OPERATOR(pg_catalog.=) $1 "
-											 "AND l.token OPERATOR(pg_catalog.=) $2 "
-											 "RETURNING l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
-											 2, argtypes),
-								   args, NULL, false, 0),
-				  SPI_OK_DELETE_RETURNING, "letting go of a lease");
+	CoordExec(&plan_unlock,
+			  "DELETE FROM coord.lease AS l "
+			  "WHERE l.path OPERATOR(pg_catalog.=) $1 "
+			  "AND l.token OPERATOR(pg_catalog.=) $2 "
+			  "RETURNING l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+			  2, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "letting go of a lease");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -318,14 +308,13 @@ CoordLeasesTick(TimestampTz horizon)
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.lease AS l "
-											 "WHERE l.path OPERATOR(pg_catalog.=) ANY (ARRAY("
-											 "SELECT x.path FROM coord.lease AS x "
-											 "WHERE x.expires_at OPERATOR(pg_catalog.<) $1 "
-											 "LIMIT $2 FOR UPDATE SKIP LOCKED)) "
-											 "AND l.expires_at OPERATOR(pg_catalog.<) $1",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging expired leases");
+	CoordExec(&plan_purge,
+			  "DELETE FROM coord.lease AS l "
+			  "WHERE l.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+			  "SELECT x.path FROM coord.lease AS x "
+			  "WHERE x.expires_at OPERATOR(pg_catalog.<) $1 "
+			  "LIMIT $2 FOR UPDATE SKIP LOCKED)) "
+			  "AND l.expires_at OPERATOR(pg_catalog.<) $1",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging expired leases");
 	return (int64) SPI_processed;
 }
