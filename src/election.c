@@ -274,8 +274,7 @@ RunElectionPlan(SPIPlanPtr *slot, const char *sql, int expected, const char *nam
 		nulls[3] = value == NULL ? 'n' : ' ';
 		nargs = 4;
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0),
-				  expected, "a statement on coord.elections");
+	CoordExec(slot, sql, nargs, argtypes, args, nulls, expected, "a statement on coord.elections");
 }
 
 static int64
@@ -526,14 +525,13 @@ CoordElectionsTick(TimestampTz horizon)
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.elections AS e "
-											 "WHERE e.election OPERATOR(pg_catalog.=) ANY (ARRAY("
-											 "SELECT x.election FROM coord.elections AS x "
-											 "WHERE x.since OPERATOR(pg_catalog.<) $1 AND " ELECTION_GONE("x") " "
-											 "LIMIT $2 FOR UPDATE SKIP LOCKED))",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging elections");
+	CoordExec(&plan_purge,
+			  "DELETE FROM coord.elections AS e "
+			  "WHERE e.election OPERATOR(pg_catalog.=) ANY (ARRAY("
+			  "SELECT x.election FROM coord.elections AS x "
+			  "WHERE x.since OPERATOR(pg_catalog.<) $1 AND " ELECTION_GONE("x") " "
+			  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging elections");
 	return (int64) SPI_processed;
 }
 
@@ -560,21 +558,19 @@ coord_drop_election(PG_FUNCTION_ARGS)
 	args[0] = PointerGetDatum(cstring_to_text(name));
 	CoordSpiBegin(&sw);
 	/* the row first: a campaign or resign in flight is waited for */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock,
-											 "SELECT e.term, e.pid FROM coord.elections AS e "
-											 "WHERE e.election OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "locking an election");
+	CoordExec(&plan_lock,
+			  "SELECT e.term, e.pid FROM coord.elections AS e "
+			  "WHERE e.election OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "locking an election");
 	if (SPI_processed == 0)
 	{
 		CoordSpiEnd(&sw);
 		PG_RETURN_BOOL(false);
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
-											 "DELETE FROM coord.elections AS e "
-											 "WHERE e.election OPERATOR(pg_catalog.=) $1 AND " ELECTION_GONE("e"),
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "dropping an election");
+	CoordExec(&plan_drop,
+			  "DELETE FROM coord.elections AS e "
+			  "WHERE e.election OPERATOR(pg_catalog.=) $1 AND " ELECTION_GONE("e"),
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "dropping an election");
 	dropped = SPI_processed == 1;
 	CoordSpiEnd(&sw);
 	if (!dropped)
