@@ -183,12 +183,11 @@ coord_tick(PG_FUNCTION_ARGS)
 	(void) CoordSemaphoresTick();
 	Purge(now);
 	args[0] = TimestampTzGetDatum(now);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_state,
-											 "UPDATE coord.tick_state SET last_tick_at = $1, "
-											 "ticks = ticks OPERATOR(pg_catalog.+) 1, "
-											 "ticked_at = pg_catalog.clock_timestamp()",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "tick");
+	CoordExec(&plan_tick_state,
+			  "UPDATE coord.tick_state SET last_tick_at = $1, "
+			  "ticks = ticks OPERATOR(pg_catalog.+) 1, "
+			  "ticked_at = pg_catalog.clock_timestamp()",
+			  1, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT32((int32) Min(done, PG_INT32_MAX));
 }
