@@ -161,8 +161,7 @@ RunKeyPlan(SPIPlanPtr *slot, const char *sql, int expected, const char *key, Key
 		argtypes[1] = INTERVALOID;
 		nargs = 2;
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, nargs, argtypes), args, nulls, false, 0),
-				  expected, "a statement on coord.request_keys");
+	CoordExec(slot, sql, nargs, argtypes, args, nulls, expected, "a statement on coord.request_keys");
 }
 
 static char *
@@ -367,17 +366,15 @@ CoordRequestJobFinished(const char *request_key, bool done)
 
 	args[0] = CStringGetTextDatum(request_key);
 	if (done)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_done,
-												 "UPDATE coord.request_keys SET state = 'done', "
-												 "done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
-												 1, argtypes), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "marking a request done");
+		CoordExec(&plan_request_done,
+				  "UPDATE coord.request_keys SET state = 'done', "
+				  "done_at = pg_catalog.now() WHERE key OPERATOR(pg_catalog.=) $1",
+				  1, argtypes, args, NULL, SPI_OK_UPDATE, "marking a request done");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_request_gone,
-												 "DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
-												 "AND state OPERATOR(pg_catalog.=) 'queued'",
-												 1, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "removing a request");
+		CoordExec(&plan_request_gone,
+				  "DELETE FROM coord.request_keys WHERE key OPERATOR(pg_catalog.=) $1 "
+				  "AND state OPERATOR(pg_catalog.=) 'queued'",
+				  1, argtypes, args, NULL, SPI_OK_DELETE, "removing a request");
 }
 
 /* coord.mark_queued(key text): requested by this session -> queued */
@@ -474,15 +471,12 @@ coord_purge_requests(PG_FUNCTION_ARGS)
 	args[0] = PG_GETARG_DATUM(0);
 
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.request_keys "
-											 "WHERE state OPERATOR(pg_catalog.=) 'done' "
-											 "AND done_at OPERATOR(pg_catalog.<) "
-											 "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
-											 1, argtypes),
-								   args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging coord.request_keys");
-	n = SPI_processed;
+	n = CoordExec(&plan_purge,
+				  "DELETE FROM coord.request_keys "
+				  "WHERE state OPERATOR(pg_catalog.=) 'done' "
+				  "AND done_at OPERATOR(pg_catalog.<) "
+				  "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+				  1, argtypes, args, NULL, SPI_OK_DELETE, "purging coord.request_keys");
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64((int64) n);
 }
@@ -514,6 +508,43 @@ coord_backend_alive(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(CoordBackendAlive(PG_GETARG_INT32(0), PG_GETARG_TIMESTAMPTZ(1)));
 }
 
+/* CoordRequestsTick's work on one requested key (a CoordRowFn) */
+typedef struct RequestsTickArgs
+{
+	TimestampTz horizon;
+	int64		deleted;
+} RequestsTickArgs;
+
+static void
+PurgeRequested(HeapTuple row, TupleDesc desc, void *arg)
+{
+	static SPIPlanPtr plan_gone = NULL;
+	RequestsTickArgs *a = (RequestsTickArgs *) arg;
+	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		args[2];
+	char	   *key = SPI_getvalue(row, desc, 1);
+	LOCKTAG		tag;
+	LockAcquireResult r;
+
+	CoordSetTag(&tag, CoordNameKey(key, strlen(key)), COORD_NS_REQUEST);
+	r = LockAcquire(&tag, ExclusiveLock, false, true);
+	if (r == LOCKACQUIRE_NOT_AVAIL)
+		return;					/* its owner (or a requester) is there */
+	if (r == LOCKACQUIRE_OK)
+	{
+		args[0] = CStringGetTextDatum(key);
+		args[1] = TimestampTzGetDatum(a->horizon);
+		a->deleted += (int64) CoordExec(&plan_gone,
+										"DELETE FROM coord.request_keys "
+										"WHERE key OPERATOR(pg_catalog.=) $1 "
+										"AND state OPERATOR(pg_catalog.=) 'requested' "
+										"AND requested_at OPERATOR(pg_catalog.<) $2",
+										2, argtypes, args, NULL, SPI_OK_DELETE, "purging requested keys");
+	}
+	/* ALREADY_HELD: this session owns (or shares the lock of) the key */
+	LockRelease(&tag, ExclusiveLock, false);
+}
+
 /*
  * CoordRequestsTick: the tick's share (README.md, Retention; the header
  * above).  Up to a batch of requested keys requested before horizon, each
@@ -523,50 +554,18 @@ int64
 CoordRequestsTick(TimestampTz horizon)
 {
 	static SPIPlanPtr plan_candidates = NULL;
-	static SPIPlanPtr plan_gone = NULL;
 	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Oid			dtypes[2] = {TEXTOID, TIMESTAMPTZOID};
 	Datum		args[2];
-	SPITupleTable *keys;
-	uint64		n;
-	int64		deleted = 0;
+	RequestsTickArgs a;
 
+	a.horizon = horizon;
+	a.deleted = 0;
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_candidates,
-											 "SELECT key FROM coord.request_keys "
-											 "WHERE state OPERATOR(pg_catalog.=) 'requested' "
-											 "AND requested_at OPERATOR(pg_catalog.<) $1 LIMIT $2",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading requested keys");
-	n = SPI_processed;
-	keys = SPI_tuptable;
-	for (uint64 i = 0; i < n; i++)
-	{
-		char	   *key = SPI_getvalue(keys->vals[i], keys->tupdesc, 1);
-		LOCKTAG		tag;
-		LockAcquireResult r;
-
-		CHECK_FOR_INTERRUPTS();
-		CoordSetTag(&tag, CoordNameKey(key, strlen(key)), COORD_NS_REQUEST);
-		r = LockAcquire(&tag, ExclusiveLock, false, true);
-		if (r == LOCKACQUIRE_NOT_AVAIL)
-			continue;			/* its owner (or a requester) is there */
-		if (r == LOCKACQUIRE_OK)
-		{
-			args[0] = CStringGetTextDatum(key);
-			args[1] = TimestampTzGetDatum(horizon);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_gone,
-													 "DELETE FROM coord.request_keys "
-													 "WHERE key OPERATOR(pg_catalog.=) $1 "
-													 "AND state OPERATOR(pg_catalog.=) 'requested' "
-													 "AND requested_at OPERATOR(pg_catalog.<) $2",
-													 2, dtypes), args, NULL, false, 0),
-						  SPI_OK_DELETE, "purging requested keys");
-			deleted += (int64) SPI_processed;
-		}
-		/* ALREADY_HELD: this session owns (or shares the lock of) the key */
-		LockRelease(&tag, ExclusiveLock, false);
-	}
-	return deleted;
+	CoordExecEach(&plan_candidates,
+				  "SELECT key FROM coord.request_keys "
+				  "WHERE state OPERATOR(pg_catalog.=) 'requested' "
+				  "AND requested_at OPERATOR(pg_catalog.<) $1 LIMIT $2",
+				  2, argtypes, args, NULL, "reading requested keys", PurgeRequested, &a);
+	return a.deleted;
 }
