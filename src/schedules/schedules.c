@@ -220,12 +220,11 @@ GetSchedule(const char *name, ScheduleDef *d)
 	Datum		v;
 
 	args[0] = CStringGetTextDatum(name);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get,
-											 "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
-											 "next_run_at, id, last_run_at, tz FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
-											 "FOR NO KEY UPDATE",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "reading a schedule");
+	CoordExecLimit(&plan_get,
+				   "SELECT name, queue, every, cron, payload, starts_at, fixed_rate, host, "
+				   "next_run_at, id, last_run_at, tz FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1 "
+				   "FOR NO KEY UPDATE",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading a schedule");
 	if (SPI_processed != 1)
 		return false;
 	row = SPI_tuptable->vals[0];
@@ -264,11 +263,10 @@ PutInstance(const ScheduleDef *d, TimestampTz slot)
 	args[1] = TimestampTzGetDatum(slot);
 	if (slot == DT_NOEND)
 		nulls[1] = 'n';			/* a cron expression that never fires again */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-											 "UPDATE coord.schedule_defs SET next_run_at = $2, last_error = NULL "
-											 "WHERE name OPERATOR(pg_catalog.=) $1",
-											 2, argtypes), args, nulls, false, 0),
-				  SPI_OK_UPDATE, "scheduling");
+	CoordExec(&plan_set_next,
+			  "UPDATE coord.schedule_defs SET next_run_at = $2, last_error = NULL "
+			  "WHERE name OPERATOR(pg_catalog.=) $1",
+			  2, argtypes, args, nulls, SPI_OK_UPDATE, "scheduling");
 	if (slot == DT_NOEND)
 		return false;
 	return CoordEnqueueOrigin(d->queue, DatumGetJsonbP(d->payload), slot, d->host,
@@ -313,18 +311,16 @@ RecordScheduleError(const char *name, const char *error, bool stop, const char *
 	args[2] = CStringGetTextDatum(stop ? state : "");
 	args[3] = TimestampTzGetDatum(finished_at);
 	if (stop)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error_stop,
-												 "UPDATE coord.schedule_defs SET last_error = $2, last_state = $3, "
-												 "last_run_at = $4, next_run_at = NULL "
-												 "WHERE name OPERATOR(pg_catalog.=) $1",
-												 4, argtypes), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "recording a schedule's error");
+		CoordExec(&plan_error_stop,
+				  "UPDATE coord.schedule_defs SET last_error = $2, last_state = $3, "
+				  "last_run_at = $4, next_run_at = NULL "
+				  "WHERE name OPERATOR(pg_catalog.=) $1",
+				  4, argtypes, args, NULL, SPI_OK_UPDATE, "recording a schedule's error");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_error,
-												 "UPDATE coord.schedule_defs SET last_error = $2 "
-												 "WHERE name OPERATOR(pg_catalog.=) $1",
-												 2, argtypes), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "recording a schedule's error");
+		CoordExec(&plan_error,
+				  "UPDATE coord.schedule_defs SET last_error = $2 "
+				  "WHERE name OPERATOR(pg_catalog.=) $1",
+				  2, argtypes, args, NULL, SPI_OK_UPDATE, "recording a schedule's error");
 }
 
 /* ---------- the finish hook ---------- */
@@ -352,11 +348,10 @@ ScheduleFinishedWork(void *arg)
 	args[0] = CStringGetTextDatum(name);
 	args[1] = CStringGetTextDatum(a->state);
 	args[2] = TimestampTzGetDatum(finished_at);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finished,
-											 "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
-											 "WHERE name OPERATOR(pg_catalog.=) $1",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "recording a run");
+	CoordExec(&plan_finished,
+			  "UPDATE coord.schedule_defs SET last_run_at = $3, last_state = $2 "
+			  "WHERE name OPERATOR(pg_catalog.=) $1",
+			  3, argtypes, args, NULL, SPI_OK_UPDATE, "recording a run");
 	slot = d.next_null ? finished_at : d.next_run_at;
 	(void) PutInstance(&d, NextSlot(&d, slot, finished_at));
 }
@@ -490,22 +485,21 @@ coord_schedule(PG_FUNCTION_ARGS)
 	 * starts again).  The comparison is jsonb's <>: IS DISTINCT FROM would
 	 * look "=" up on the caller's search_path.
 	 */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
-											 "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
-											 "starts_at, fixed_rate, host, tz) "
-											 "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8, $9) "
-											 "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
-											 "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
-											 "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
-											 "host = EXCLUDED.host, tz = EXCLUDED.tz, updated_at = pg_catalog.now() "
-											 "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
-											 "s.fixed_rate, s.host, s.tz) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
-											 "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
-											 "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host, EXCLUDED.tz) "
-											 "OR s.last_error IS NOT NULL "
-											 "RETURNING id",
-											 9, argtypes), args, nulls, false, 0),
-				  SPI_OK_INSERT_RETURNING, "schedule");
+	CoordExec(&plan_upsert,
+			  "INSERT INTO coord.schedule_defs AS s (name, queue, every, cron, payload, "
+			  "starts_at, fixed_rate, host, tz) "
+			  "VALUES ($1, $2, $3, $4, $5, COALESCE($6, pg_catalog.now()), $7, $8, $9) "
+			  "ON CONFLICT (name) DO UPDATE SET queue = EXCLUDED.queue, every = EXCLUDED.every, "
+			  "cron = EXCLUDED.cron, payload = EXCLUDED.payload, "
+			  "starts_at = COALESCE($6, s.starts_at), fixed_rate = EXCLUDED.fixed_rate, "
+			  "host = EXCLUDED.host, tz = EXCLUDED.tz, updated_at = pg_catalog.now() "
+			  "WHERE pg_catalog.jsonb_build_array(s.queue, s.every, s.cron, s.payload, s.starts_at, "
+			  "s.fixed_rate, s.host, s.tz) OPERATOR(pg_catalog.<>) pg_catalog.jsonb_build_array("
+			  "EXCLUDED.queue, EXCLUDED.every, EXCLUDED.cron, EXCLUDED.payload, "
+			  "COALESCE($6, s.starts_at), EXCLUDED.fixed_rate, EXCLUDED.host, EXCLUDED.tz) "
+			  "OR s.last_error IS NOT NULL "
+			  "RETURNING id",
+			  9, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "schedule");
 	changed = (SPI_processed == 1);
 	if (changed)
 	{
@@ -546,10 +540,9 @@ coord_unschedule(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete,
-											 "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "unschedule");
+	CoordExec(&plan_delete,
+			  "DELETE FROM coord.schedule_defs WHERE name OPERATOR(pg_catalog.=) $1",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "unschedule");
 	found = (SPI_processed == 1);
 	if (found)
 		(void) DropUnclaimedInstance(name);
@@ -590,7 +583,8 @@ typedef struct RepairArgs
 {
 	const char *name;
 	TimestampTz now;
-	bool		made;
+	bool		made;			/* RepairOne made an instance */
+	int64		nmade;			/* RepairSchedules' count of them */
 } RepairArgs;
 
 static void
@@ -606,6 +600,28 @@ RepairOne(void *arg)
 	a->made = PutInstance(&d, slot);
 }
 
+/* RepairSchedules' work on one schedule (a CoordRowFn) */
+static void
+RepairRow(HeapTuple row, TupleDesc desc, void *arg)
+{
+	RepairArgs *a = (RepairArgs *) arg;
+	ErrorData  *e;
+
+	a->name = SPI_getvalue(row, desc, 1);
+	a->made = false;
+	e = CoordIsolated(RepairOne, a);
+	if (e != NULL)
+	{
+		ereport(WARNING,
+				(errmsg("coord.tick skipped schedule \"%s\"", a->name),
+				 errdetail("%s", e->message),
+				 errhint("The error is in coord.schedules.last_error; the next tick tries again.")));
+		RecordScheduleError(a->name, e->message, false, NULL, 0);
+	}
+	else if (a->made)
+		a->nmade++;
+}
+
 /*
  * Schedules without a live instance get one from next_run_at (inside SPI):
  * after a job was deleted by hand, or a schedule whose cron had no next time.
@@ -616,45 +632,18 @@ RepairOne(void *arg)
 static int64
 RepairSchedules(TimestampTz now)
 {
-	uint64		i,
-				n;
-	char	  **names;
-	int64		made = 0;
+	RepairArgs	a;
 
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
-											 "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
-											 "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
-											 "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) "
-											 "AND (s.last_error IS NULL OR s.next_run_at IS NOT NULL) "
-											 "ORDER BY s.name COLLATE pg_catalog.\"C\"",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
-	n = SPI_processed;
-	names = palloc(sizeof(char *) * Max(n, 1));
-	for (i = 0; i < n; i++)
-		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-	for (i = 0; i < n; i++)
-	{
-		RepairArgs	a;
-		ErrorData  *e;
-
-		CHECK_FOR_INTERRUPTS();
-		a.name = names[i];
-		a.now = now;
-		a.made = false;
-		e = CoordIsolated(RepairOne, &a);
-		if (e != NULL)
-		{
-			ereport(WARNING,
-					(errmsg("coord.tick skipped schedule \"%s\"", names[i]),
-					 errdetail("%s", e->message),
-					 errhint("The error is in coord.schedules.last_error; the next tick tries again.")));
-			RecordScheduleError(names[i], e->message, false, NULL, 0);
-		}
-		else if (a.made)
-			made++;
-	}
-	return made;
+	a.now = now;
+	a.nmade = 0;
+	CoordExecEach(&plan_orphans,
+				  "SELECT s.name FROM coord.schedule_defs AS s WHERE NOT EXISTS "
+				  "(SELECT 1 FROM coord.job AS j WHERE j.origin OPERATOR(pg_catalog.=) "
+				  "('" COORD_ORIGIN_SCHEDULE "' OPERATOR(pg_catalog.||) s.name)) "
+				  "AND (s.last_error IS NULL OR s.next_run_at IS NOT NULL) "
+				  "ORDER BY s.name COLLATE pg_catalog.\"C\"",
+				  0, NULL, NULL, NULL, "tick", RepairRow, &a);
+	return a.nmade;
 }
 
 /* CoordSchedulesTick: the schedules' share of coord.tick (inside SPI, as the owner) */
