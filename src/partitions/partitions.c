@@ -226,22 +226,21 @@ JoinGroup(JoinArgs * a)
 		args[0] = CStringGetTextDatum(group);
 		args[1] = Int32GetDatum(segments);
 		args[2] = CStringGetTextDatum(assignor ? assignor : "sticky");
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_new_group,
-												 "INSERT INTO coord.partition_groups (partition_group, segments, assignor) "
-												 "VALUES ($1, $2, $3) ON CONFLICT (partition_group) DO NOTHING",
-												 3, types), args, NULL, false, 0),
-					  SPI_OK_INSERT, "creating a partition group");
+		CoordExec(&plan_new_group,
+				  "INSERT INTO coord.partition_groups (partition_group, segments, assignor) "
+				  "VALUES ($1, $2, $3) ON CONFLICT (partition_group) DO NOTHING",
+				  3, types, args, NULL, SPI_OK_INSERT, "creating a partition group");
 		if (SPI_processed == 1)
 		{
 			/* every segment's row, ownerless: takers then only update rows */
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_new_segments,
-													 "INSERT INTO coord.partition_segments "
-													 "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
-													 "SELECT $1, g.g, NULL, NULL, 0, pg_catalog.now() "
-													 "FROM pg_catalog.generate_series(0, $2 OPERATOR(pg_catalog.-) 1) AS g(g) "
-													 "ON CONFLICT (partition_group, segment) DO NOTHING",
-													 2, types), args, NULL, false, 0),
-						  SPI_OK_INSERT, "creating a partition group's segments");
+			CoordExec(&plan_new_segments,
+					  "INSERT INTO coord.partition_segments "
+					  "(partition_group, segment, owner_pid, owner_start, token, taken_at) "
+					  "SELECT $1, g.g, NULL, NULL, 0, pg_catalog.now() "
+					  "FROM pg_catalog.generate_series(0, $2 OPERATOR(pg_catalog.-) 1) AS g(g) "
+					  "ON CONFLICT (partition_group, segment) DO NOTHING",
+					  2, types, args, NULL,
+					  SPI_OK_INSERT, "creating a partition group's segments");
 		}
 		st = GetState(group);
 		if (st == NULL)
@@ -347,11 +346,10 @@ JoinSerialise(JoinArgs * a, PartState *st)
 	 * below are exact.
 	 */
 	args[0] = CStringGetTextDatum(group);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_group,
-											 "UPDATE coord.partition_groups SET empty_since = NULL "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-											 1, types), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "serialising joins of a partition group");
+	CoordExec(&plan_lock_group,
+			  "UPDATE coord.partition_groups SET empty_since = NULL "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+			  1, types, args, NULL, SPI_OK_UPDATE, "serialising joins of a partition group");
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -399,18 +397,17 @@ JoinUpsert(JoinArgs * a, bool fresh)
 	 * taken since (never one an earlier, lost membership of this session
 	 * left, which a taker may be taking).
 	 */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upsert,
-											 "INSERT INTO coord.partition_members AS m "
-											 "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
-											 "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
-											 "ON CONFLICT (partition_group, member) DO UPDATE "
-											 "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
-											 "backend_start = excluded.backend_start, "
-											 "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
-											 "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
-											 "THEN m.joined_at ELSE excluded.joined_at END",
-											 7, types), args, NULL, false, 0),
-				  SPI_OK_INSERT, "joining a partition group");
+	CoordExec(&plan_upsert,
+			  "INSERT INTO coord.partition_members AS m "
+			  "(partition_group, member, weight, meta, pid, backend_start, joined_at) "
+			  "VALUES ($1, $2, $3, $4, $5, $6, pg_catalog.clock_timestamp()) "
+			  "ON CONFLICT (partition_group, member) DO UPDATE "
+			  "SET weight = excluded.weight, meta = excluded.meta, pid = excluded.pid, "
+			  "backend_start = excluded.backend_start, "
+			  "joined_at = CASE WHEN NOT $7 AND m.pid OPERATOR(pg_catalog.=) excluded.pid "
+			  "AND m.backend_start OPERATOR(pg_catalog.=) excluded.backend_start "
+			  "THEN m.joined_at ELSE excluded.joined_at END",
+			  7, types, args, NULL, SPI_OK_INSERT, "joining a partition group");
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNIQUE_VIOLATION),
@@ -435,19 +432,19 @@ JoinLetGoStale(JoinArgs * a, PartState *st)
 	args[0] = CStringGetTextDatum(group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_stale,
-											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
-											 "SELECT s.segment FROM coord.partition_segments AS s "
-											 "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
-											 "FOR UPDATE SKIP LOCKED)) "
-											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
+	CoordExec(&plan_release_stale,
+			  "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND segment OPERATOR(pg_catalog.=) ANY (ARRAY("
+			  "SELECT s.segment FROM coord.partition_segments AS s "
+			  "WHERE s.partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND s.owner_pid OPERATOR(pg_catalog.=) $2 "
+			  "AND s.owner_start OPERATOR(pg_catalog.=) $3 "
+			  "FOR UPDATE SKIP LOCKED)) "
+			  "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+			  "AND owner_start OPERATOR(pg_catalog.=) $3",
+			  3, types, args, NULL,
+			  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
 	owned_version++;
@@ -748,17 +745,15 @@ LockGroups(Datum *names, int n, bool wait, int *got)
 
 	args[0] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
 	if (wait)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_wait,
-												 "SELECT partition_group FROM coord.partition_groups "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE",
-												 1, types), args, NULL, false, 0),
-					  SPI_OK_SELECT, "locking partition groups");
+		CoordExec(&plan_wait,
+				  "SELECT partition_group FROM coord.partition_groups "
+				  "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE",
+				  1, types, args, NULL, SPI_OK_SELECT, "locking partition groups");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_skip,
-												 "SELECT partition_group FROM coord.partition_groups "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED",
-												 1, types), args, NULL, false, 0),
-					  SPI_OK_SELECT, "locking partition groups");
+		CoordExec(&plan_skip,
+				  "SELECT partition_group FROM coord.partition_groups "
+				  "WHERE partition_group OPERATOR(pg_catalog.=) ANY ($1) FOR UPDATE SKIP LOCKED",
+				  1, types, args, NULL, SPI_OK_SELECT, "locking partition groups");
 	*got = (int) SPI_processed;
 	out = palloc(sizeof(Datum) * Max(*got, 1));
 	for (int i = 0; i < *got; i++)
@@ -801,15 +796,13 @@ CoordPartitionsTick(TimestampTz at, TimestampTz horizon)
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_candidates,
-											 "SELECT g.partition_group, g.segments, g.empty_since IS NOT NULL "
-											 "FROM coord.partition_groups AS g "
-											 "WHERE (g.empty_since IS NULL OR g.empty_since OPERATOR(pg_catalog.<) $1) "
-											 "AND NOT " PART_LIVE_MEMBER("g") " "
-											 "ORDER BY g.empty_since NULLS LAST LIMIT $2",
-											 2, ctypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading empty partition groups");
-	n = SPI_processed;
+	n = CoordExec(&plan_candidates,
+				  "SELECT g.partition_group, g.segments, g.empty_since IS NOT NULL "
+				  "FROM coord.partition_groups AS g "
+				  "WHERE (g.empty_since IS NULL OR g.empty_since OPERATOR(pg_catalog.<) $1) "
+				  "AND NOT " PART_LIVE_MEMBER("g") " "
+				  "ORDER BY g.empty_since NULLS LAST LIMIT $2",
+				  2, ctypes, args, NULL, SPI_OK_SELECT, "reading empty partition groups");
 	if (n == 0)
 		return 0;
 	drop = palloc(sizeof(Datum) * n);
@@ -838,14 +831,12 @@ CoordPartitionsTick(TimestampTz at, TimestampTz horizon)
 		{
 			args[0] = PointerGetDatum(construct_array(locked, nlocked, TEXTOID, -1, false, TYPALIGN_INT));
 			args[1] = TimestampTzGetDatum(horizon);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
-													 "DELETE FROM coord.partition_groups AS g "
-													 "WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
-													 "AND g.empty_since OPERATOR(pg_catalog.<) $2 "
-													 "AND NOT " PART_LIVE_MEMBER("g"),
-													 2, types), args, NULL, false, 0),
-						  SPI_OK_DELETE, "dropping empty partition groups");
-			dropped = (int64) SPI_processed;
+			dropped = (int64) CoordExec(&plan_drop,
+										"DELETE FROM coord.partition_groups AS g "
+										"WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
+										"AND g.empty_since OPERATOR(pg_catalog.<) $2 "
+										"AND NOT " PART_LIVE_MEMBER("g"),
+										2, types, args, NULL, SPI_OK_DELETE, "dropping empty partition groups");
 		}
 	}
 	if (nmark > 0)
@@ -855,13 +846,12 @@ CoordPartitionsTick(TimestampTz at, TimestampTz horizon)
 		{
 			args[0] = PointerGetDatum(construct_array(locked, nlocked, TEXTOID, -1, false, TYPALIGN_INT));
 			args[1] = TimestampTzGetDatum(at);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mark,
-													 "UPDATE coord.partition_groups AS g SET empty_since = $2 "
-													 "WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
-													 "AND g.empty_since IS NULL "
-													 "AND NOT " PART_LIVE_MEMBER("g"),
-													 2, types), args, NULL, false, 0),
-						  SPI_OK_UPDATE, "marking empty partition groups");
+			CoordExec(&plan_mark,
+					  "UPDATE coord.partition_groups AS g SET empty_since = $2 "
+					  "WHERE g.partition_group OPERATOR(pg_catalog.=) ANY ($1) "
+					  "AND g.empty_since IS NULL "
+					  "AND NOT " PART_LIVE_MEMBER("g"),
+					  2, types, args, NULL, SPI_OK_UPDATE, "marking empty partition groups");
 		}
 	}
 	return dropped;
@@ -895,12 +885,11 @@ coord_drop_group(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	}
 	args[0] = name;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
-											 "DELETE FROM coord.partition_groups AS g "
-											 "WHERE g.partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND NOT " PART_LIVE_MEMBER("g"),
-											 1, types), args, NULL, false, 0),
-				  SPI_OK_DELETE, "dropping a partition group");
+	CoordExec(&plan_drop,
+			  "DELETE FROM coord.partition_groups AS g "
+			  "WHERE g.partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND NOT " PART_LIVE_MEMBER("g"),
+			  1, types, args, NULL, SPI_OK_DELETE, "dropping a partition group");
 	dropped = SPI_processed == 1;
 	CoordSpiEnd(&sw);
 	if (!dropped)
