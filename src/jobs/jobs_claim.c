@@ -450,27 +450,25 @@ GroupFree(Datum queue, Datum group_key, Datum id)
 	args[2] = id;
 	/* as the owner already: claim_free runs inside the claim's statement */
 	CoordSpiConnectAsCaller();
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_blocked,
-											 "SELECT 1 FROM coord.job AS g "
-											 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
-											 "AND g.group_key OPERATOR(pg_catalog.=) $2 "
-											 "AND g.id OPERATOR(pg_catalog.<>) $3 "
-											 "AND (g.id OPERATOR(pg_catalog.<) $3 "
-											 "     OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
-											 "     OR coord.job_claimed(g.id)) LIMIT 1",
-											 3, types), args, NULL, true, 1),
-				  SPI_OK_SELECT, "checking a job's group");
+	CoordExecReadOnly(&plan_group_blocked,
+					  "SELECT 1 FROM coord.job AS g "
+					  "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
+					  "AND g.group_key OPERATOR(pg_catalog.=) $2 "
+					  "AND g.id OPERATOR(pg_catalog.<>) $3 "
+					  "AND (g.id OPERATOR(pg_catalog.<) $3 "
+					  "     OR g.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
+					  "     OR coord.job_claimed(g.id)) LIMIT 1",
+					  3, types, args, NULL, 1, "checking a job's group");
 	blocked = (SPI_processed > 0);
 	if (!blocked)
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group_changing,
-												 "SELECT g.xmax FROM coord.job AS g "
-												 "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
-												 "AND g.group_key OPERATOR(pg_catalog.=) $2 "
-												 "AND g.id OPERATOR(pg_catalog.>) $3 "
-												 "AND g.xmax OPERATOR(pg_catalog.<>) 0",
-												 3, types), args, NULL, true, 0),
-					  SPI_OK_SELECT, "checking a job's group");
+		CoordExecReadOnly(&plan_group_changing,
+						  "SELECT g.xmax FROM coord.job AS g "
+						  "WHERE g.queue OPERATOR(pg_catalog.=) $1 "
+						  "AND g.group_key OPERATOR(pg_catalog.=) $2 "
+						  "AND g.id OPERATOR(pg_catalog.>) $3 "
+						  "AND g.xmax OPERATOR(pg_catalog.<>) 0",
+						  3, types, args, NULL, 0, "checking a job's group");
 		for (uint64 r = 0; r < SPI_processed && !blocked; r++)
 		{
 			bool		isnull;
@@ -667,8 +665,7 @@ ExecClaim(SPIPlanPtr plan, Datum *args, char *nulls, ClaimScan *scan)
 	active_scan = scan;
 	PG_TRY();
 	{
-		CoordSpiCheck(SPI_execute_plan(plan, args, nulls, false, 0),
-					  SPI_OK_SELECT, "claim");
+		CoordExecPlan(plan, args, nulls, SPI_OK_SELECT, "claim");
 	}
 	PG_FINALLY();
 	{
@@ -1132,11 +1129,10 @@ JobExpired(int64 id)
 	bool		isnull;
 
 	args[0] = Int64GetDatum(id);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_expired,
-											 "SELECT COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false) "
-											 "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, true, 1),
-				  SPI_OK_SELECT, "checking a job's expiry");
+	CoordExecReadOnly(&plan_expired,
+					  "SELECT COALESCE(expires_at OPERATOR(pg_catalog.<=) pg_catalog.statement_timestamp(), false) "
+					  "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+					  1, argtypes, args, NULL, 1, "checking a job's expiry");
 	return SPI_processed == 1 &&
 		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }

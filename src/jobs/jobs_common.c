@@ -302,10 +302,9 @@ ForgetClaimIfGone(int64 id)
 	if (!HoldsSessionClaim(id))
 		return;
 	args[0] = Int64GetDatum(id);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_gone,
-											 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "checking a claim");
+	CoordExecLimit(&plan_claim_gone,
+				   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
 	if (SPI_processed == 0)
 		DropSessionClaim(id);
 }

@@ -404,10 +404,9 @@ MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 	args[2] = BoolGetDatum(with_token);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
-											 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-											 "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE_RETURNING, "moving a job to the history");
+	CoordExec(&plan_finish,
+			  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+			  "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
+			  3, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "moving a job to the history");
 	return ArchiveJobs(st, error, (Datum) 0, true) == 1;
 }

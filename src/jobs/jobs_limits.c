@@ -197,11 +197,10 @@ LimitsAnywhere(void)
 	if (limits_anywhere < 0)
 	{
 		LookupJobRels();
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_anywhere,
-												 "SELECT 1 FROM coord.job_limit UNION ALL "
-												 "SELECT 1 FROM coord.job_pause LIMIT 1",
-												 0, NULL), NULL, NULL, false, 1),
-					  SPI_OK_SELECT, "reading coord.job_limit");
+		CoordExecLimit(&plan_anywhere,
+					   "SELECT 1 FROM coord.job_limit UNION ALL "
+					   "SELECT 1 FROM coord.job_pause LIMIT 1",
+					   0, NULL, NULL, NULL, 1, SPI_OK_SELECT, "reading coord.job_limit");
 		if (!IsolationUsesXactSnapshot())
 			limits_anywhere = SPI_processed > 0 ? 1 : 0;
 		else
@@ -256,11 +255,10 @@ LimitsFor(const char *queue)
 	q->key_pauses = false;
 	q->any = false;
 	args[0] = CStringGetTextDatum(queue);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_queue_limits,
-											 "SELECT per_key, concurrency, rate, per, burst FROM coord.job_limit "
-											 "WHERE queue OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.job_limit");
+	CoordExec(&plan_queue_limits,
+			  "SELECT per_key, concurrency, rate, per, burst FROM coord.job_limit "
+			  "WHERE queue OPERATOR(pg_catalog.=) $1",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "reading coord.job_limit");
 	for (r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
@@ -268,12 +266,11 @@ LimitsFor(const char *queue)
 
 		SpecFromRow(per_key ? &q->k : &q->q, SPI_tuptable->vals[r], SPI_tuptable->tupdesc);
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_queue_pause,
-											 "SELECT limit_key OPERATOR(pg_catalog.=) '', until FROM coord.job_pause "
-											 "WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.job_pause");
+	CoordExec(&plan_queue_pause,
+			  "SELECT limit_key OPERATOR(pg_catalog.=) '', until FROM coord.job_pause "
+			  "WHERE queue OPERATOR(pg_catalog.=) $1 "
+			  "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "reading coord.job_pause");
 	for (r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
@@ -520,12 +517,11 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 	CoordSpiConnectAsCaller();
 	if (check_pause)
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_paused,
-												 "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
-												 "AND limit_key OPERATOR(pg_catalog.=) $2 "
-												 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
-												 2, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "reading coord.job_pause");
+		CoordExecLimit(&plan_key_paused,
+					   "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+					   "AND limit_key OPERATOR(pg_catalog.=) $2 "
+					   "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading coord.job_pause");
 		if (SPI_processed > 0)
 		{
 			CoordSpiFinishAsCaller();
@@ -593,11 +589,10 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 		double		tokens = spec->burst;
 
 		st->bucket_at = ls->now;
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket,
-												 "SELECT tokens, refilled_at FROM coord.job_bucket "
-												 "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
-												 2, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "reading a token bucket");
+		CoordExecLimit(&plan_bucket,
+					   "SELECT tokens, refilled_at FROM coord.job_bucket "
+					   "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading a token bucket");
 		if (SPI_processed == 1)
 		{
 			double		t = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -782,12 +777,11 @@ PutBucket(LimitScan *ls, KeyState *st)
 	args[1] = PointerGetDatum(cstring_to_text_with_len(st->key, st->keylen));
 	args[2] = Float8GetDatum(st->tokens - st->pending);
 	args[3] = TimestampTzGetDatum(st->bucket_at);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_bucket_put,
-											 "INSERT INTO coord.job_bucket AS b (queue, limit_key, tokens, refilled_at) "
-											 "VALUES ($1, $2, $3, $4) ON CONFLICT (queue, limit_key) DO UPDATE "
-											 "SET tokens = EXCLUDED.tokens, refilled_at = EXCLUDED.refilled_at",
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT, "writing a token bucket");
+	CoordExec(&plan_bucket_put,
+			  "INSERT INTO coord.job_bucket AS b (queue, limit_key, tokens, refilled_at) "
+			  "VALUES ($1, $2, $3, $4) ON CONFLICT (queue, limit_key) DO UPDATE "
+			  "SET tokens = EXCLUDED.tokens, refilled_at = EXCLUDED.refilled_at",
+			  4, argtypes, args, NULL, SPI_OK_INSERT, "writing a token bucket");
 }
 
 /*
@@ -924,15 +918,14 @@ LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 		args[3] = PointerGetDatum(construct_array(slots, nrows, INT4OID, 4, true, TYPALIGN_INT));
 		args[4] = PointerGetDatum(construct_array(jobs, nrows, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		args[5] = PointerGetDatum(construct_array(toks, nrows, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_running_put,
-												 "INSERT INTO coord.job_running AS r (queue, per_key, limit_key, slot, job_id, token) "
-												 "SELECT $1, u.p, u.k, u.s, u.j, u.t "
-												 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), "
-												 "pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(p, k, s, j, t) "
-												 "ON CONFLICT (queue, per_key, limit_key, slot) DO UPDATE "
-												 "SET job_id = EXCLUDED.job_id, token = EXCLUDED.token",
-												 6, argtypes), args, NULL, false, 0),
-					  SPI_OK_INSERT, "taking slots");
+		CoordExec(&plan_running_put,
+				  "INSERT INTO coord.job_running AS r (queue, per_key, limit_key, slot, job_id, token) "
+				  "SELECT $1, u.p, u.k, u.s, u.j, u.t "
+				  "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), "
+				  "pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(p, k, s, j, t) "
+				  "ON CONFLICT (queue, per_key, limit_key, slot) DO UPDATE "
+				  "SET job_id = EXCLUDED.job_id, token = EXCLUDED.token",
+				  6, argtypes, args, NULL, SPI_OK_INSERT, "taking slots");
 	}
 	PutBucket(ls, &ls->qs);
 	if (ls->keys != NULL)
@@ -1007,29 +1000,26 @@ LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
 	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
 	args[2] = TimestampTzGetDatum(until);
 	nulls[2] = until == DT_NOEND ? 'n' : ' ';
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_was,
-											 "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND limit_key OPERATOR(pg_catalog.=) $2 "
-											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) "
-											 "FOR UPDATE",
-											 3, argtypes), args, nulls, false, 1),
-				  SPI_OK_SELECT, "reading coord.job_pause");
+	CoordExecLimit(&plan_was,
+				   "SELECT 1 FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+				   "AND limit_key OPERATOR(pg_catalog.=) $2 "
+				   "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) "
+				   "FOR UPDATE",
+				   3, argtypes, args, nulls, 1, SPI_OK_SELECT, "reading coord.job_pause");
 	was = SPI_processed > 0;
 	if (extend)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_extend,
-												 "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
-												 "ON CONFLICT (queue, limit_key) DO UPDATE SET until = CASE "
-												 "WHEN p.until IS NULL THEN NULL "
-												 "WHEN p.until OPERATOR(pg_catalog.>) EXCLUDED.until THEN p.until "
-												 "ELSE EXCLUDED.until END",
-												 3, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT, "pausing");
+		CoordExec(&plan_extend,
+				  "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
+				  "ON CONFLICT (queue, limit_key) DO UPDATE SET until = CASE "
+				  "WHEN p.until IS NULL THEN NULL "
+				  "WHEN p.until OPERATOR(pg_catalog.>) EXCLUDED.until THEN p.until "
+				  "ELSE EXCLUDED.until END",
+				  3, argtypes, args, nulls, SPI_OK_INSERT, "pausing");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set,
-												 "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
-												 "ON CONFLICT (queue, limit_key) DO UPDATE SET until = EXCLUDED.until",
-												 3, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT, "pausing");
+		CoordExec(&plan_set,
+				  "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
+				  "ON CONFLICT (queue, limit_key) DO UPDATE SET until = EXCLUDED.until",
+				  3, argtypes, args, nulls, SPI_OK_INSERT, "pausing");
 	LimitsChanged(true, NULL);
 	return !was;
 }

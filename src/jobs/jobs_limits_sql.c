@@ -111,19 +111,18 @@ TidyRunning(Datum queue)
 	Datum		args[1];
 
 	args[0] = queue;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tidy,
-											 "DELETE FROM coord.job_running AS r WHERE r.queue OPERATOR(pg_catalog.=) $1 "
-											 "AND (NOT EXISTS (SELECT 1 FROM coord.job_limit AS l "
-											 "                 WHERE l.queue OPERATOR(pg_catalog.=) $1 "
-											 "                   AND l.per_key OPERATOR(pg_catalog.=) r.per_key "
-											 "                   AND l.concurrency IS NOT NULL) "
-											 "     OR NOT EXISTS (SELECT 1 FROM coord.job AS j "
-											 "                    WHERE j.id OPERATOR(pg_catalog.=) r.job_id "
-											 "                      AND j.token OPERATOR(pg_catalog.=) r.token "
-											 "                      AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-											 "                           OR coord.job_claimed(j.id))))",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "tidying slots");
+	CoordExec(&plan_tidy,
+			  "DELETE FROM coord.job_running AS r WHERE r.queue OPERATOR(pg_catalog.=) $1 "
+			  "AND (NOT EXISTS (SELECT 1 FROM coord.job_limit AS l "
+			  "                 WHERE l.queue OPERATOR(pg_catalog.=) $1 "
+			  "                   AND l.per_key OPERATOR(pg_catalog.=) r.per_key "
+			  "                   AND l.concurrency IS NOT NULL) "
+			  "     OR NOT EXISTS (SELECT 1 FROM coord.job AS j "
+			  "                    WHERE j.id OPERATOR(pg_catalog.=) r.job_id "
+			  "                      AND j.token OPERATOR(pg_catalog.=) r.token "
+			  "                      AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+			  "                           OR coord.job_claimed(j.id))))",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "tidying slots");
 }
 
 /*
@@ -170,48 +169,44 @@ coord_set_limit(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	LookupJobRels();
 	if (conc == 0 && rate == 0)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_del,
-												 "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
-												 "AND per_key OPERATOR(pg_catalog.=) $2",
-												 2, argtypes), args, nulls, false, 0),
-					  SPI_OK_DELETE, "set_limit");
+		CoordExec(&plan_del,
+				  "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
+				  "AND per_key OPERATOR(pg_catalog.=) $2",
+				  2, argtypes, args, nulls, SPI_OK_DELETE, "set_limit");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_put,
-												 "INSERT INTO coord.job_limit (queue, per_key, concurrency, rate, per, burst) "
-												 "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (queue, per_key) DO UPDATE "
-												 "SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, "
-												 "per = EXCLUDED.per, burst = EXCLUDED.burst",
-												 6, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT, "set_limit");
+		CoordExec(&plan_put,
+				  "INSERT INTO coord.job_limit (queue, per_key, concurrency, rate, per, burst) "
+				  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (queue, per_key) DO UPDATE "
+				  "SET concurrency = EXCLUDED.concurrency, rate = EXCLUDED.rate, "
+				  "per = EXCLUDED.per, burst = EXCLUDED.burst",
+				  6, argtypes, args, nulls, SPI_OK_INSERT, "set_limit");
 	/* without a rate the scope's buckets mean nothing */
 	if (rate == 0)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
-												 "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
-												 "AND (limit_key OPERATOR(pg_catalog.=) '') OPERATOR(pg_catalog.<>) $2",
-												 2, argtypes), args, nulls, false, 0),
-					  SPI_OK_DELETE, "set_limit");
+		CoordExec(&plan_buckets,
+				  "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
+				  "AND (limit_key OPERATOR(pg_catalog.=) '') OPERATOR(pg_catalog.<>) $2",
+				  2, argtypes, args, nulls, SPI_OK_DELETE, "set_limit");
 	TidyRunning(args[0]);
 	/* claims running now take slots: they were made before the limit */
 	if (conc > 0)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_backfill,
-												 "INSERT INTO coord.job_running (queue, per_key, limit_key, slot, job_id, token) "
-												 "SELECT j.queue, $2, j.k, COALESCE((SELECT pg_catalog.max(r.slot) FROM coord.job_running AS r "
-												 "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
-												 "    AND r.limit_key OPERATOR(pg_catalog.=) j.k), -1) "
-												 "  OPERATOR(pg_catalog.+) (pg_catalog.row_number() OVER (PARTITION BY j.k ORDER BY j.id))::pg_catalog.int4, "
-												 "  j.id, j.token "
-												 "FROM (SELECT x.*, CASE WHEN $2 THEN x.limit_key ELSE '' END AS k FROM coord.job AS x "
-												 "      WHERE pg_catalog.hashtextextended(x.queue, 0) OPERATOR(pg_catalog.=) "
-												 "            pg_catalog.hashtextextended($1, 0) AND x.queue OPERATOR(pg_catalog.=) $1 "
-												 "        AND (NOT $2 OR x.limit_key IS NOT NULL) "
-												 "        AND (x.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-												 "             OR coord.job_claimed(x.id))) AS j "
-												 "WHERE NOT EXISTS (SELECT 1 FROM coord.job_running AS r "
-												 "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
-												 "    AND r.job_id OPERATOR(pg_catalog.=) j.id AND r.token OPERATOR(pg_catalog.=) j.token) "
-												 "ON CONFLICT DO NOTHING",
-												 2, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT, "set_limit");
+		CoordExec(&plan_backfill,
+				  "INSERT INTO coord.job_running (queue, per_key, limit_key, slot, job_id, token) "
+				  "SELECT j.queue, $2, j.k, COALESCE((SELECT pg_catalog.max(r.slot) FROM coord.job_running AS r "
+				  "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
+				  "    AND r.limit_key OPERATOR(pg_catalog.=) j.k), -1) "
+				  "  OPERATOR(pg_catalog.+) (pg_catalog.row_number() OVER (PARTITION BY j.k ORDER BY j.id))::pg_catalog.int4, "
+				  "  j.id, j.token "
+				  "FROM (SELECT x.*, CASE WHEN $2 THEN x.limit_key ELSE '' END AS k FROM coord.job AS x "
+				  "      WHERE pg_catalog.hashtextextended(x.queue, 0) OPERATOR(pg_catalog.=) "
+				  "            pg_catalog.hashtextextended($1, 0) AND x.queue OPERATOR(pg_catalog.=) $1 "
+				  "        AND (NOT $2 OR x.limit_key IS NOT NULL) "
+				  "        AND (x.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+				  "             OR coord.job_claimed(x.id))) AS j "
+				  "WHERE NOT EXISTS (SELECT 1 FROM coord.job_running AS r "
+				  "  WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $2 "
+				  "    AND r.job_id OPERATOR(pg_catalog.=) j.id AND r.token OPERATOR(pg_catalog.=) j.token) "
+				  "ON CONFLICT DO NOTHING",
+				  2, argtypes, args, nulls, SPI_OK_INSERT, "set_limit");
 	LimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
@@ -235,17 +230,15 @@ coord_drop_limit(PG_FUNCTION_ARGS)
 	args[1] = PG_GETARG_DATUM(1);
 	CoordSpiBegin(&sw);
 	LookupJobRels();
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop,
-											 "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND per_key OPERATOR(pg_catalog.=) $2",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "drop_limit");
+	CoordExec(&plan_drop,
+			  "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
+			  "AND per_key OPERATOR(pg_catalog.=) $2",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "drop_limit");
 	found = SPI_processed > 0;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
-											 "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND (limit_key OPERATOR(pg_catalog.<>) '') OPERATOR(pg_catalog.=) $2",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "drop_limit");
+	CoordExec(&plan_buckets,
+			  "DELETE FROM coord.job_bucket WHERE queue OPERATOR(pg_catalog.=) $1 "
+			  "AND (limit_key OPERATOR(pg_catalog.<>) '') OPERATOR(pg_catalog.=) $2",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "drop_limit");
 	TidyRunning(args[0]);
 	LimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
@@ -274,11 +267,10 @@ coord_pause(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(queue);
 	CoordSpiBegin(&sw);
 	/* pauses of the queue that have ended go first */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_gone,
-											 "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "pause");
+	CoordExec(&plan_gone,
+			  "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+			  "AND until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "pause");
 	newly = LimitPause(queue, key, until, false);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(newly);
@@ -306,14 +298,13 @@ coord_resume(PG_FUNCTION_ARGS)
 	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
 	CoordSpiBegin(&sw);
 	LookupJobRels();
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_resume,
-											 "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
-											 "AND (limit_key OPERATOR(pg_catalog.=) $2 "
-											 "     OR until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-											 "RETURNING limit_key OPERATOR(pg_catalog.=) $2 "
-											 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE_RETURNING, "resume");
+	CoordExec(&plan_resume,
+			  "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+			  "AND (limit_key OPERATOR(pg_catalog.=) $2 "
+			  "     OR until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+			  "RETURNING limit_key OPERATOR(pg_catalog.=) $2 "
+			  "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+			  2, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "resume");
 	for (r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
@@ -322,14 +313,13 @@ coord_resume(PG_FUNCTION_ARGS)
 	}
 	if (SPI_processed == 0)
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_known,
-												 "SELECT 1 WHERE EXISTS (SELECT 1 FROM coord.job_limit "
-												 "WHERE queue OPERATOR(pg_catalog.=) $1) "
-												 "OR EXISTS (SELECT 1 FROM coord.job AS j "
-												 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
-												 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1)",
-												 2, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "resume");
+		CoordExecLimit(&plan_known,
+					   "SELECT 1 WHERE EXISTS (SELECT 1 FROM coord.job_limit "
+					   "WHERE queue OPERATOR(pg_catalog.=) $1) "
+					   "OR EXISTS (SELECT 1 FROM coord.job AS j "
+					   "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+					   "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1)",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "resume");
 		if (SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -353,11 +343,10 @@ ReadBucket(Datum queue, Datum key, const LimitSpec *s, TimestampTz now)
 
 	args[0] = queue;
 	args[1] = key;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_read,
-											 "SELECT tokens, refilled_at FROM coord.job_bucket "
-											 "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
-											 2, argtypes), args, NULL, true, 1),
-				  SPI_OK_SELECT, "reading a token bucket");
+	CoordExecReadOnly(&plan_read,
+					  "SELECT tokens, refilled_at FROM coord.job_bucket "
+					  "WHERE queue OPERATOR(pg_catalog.=) $1 AND limit_key OPERATOR(pg_catalog.=) $2",
+					  2, argtypes, args, NULL, 1, "reading a token bucket");
 	if (SPI_processed == 0)
 		return s->burst;
 	return BucketNow(DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
@@ -383,17 +372,16 @@ SlotFree(Datum queue, Datum key, bool whole, const LimitSpec *s, TimestampTz now
 	args[0] = queue;
 	args[1] = key;
 	args[2] = BoolGetDatum(!whole);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots,
-											 "SELECT pg_catalog.count(*), pg_catalog.min(j.lease_until) "
-											 "FROM coord.job_running AS r "
-											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
-											 "AND j.token OPERATOR(pg_catalog.=) r.token "
-											 "WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $3 "
-											 "AND r.limit_key OPERATOR(pg_catalog.=) $2 "
-											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
-											 "     OR coord.job_claimed(j.id))",
-											 3, argtypes), args, NULL, true, 1),
-				  SPI_OK_SELECT, "counting running claims");
+	CoordExecReadOnly(&plan_slots,
+					  "SELECT pg_catalog.count(*), pg_catalog.min(j.lease_until) "
+					  "FROM coord.job_running AS r "
+					  "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+					  "AND j.token OPERATOR(pg_catalog.=) r.token "
+					  "WHERE r.queue OPERATOR(pg_catalog.=) $1 AND r.per_key OPERATOR(pg_catalog.=) $3 "
+					  "AND r.limit_key OPERATOR(pg_catalog.=) $2 "
+					  "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp() "
+					  "     OR coord.job_claimed(j.id))",
+					  3, argtypes, args, NULL, 1, "counting running claims");
 	running = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (running < s->conc)
 		return now;
@@ -458,15 +446,14 @@ coord_next_due(PG_FUNCTION_ARGS)
 		if (ql->paused_until > now)
 			qdue = Max(qdue, ql->paused_until);
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_groups,
-											 "SELECT j.limit_key, pg_catalog.min(j.run_at) FROM coord.job AS j "
-											 "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
-											 "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1 "
-											 "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
-											 "AND NOT coord.job_claimed(j.id) "
-											 "GROUP BY j.limit_key",
-											 1, argtypes), args, NULL, true, 0),
-				  SPI_OK_SELECT, "next_due");
+	CoordExecReadOnly(&plan_groups,
+					  "SELECT j.limit_key, pg_catalog.min(j.run_at) FROM coord.job AS j "
+					  "WHERE pg_catalog.hashtextextended(j.queue, 0) OPERATOR(pg_catalog.=) "
+					  "pg_catalog.hashtextextended($1, 0) AND j.queue OPERATOR(pg_catalog.=) $1 "
+					  "AND (j.lease_until IS NULL OR j.lease_until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()) "
+					  "AND NOT coord.job_claimed(j.id) "
+					  "GROUP BY j.limit_key",
+					  1, argtypes, args, NULL, 0, "next_due");
 	groups = SPI_tuptable;
 	ngroups = SPI_processed;
 	for (r = 0; r < ngroups; r++)
@@ -482,12 +469,11 @@ coord_next_due(PG_FUNCTION_ARGS)
 			if (ql->key_pauses)
 			{
 				args[1] = key;
-				CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_pause,
-														 "SELECT until FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
-														 "AND limit_key OPERATOR(pg_catalog.=) $2 "
-														 "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
-														 2, argtypes), args, NULL, true, 1),
-							  SPI_OK_SELECT, "next_due");
+				CoordExecReadOnly(&plan_key_pause,
+								  "SELECT until FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
+								  "AND limit_key OPERATOR(pg_catalog.=) $2 "
+								  "AND (until IS NULL OR until OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())",
+								  2, argtypes, args, NULL, 1, "next_due");
 				if (SPI_processed == 1)
 				{
 					Datum		until = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -523,10 +509,9 @@ coord_job_snoozes(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = PG_GETARG_DATUM(0);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_snoozes,
-											 "SELECT snoozes FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, true, 1),
-				  SPI_OK_SELECT, "job_snoozes");
+	CoordExecReadOnly(&plan_snoozes,
+					  "SELECT snoozes FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+					  1, argtypes, args, NULL, 1, "job_snoozes");
 	found = SPI_processed == 1;
 	if (found)
 	{
@@ -579,6 +564,47 @@ coord_bucket_tokens(PG_FUNCTION_ARGS)
 /* scopes whose free slots one tick deletes (one key lock at a time) */
 #define LIMIT_TICK_SCOPES	256
 
+/* CoordLimitsTick's work on a scope whose claims all ended (a CoordRowFn) */
+typedef struct LimitsTickArgs
+{
+	TimestampTz horizon;
+	int64		n;
+} LimitsTickArgs;
+
+static void
+PurgeIdleSlots(HeapTuple row, TupleDesc desc, void *arg)
+{
+	static SPIPlanPtr plan_slots = NULL;
+	LimitsTickArgs *a = (LimitsTickArgs *) arg;
+	Oid			argtypes[4] = {TIMESTAMPTZOID, TEXTOID, BOOLOID, TEXTOID};
+	Datum		args[4];
+	bool		isnull;
+	char	   *queue = SPI_getvalue(row, desc, 1);
+	text	   *key = DatumGetTextPP(SPI_getbinval(row, desc, 3, &isnull));
+	LOCKTAG		tag;
+	LockAcquireResult r;
+
+	KeyTag(&tag, queue, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	r = LockAcquire(&tag, ExclusiveLock, false, true);
+	if (r == LOCKACQUIRE_NOT_AVAIL)
+		return;					/* a claim counts there now */
+	args[0] = TimestampTzGetDatum(a->horizon);
+	args[1] = CStringGetTextDatum(queue);
+	args[2] = SPI_getbinval(row, desc, 2, &isnull);
+	args[3] = PointerGetDatum(key);
+	a->n += (int64) CoordExec(&plan_slots,
+							  "DELETE FROM coord.job_running AS r "
+							  "WHERE r.queue OPERATOR(pg_catalog.=) $2 AND r.per_key OPERATOR(pg_catalog.=) $3 "
+							  "AND r.limit_key OPERATOR(pg_catalog.=) $4 "
+							  "AND NOT EXISTS (SELECT 1 FROM coord.job_running AS o "
+							  "WHERE o.queue OPERATOR(pg_catalog.=) $2 AND o.per_key OPERATOR(pg_catalog.=) $3 "
+							  "AND o.limit_key OPERATOR(pg_catalog.=) $4 AND NOT " SLOT_OLD("o") ")",
+							  4, argtypes, args, NULL, SPI_OK_DELETE, "purging idle slots");
+	/* a claim that takes the key now waits for this deletion's commit */
+	if (r == LOCKACQUIRE_OK)
+		LockRelease(&tag, ExclusiveLock, false);
+}
+
 /*
  * CoordLimitsTick: the tick's share (README.md, Retention; the header
  * above): idle full buckets, pauses ended before horizon, and the slots of
@@ -591,85 +617,46 @@ CoordLimitsTick(TimestampTz horizon)
 	static SPIPlanPtr plan_buckets = NULL;
 	static SPIPlanPtr plan_pauses = NULL;
 	static SPIPlanPtr plan_scopes = NULL;
-	static SPIPlanPtr plan_slots = NULL;
 	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Oid			stypes[4] = {TIMESTAMPTZOID, TEXTOID, BOOLOID, TEXTOID};
-	Datum		args[4];
+	Datum		args[2];
 	int64		n = 0;
-	uint64		nscopes;
-	SPITupleTable *scopes;
+	LimitsTickArgs a;
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_buckets,
-											 "DELETE FROM coord.job_bucket AS b "
-											 "WHERE (b.queue, b.limit_key) IN ("
-											 "SELECT x.queue, x.limit_key FROM coord.job_bucket AS x "
-											 "LEFT JOIN coord.job_limit AS l ON l.queue OPERATOR(pg_catalog.=) x.queue "
-											 "AND l.per_key OPERATOR(pg_catalog.=) (x.limit_key OPERATOR(pg_catalog.<>) '') "
-											 "AND l.rate IS NOT NULL "
-											 "WHERE x.refilled_at OPERATOR(pg_catalog.<) $1 "
-											 "AND (l.queue IS NULL OR coord.bucket_tokens(x.tokens, x.refilled_at, l.rate, l.per, "
-											 "COALESCE(l.burst, l.rate)) OPERATOR(pg_catalog.>=) COALESCE(l.burst, l.rate)) "
-											 "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging token buckets");
-	n += (int64) SPI_processed;
+	n += (int64) CoordExec(&plan_buckets,
+						   "DELETE FROM coord.job_bucket AS b "
+						   "WHERE (b.queue, b.limit_key) IN ("
+						   "SELECT x.queue, x.limit_key FROM coord.job_bucket AS x "
+						   "LEFT JOIN coord.job_limit AS l ON l.queue OPERATOR(pg_catalog.=) x.queue "
+						   "AND l.per_key OPERATOR(pg_catalog.=) (x.limit_key OPERATOR(pg_catalog.<>) '') "
+						   "AND l.rate IS NOT NULL "
+						   "WHERE x.refilled_at OPERATOR(pg_catalog.<) $1 "
+						   "AND (l.queue IS NULL OR coord.bucket_tokens(x.tokens, x.refilled_at, l.rate, l.per, "
+						   "COALESCE(l.burst, l.rate)) OPERATOR(pg_catalog.>=) COALESCE(l.burst, l.rate)) "
+						   "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)",
+						   2, argtypes, args, NULL, SPI_OK_DELETE, "purging token buckets");
 
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_pauses,
-											 "DELETE FROM coord.job_pause AS p "
-											 "WHERE (p.queue, p.limit_key) IN ("
-											 "SELECT x.queue, x.limit_key FROM coord.job_pause AS x "
-											 "WHERE x.until OPERATOR(pg_catalog.<) $1 "
-											 "LIMIT $2 FOR UPDATE SKIP LOCKED)",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging ended pauses");
+	CoordExec(&plan_pauses,
+			  "DELETE FROM coord.job_pause AS p "
+			  "WHERE (p.queue, p.limit_key) IN ("
+			  "SELECT x.queue, x.limit_key FROM coord.job_pause AS x "
+			  "WHERE x.until OPERATOR(pg_catalog.<) $1 "
+			  "LIMIT $2 FOR UPDATE SKIP LOCKED)",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging ended pauses");
 	if (SPI_processed > 0)
 		LimitsChanged(true, NULL);
 	n += (int64) SPI_processed;
 
 	args[0] = TimestampTzGetDatum(horizon);
 	args[1] = Int32GetDatum(LIMIT_TICK_SCOPES);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_scopes,
-											 "SELECT r.queue, r.per_key, r.limit_key FROM coord.job_running AS r "
-											 "GROUP BY r.queue, r.per_key, r.limit_key "
-											 "HAVING pg_catalog.bool_and" SLOT_OLD("r") " "
-											 "LIMIT $2",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading idle slots");
-	nscopes = SPI_processed;
-	scopes = SPI_tuptable;
-	for (uint64 i = 0; i < nscopes; i++)
-	{
-		HeapTuple	tup = scopes->vals[i];
-		bool		isnull;
-		char	   *queue = SPI_getvalue(tup, scopes->tupdesc, 1);
-		text	   *key = DatumGetTextPP(SPI_getbinval(tup, scopes->tupdesc, 3, &isnull));
-		LOCKTAG		tag;
-		LockAcquireResult r;
-
-		CHECK_FOR_INTERRUPTS();
-		KeyTag(&tag, queue, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-		r = LockAcquire(&tag, ExclusiveLock, false, true);
-		if (r == LOCKACQUIRE_NOT_AVAIL)
-			continue;			/* a claim counts there now */
-		args[0] = TimestampTzGetDatum(horizon);
-		args[1] = CStringGetTextDatum(queue);
-		args[2] = SPI_getbinval(tup, scopes->tupdesc, 2, &isnull);
-		args[3] = PointerGetDatum(key);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_slots,
-												 "DELETE FROM coord.job_running AS r "
-												 "WHERE r.queue OPERATOR(pg_catalog.=) $2 AND r.per_key OPERATOR(pg_catalog.=) $3 "
-												 "AND r.limit_key OPERATOR(pg_catalog.=) $4 "
-												 "AND NOT EXISTS (SELECT 1 FROM coord.job_running AS o "
-												 "WHERE o.queue OPERATOR(pg_catalog.=) $2 AND o.per_key OPERATOR(pg_catalog.=) $3 "
-												 "AND o.limit_key OPERATOR(pg_catalog.=) $4 AND NOT " SLOT_OLD("o") ")",
-												 4, stypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "purging idle slots");
-		n += (int64) SPI_processed;
-		/* a claim that takes the key now waits for this deletion's commit */
-		if (r == LOCKACQUIRE_OK)
-			LockRelease(&tag, ExclusiveLock, false);
-	}
-	return n;
+	a.horizon = horizon;
+	a.n = n;
+	CoordExecEach(&plan_scopes,
+				  "SELECT r.queue, r.per_key, r.limit_key FROM coord.job_running AS r "
+				  "GROUP BY r.queue, r.per_key, r.limit_key "
+				  "HAVING pg_catalog.bool_and" SLOT_OLD("r") " "
+				  "LIMIT $2",
+				  2, argtypes, args, NULL, "reading idle slots", PurgeIdleSlots, &a);
+	return a.n;
 }
