@@ -71,11 +71,10 @@ RunExists(const char *app, TimestampTz start)
 
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(start);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_run_exists,
-											 "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-											 "AND period_start OPERATOR(pg_catalog.=) $2",
-											 2, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "reading a run");
+	CoordExecLimit(&plan_run_exists,
+				   "SELECT 1 FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+				   "AND period_start OPERATOR(pg_catalog.=) $2",
+				   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading a run");
 	return SPI_processed == 1;
 }
 
@@ -105,13 +104,11 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 		return (Datum) 0;
 	args[0] = CStringGetTextDatum(app);
 	args[1] = starts;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_results,
-											 "SELECT result FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-											 "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading upstream results");
-	n = SPI_processed;
+	n = CoordExec(&plan_upstream_results,
+				  "SELECT result FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+				  "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
+				  "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
+				  2, argtypes, args, NULL, SPI_OK_SELECT, "reading upstream results");
 	elems = palloc(sizeof(Datum) * Max(n, 1));
 	enulls = palloc(sizeof(bool) * Max(n, 1));
 	for (r = 0; r < n; r++)
@@ -132,10 +129,9 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 
 		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
 													  TYPALIGN_INT));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
-												 "SELECT pg_catalog.to_jsonb($1)",
-												 1, jargtypes), jargs, NULL, false, 1),
-					  SPI_OK_SELECT, "reading upstream results");
+		CoordExecLimit(&plan_upstream_array,
+					   "SELECT pg_catalog.to_jsonb($1)",
+					   1, jargtypes, jargs, NULL, 1, SPI_OK_SELECT, "reading upstream results");
 		out = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 								false, -1);
 	}
@@ -223,14 +219,13 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 										 * period */
 		args[0] = CStringGetTextDatum(u->name);
 		args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream,
-												 "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
-												 "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
-												 "('{dead,cancelled}'::pg_catalog.text[])) "
-												 "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-												 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
-												 2, argtypes), args, NULL, false, 0),
-					  SPI_OK_SELECT, "reading upstream runs");
+		CoordExec(&plan_upstream,
+				  "SELECT pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) 'done'), "
+				  "pg_catalog.count(*) FILTER (WHERE state OPERATOR(pg_catalog.=) ANY "
+				  "('{dead,cancelled}'::pg_catalog.text[])) "
+				  "FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+				  "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
+				  2, argtypes, args, NULL, SPI_OK_SELECT, "reading upstream runs");
 		ndone = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		nfailed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		if (nfailed > 0)
@@ -283,17 +278,16 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		}
 		args[4] = PointerGetDatum(construct_array(names, attempt == 0 ? n : 0, TEXTOID, -1, false, TYPALIGN_INT));
 		args[5] = PointerGetDatum(construct_array(results, attempt == 0 ? n : 0, JSONBOID, -1, false, TYPALIGN_INT));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_payload,
-												 "SELECT pg_catalog.jsonb_build_object('app', $1, "
-												 "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $2), "
-												 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-												 "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $3), "
-												 "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
-												 "'period', $7, 'conf', $4, 'upstream', "
-												 "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
-												 "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::pg_catalog.jsonb))",
-												 7, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "building a run's payload");
+		CoordExecLimit(&plan_payload,
+					   "SELECT pg_catalog.jsonb_build_object('app', $1, "
+					   "'period_start', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $2), "
+					   "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+					   "'period_end', pg_catalog.to_char(pg_catalog.timezone('UTC'::pg_catalog.text, $3), "
+					   "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+					   "'period', $7, 'conf', $4, 'upstream', "
+					   "COALESCE((SELECT pg_catalog.jsonb_object_agg(u.n, u.v) "
+					   "FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS u(n, v)), '{}'::pg_catalog.jsonb))",
+					   7, argtypes, args, NULL, 1, SPI_OK_SELECT, "building a run's payload");
 		payload = DatumGetJsonbP(SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 												   false, -1));
 		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
@@ -374,11 +368,10 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 	nulls[4] = d->host ? ' ' : 'n';
 	args[5] = Int64GetDatum(id);
 	nulls[5] = id > 0 ? ' ' : 'n';
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_run,
-											 "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
-											 "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
-											 6, argtypes), args, nulls, false, 0),
-				  SPI_OK_INSERT, "creating a run");
+	CoordExec(&plan_insert_run,
+			  "INSERT INTO coord.app_runs (app, period_start, period_end, queue, host, state, job_id) "
+			  "VALUES ($1, $2, $3, $4, $5, 'live', $6) ON CONFLICT DO NOTHING",
+			  6, argtypes, args, nulls, SPI_OK_INSERT, "creating a run");
 	/* a conflict: another transaction created it since RunExists looked */
 	return SPI_processed == 1 ? RUN_CREATED : RUN_EXISTS;
 }
@@ -419,10 +412,9 @@ SetAppError(const char *app, const char *error)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = error ? CStringGetTextDatum(error) : (Datum) 0;
 	nulls[1] = error ? ' ' : 'n';
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_error,
-											 "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
-											 2, argtypes), args, nulls, false, 0),
-				  SPI_OK_UPDATE, "recording an app's error");
+	CoordExec(&plan_set_error,
+			  "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+			  2, argtypes, args, nulls, SPI_OK_UPDATE, "recording an app's error");
 	if (SPI_processed > 0)
 		AppGraphChanged();
 }
@@ -552,15 +544,14 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	args[3] = result;
 	nulls[3] = result_null ? 'n' : ' ';
 	args[4] = Int64GetDatum(job_id);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_finish,
-											 "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
-											 "finished_at = pg_catalog.clock_timestamp(), "
-											 "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
-											 "WHERE h.id OPERATOR(pg_catalog.=) $5), attempts) "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-											 "AND state OPERATOR(pg_catalog.<>) 'done'",
-											 5, argtypes), args, nulls, false, 0),
-				  SPI_OK_UPDATE, "recording a run");
+	CoordExec(&plan_finish,
+			  "UPDATE coord.app_runs SET state = $3, result = $4, job_id = $5, "
+			  "finished_at = pg_catalog.clock_timestamp(), "
+			  "attempts = COALESCE((SELECT h.attempt FROM coord.job_history AS h "
+			  "WHERE h.id OPERATOR(pg_catalog.=) $5), attempts) "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+			  "AND state OPERATOR(pg_catalog.<>) 'done'",
+			  5, argtypes, args, nulls, SPI_OK_UPDATE, "recording a run");
 	if (SPI_processed != 1)
 		return;					/* dropped app, or a run done already */
 	AppAlertsRunFinished(app, start, state, finished_at);
@@ -678,13 +669,11 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 	args[0] = CStringGetTextDatum(signal);
 	args[1] = TimestampTzGetDatum(from);
 	args[2] = TimestampTzGetDatum(to);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_payloads,
-											 "SELECT payload FROM coord.app_signals WHERE name OPERATOR(pg_catalog.=) $1 "
-											 "AND period_start OPERATOR(pg_catalog.>=) $2 "
-											 "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
-											 3, argtypes), args, NULL, false, *budget / 8 + 2),
-				  SPI_OK_SELECT, "reading signals");
-	n = SPI_processed;
+	n = CoordExecLimit(&plan_signal_payloads,
+					   "SELECT payload FROM coord.app_signals WHERE name OPERATOR(pg_catalog.=) $1 "
+					   "AND period_start OPERATOR(pg_catalog.>=) $2 "
+					   "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
+					   3, argtypes, args, NULL, *budget / 8 + 2, SPI_OK_SELECT, "reading signals");
 	elems = palloc(sizeof(Datum) * Max(n, 1));
 	enulls = palloc0(sizeof(bool) * Max(n, 1));
 	for (r = 0; r < n; r++)
@@ -704,10 +693,9 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 
 		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
 													  TYPALIGN_INT));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_upstream_array,
-												 "SELECT pg_catalog.to_jsonb($1)",
-												 1, jargtypes), jargs, NULL, false, 1),
-					  SPI_OK_SELECT, "reading signals");
+		CoordExecLimit(&plan_upstream_array,
+					   "SELECT pg_catalog.to_jsonb($1)",
+					   1, jargtypes, jargs, NULL, 1, SPI_OK_SELECT, "reading signals");
 		return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
 								 false, -1);
 	}
@@ -768,14 +756,13 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 	args[1] = PointerGetDatum(construct_array(starts, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[2] = PointerGetDatum(construct_array(ends, nstarts, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	/* the periods of the window that have a signal */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_count,
-											 "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS w(s, e) "
-											 "WHERE EXISTS (SELECT 1 FROM coord.app_signals AS x "
-											 "WHERE x.name OPERATOR(pg_catalog.=) $1 "
-											 "AND x.period_start OPERATOR(pg_catalog.>=) w.s "
-											 "AND x.period_start OPERATOR(pg_catalog.<) w.e)",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading signals");
+	CoordExec(&plan_signal_count,
+			  "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) AS w(s, e) "
+			  "WHERE EXISTS (SELECT 1 FROM coord.app_signals AS x "
+			  "WHERE x.name OPERATOR(pg_catalog.=) $1 "
+			  "AND x.period_start OPERATOR(pg_catalog.>=) w.s "
+			  "AND x.period_start OPERATOR(pg_catalog.<) w.e)",
+			  3, argtypes, args, NULL, SPI_OK_SELECT, "reading signals");
 	nmet = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (nmet != nstarts)
 		return UPSTREAM_PENDING;
@@ -845,11 +832,10 @@ coord_signal(PG_FUNCTION_ARGS)
 	args[2] = JsonbPGetDatum(payload);
 	args[3] = CStringGetTextDatum(who);
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_signal_insert,
-											 "INSERT INTO coord.app_signals (name, period_start, payload, signalled_by) "
-											 "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT, "signal");
+	CoordExec(&plan_signal_insert,
+			  "INSERT INTO coord.app_signals (name, period_start, payload, signalled_by) "
+			  "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+			  4, argtypes, args, NULL, SPI_OK_INSERT, "signal");
 	inserted = (SPI_processed == 1);
 	if (inserted)
 	{

@@ -92,40 +92,38 @@ AppAlertsTick(TimestampTz now)
 	int64		raised;
 
 	args[0] = TimestampTzGetDatum(now);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_raise_deadline,
-											 "WITH i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
-											 "SELECT r.app, r.period_start, 'deadline', $1, "
-											 "pg_catalog.format('unfinished %s after its period ended at %s (deadline %s)', "
-											 "$1 OPERATOR(pg_catalog.-) r.period_end, r.period_end, d.deadline) "
-											 "FROM coord.app_runs AS r "
-											 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
-											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.deadline IS NOT NULL "
-											 "AND r.period_end OPERATOR(pg_catalog.<) $1 "
-											 "AND ($1 OPERATOR(pg_catalog.-) r.period_end) OPERATOR(pg_catalog.>) d.deadline "
-											 "AND NOT EXISTS (SELECT 1 FROM coord.app_alerts AS a "
-											 "WHERE a.app OPERATOR(pg_catalog.=) r.app "
-											 "AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
-											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
-											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start "
-											 "LIMIT " CppAsString2(ALERTS_PER_TICK) " FOR UPDATE OF r SKIP LOCKED "
-											 "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
-											 "RETURNING app, period_start, kind) "
-											 ALERT_NOTIFY,
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
+	CoordExec(&plan_raise_deadline,
+			  "WITH i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
+			  "SELECT r.app, r.period_start, 'deadline', $1, "
+			  "pg_catalog.format('unfinished %s after its period ended at %s (deadline %s)', "
+			  "$1 OPERATOR(pg_catalog.-) r.period_end, r.period_end, d.deadline) "
+			  "FROM coord.app_runs AS r "
+			  "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
+			  "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.deadline IS NOT NULL "
+			  "AND r.period_end OPERATOR(pg_catalog.<) $1 "
+			  "AND ($1 OPERATOR(pg_catalog.-) r.period_end) OPERATOR(pg_catalog.>) d.deadline "
+			  "AND NOT EXISTS (SELECT 1 FROM coord.app_alerts AS a "
+			  "WHERE a.app OPERATOR(pg_catalog.=) r.app "
+			  "AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
+			  "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
+			  "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start "
+			  "LIMIT " CppAsString2(ALERTS_PER_TICK) " FOR UPDATE OF r SKIP LOCKED "
+			  "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
+			  "RETURNING app, period_start, kind) "
+			  ALERT_NOTIFY,
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "tick");
 	raised = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 	/* cleared alerts go after the retention, like the runs' jobs */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge_alerts,
-											 "DELETE FROM coord.app_alerts "
-											 "WHERE cleared_at IS NOT NULL "
-											 "AND cleared_at OPERATOR(pg_catalog.<) $1 "
-											 "AND ($1 OPERATOR(pg_catalog.-) cleared_at) OPERATOR(pg_catalog.>) "
-											 "pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval "
-											 "AND pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval "
-											 "OPERATOR(pg_catalog.>) '0'::pg_catalog.interval",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "tick");
+	CoordExec(&plan_purge_alerts,
+			  "DELETE FROM coord.app_alerts "
+			  "WHERE cleared_at IS NOT NULL "
+			  "AND cleared_at OPERATOR(pg_catalog.<) $1 "
+			  "AND ($1 OPERATOR(pg_catalog.-) cleared_at) OPERATOR(pg_catalog.>) "
+			  "pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval "
+			  "AND pg_catalog.current_setting('coord.job_history_retention')::pg_catalog.interval "
+			  "OPERATOR(pg_catalog.>) '0'::pg_catalog.interval",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "tick");
 	return raised;
 }
 
@@ -144,27 +142,25 @@ AppAlertsRunFinished(const char *app, TimestampTz start, const char *state, Time
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = TimestampTzGetDatum(finished_at);
 	args[3] = BoolGetDatum(strcmp(state, "done") == 0);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_clear_alerts,
-											 "UPDATE coord.app_alerts SET cleared_at = $3 "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-											 "AND cleared_at IS NULL "
-											 "AND (kind OPERATOR(pg_catalog.<>) 'dead' OR $4)",
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "recording a run");
+	CoordExec(&plan_clear_alerts,
+			  "UPDATE coord.app_alerts SET cleared_at = $3 "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+			  "AND cleared_at IS NULL "
+			  "AND (kind OPERATOR(pg_catalog.<>) 'dead' OR $4)",
+			  4, argtypes, args, NULL, SPI_OK_UPDATE, "recording a run");
 	if (strcmp(state, "dead") != 0)
 		return;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_raise_dead,
-											 "WITH i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
-											 "SELECT r.app, r.period_start, 'dead', $3, "
-											 "pg_catalog.format('died after %s %s', r.attempts, "
-											 "CASE WHEN r.attempts OPERATOR(pg_catalog.=) 1 THEN 'attempt' ELSE 'attempts' END) "
-											 "FROM coord.app_runs AS r "
-											 "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.period_start OPERATOR(pg_catalog.=) $2 "
-											 "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
-											 "RETURNING app, period_start, kind) "
-											 ALERT_NOTIFY,
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "recording a run");
+	CoordExec(&plan_raise_dead,
+			  "WITH i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
+			  "SELECT r.app, r.period_start, 'dead', $3, "
+			  "pg_catalog.format('died after %s %s', r.attempts, "
+			  "CASE WHEN r.attempts OPERATOR(pg_catalog.=) 1 THEN 'attempt' ELSE 'attempts' END) "
+			  "FROM coord.app_runs AS r "
+			  "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.period_start OPERATOR(pg_catalog.=) $2 "
+			  "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
+			  "RETURNING app, period_start, kind) "
+			  ALERT_NOTIFY,
+			  4, argtypes, args, NULL, SPI_OK_SELECT, "recording a run");
 }
 
 /*
@@ -185,26 +181,24 @@ AppAlertTimeout(const char *app, TimestampTz start, TimestampTz now, const char 
 	args[3] = CStringGetTextDatum(why);
 	if (died)
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dead_by_timeout,
-												 "UPDATE coord.app_alerts SET detail = detail OPERATOR(pg_catalog.||) ', the last ' "
-												 "OPERATOR(pg_catalog.||) $4 "
-												 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-												 "AND kind OPERATOR(pg_catalog.=) 'dead' AND cleared_at IS NULL",
-												 4, argtypes), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "tick");
+		CoordExec(&plan_dead_by_timeout,
+				  "UPDATE coord.app_alerts SET detail = detail OPERATOR(pg_catalog.||) ', the last ' "
+				  "OPERATOR(pg_catalog.||) $4 "
+				  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+				  "AND kind OPERATOR(pg_catalog.=) 'dead' AND cleared_at IS NULL",
+				  4, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 		return;
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_raise_timeout,
-											 "WITH u AS (UPDATE coord.app_alerts SET events = events OPERATOR(pg_catalog.+) 1, detail = $4 "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-											 "AND kind OPERATOR(pg_catalog.=) 'timeout' AND cleared_at IS NULL RETURNING 1), "
-											 "i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
-											 "SELECT $1, $2, 'timeout', $3, $4 WHERE NOT EXISTS (SELECT 1 FROM u) "
-											 "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
-											 "RETURNING app, period_start, kind) "
-											 ALERT_NOTIFY,
-											 4, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
+	CoordExec(&plan_raise_timeout,
+			  "WITH u AS (UPDATE coord.app_alerts SET events = events OPERATOR(pg_catalog.+) 1, detail = $4 "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+			  "AND kind OPERATOR(pg_catalog.=) 'timeout' AND cleared_at IS NULL RETURNING 1), "
+			  "i AS (INSERT INTO coord.app_alerts (app, period_start, kind, raised_at, detail) "
+			  "SELECT $1, $2, 'timeout', $3, $4 WHERE NOT EXISTS (SELECT 1 FROM u) "
+			  "ON CONFLICT (app, period_start, kind) WHERE cleared_at IS NULL DO NOTHING "
+			  "RETURNING app, period_start, kind) "
+			  ALERT_NOTIFY,
+			  4, argtypes, args, NULL, SPI_OK_SELECT, "tick");
 }
 
 /* drop_app: the app's alerts go with its runs */
@@ -215,8 +209,7 @@ AppAlertsDropApp(const char *app)
 	Datum		args[1];
 
 	args[0] = CStringGetTextDatum(app);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_alerts,
-											 "DELETE FROM coord.app_alerts WHERE app OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "drop_app");
+	CoordExec(&plan_drop_alerts,
+			  "DELETE FROM coord.app_alerts WHERE app OPERATOR(pg_catalog.=) $1",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "drop_app");
 }

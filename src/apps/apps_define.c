@@ -280,14 +280,13 @@ ParseDepends(AppDefinition *ad)
 				n;
 
 	args[0] = JsonbPGetDatum(ad->depends);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dep_items,
-											 "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
-											 "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
-											 "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
-											 "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
-											 "ORDER BY e.key COLLATE pg_catalog.\"C\"",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "define_app");
+	CoordExec(&plan_dep_items,
+			  "SELECT pg_catalog.jsonb_typeof($1), e.key, pg_catalog.jsonb_typeof(e.value), e.value OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[] "
+			  "FROM (SELECT 1) AS one LEFT JOIN LATERAL pg_catalog.jsonb_each("
+			  "CASE WHEN pg_catalog.jsonb_typeof($1) OPERATOR(pg_catalog.=) 'object' THEN $1 "
+			  "ELSE '{}'::pg_catalog.jsonb END) AS e ON true "
+			  "ORDER BY e.key COLLATE pg_catalog.\"C\"",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "define_app");
 	type = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	tt = SPI_tuptable;
 	n = SPI_processed;
@@ -394,12 +393,11 @@ StoredGrain(const char *name, char **tz, bool *has_runs)
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(name);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_get_def,
-											 "SELECT grain, tz, EXISTS (SELECT 1 FROM coord.app_runs AS r "
-											 "WHERE r.app OPERATOR(pg_catalog.=) a.name) "
-											 "FROM coord.app_defs AS a WHERE a.name OPERATOR(pg_catalog.=) $1 FOR UPDATE OF a",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "define_app");
+	CoordExecLimit(&plan_get_def,
+				   "SELECT grain, tz, EXISTS (SELECT 1 FROM coord.app_runs AS r "
+				   "WHERE r.app OPERATOR(pg_catalog.=) a.name) "
+				   "FROM coord.app_defs AS a WHERE a.name OPERATOR(pg_catalog.=) $1 FOR UPDATE OF a",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "define_app");
 	*tz = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	*has_runs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -473,25 +471,23 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	 * search_path.
 	 */
 	if (!exists)
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_insert_def,
-												 "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
-												 "catchup_from, conf, first_period, next_period, grain, tz, deadline) "
-												 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-												 13, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT, "define_app");
+		CoordExec(&plan_insert_def,
+				  "INSERT INTO coord.app_defs (name, starts, depends, timeout, host, queue, "
+				  "catchup_from, conf, first_period, next_period, grain, tz, deadline) "
+				  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+				  13, argtypes, args, nulls, SPI_OK_INSERT, "define_app");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_update_def,
-												 "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
-												 "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
-												 "grain = $11, tz = $12, deadline = $13, "
-												 "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
-												 "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
-												 "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
-												 "a.catchup_from, a.conf, a.first_period, a.next_period, a.tz, a.deadline) OPERATOR(pg_catalog.<>) "
-												 "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
-												 "$8, $9, $10, $12, $13)",
-												 13, argtypes), args, nulls, false, 0),
-					  SPI_OK_UPDATE, "define_app");
+		CoordExec(&plan_update_def,
+				  "UPDATE coord.app_defs AS a SET starts = $2, depends = $3, timeout = $4, host = $5, "
+				  "queue = $6, catchup_from = COALESCE($7, a.catchup_from), conf = $8, "
+				  "grain = $11, tz = $12, deadline = $13, "
+				  "first_period = $9, next_period = $10, updated_at = pg_catalog.now() "
+				  "WHERE a.name OPERATOR(pg_catalog.=) $1 AND "
+				  "pg_catalog.jsonb_build_array(a.starts, a.depends, a.timeout, a.host, a.queue, "
+				  "a.catchup_from, a.conf, a.first_period, a.next_period, a.tz, a.deadline) OPERATOR(pg_catalog.<>) "
+				  "pg_catalog.jsonb_build_array($2, $3, $4, $5, $6, COALESCE($7, a.catchup_from), "
+				  "$8, $9, $10, $12, $13)",
+				  13, argtypes, args, nulls, SPI_OK_UPDATE, "define_app");
 }
 
 /*
@@ -560,11 +556,10 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	LockDefinitions();
 	AppGraphChanged();			/* by what follows, or the call fails */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dependents,
-											 "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
-											 "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "drop_app");
+	CoordExec(&plan_dependents,
+			  "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
+			  "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "drop_app");
 	{
 		bool		isnull;
 		int64		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
@@ -578,10 +573,9 @@ coord_drop_app(PG_FUNCTION_ARGS)
 							   n == 1 ? "depends" : "depend", name),
 					 errhint("Drop those apps first, or redefine them without this dependency.")));
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_def,
-											 "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "drop_app");
+	CoordExec(&plan_drop_def,
+			  "DELETE FROM coord.app_defs WHERE name OPERATOR(pg_catalog.=) $1",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "drop_app");
 	found = (SPI_processed == 1);
 	if (found)
 	{
@@ -590,10 +584,9 @@ coord_drop_app(PG_FUNCTION_ARGS)
 									"SELECT r.job_id FROM coord.app_runs AS r "
 									"WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.state OPERATOR(pg_catalog.=) 'live'",
 									1, argtypes, args);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_runs,
-												 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
-												 1, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "drop_app");
+		CoordExec(&plan_drop_runs,
+				  "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
+				  1, argtypes, args, NULL, SPI_OK_DELETE, "drop_app");
 		AppAlertsDropApp(name);
 	}
 	CoordSpiEnd(&sw);

@@ -249,12 +249,11 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 	SPITupleTable *tt;
 
 	memset(g, 0, sizeof(*g));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_defs,
-											 "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
-											 "first_period, next_period, last_error IS NOT NULL, tz "
-											 "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_SELECT, "reading apps");
+	CoordExec(&plan_defs,
+			  "SELECT name, starts, queue, host, conf, timeout IS NOT NULL, "
+			  "first_period, next_period, last_error IS NOT NULL, tz "
+			  "FROM coord.app_defs ORDER BY name COLLATE pg_catalog.\"C\"",
+			  0, NULL, NULL, NULL, SPI_OK_SELECT, "reading apps");
 	MemoryContextSwitchTo(cxt);
 	n = SPI_processed;
 	tt = SPI_tuptable;
@@ -287,12 +286,11 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 		d->tz = SPI_getvalue(row, tt->tupdesc, 10);
 		d->zone_bad = !CoordZoneLookup(d->tz, &d->zone, &canonical);
 	}
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_deps,
-											 "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
-											 "pg_catalog.jsonb_each_text(a.depends) AS e "
-											 "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_SELECT, "reading app dependencies");
+	CoordExec(&plan_deps,
+			  "SELECT a.name, e.key, e.value FROM coord.app_defs AS a, "
+			  "pg_catalog.jsonb_each_text(a.depends) AS e "
+			  "ORDER BY a.name COLLATE pg_catalog.\"C\", e.key COLLATE pg_catalog.\"C\"",
+			  0, NULL, NULL, NULL, SPI_OK_SELECT, "reading app dependencies");
 	MemoryContextSwitchTo(cxt);
 	tt = SPI_tuptable;
 	/* each app's dependencies: count, allocate, fill */
@@ -501,10 +499,9 @@ HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
 	{
 		bool		isnull = true;
 
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_horizon,
-												 "SELECT last_tick_at FROM coord.tick_state",
-												 0, NULL), NULL, NULL, false, 1),
-					  SPI_OK_SELECT, "reading the tick state");
+		CoordExecLimit(&plan_horizon,
+					   "SELECT last_tick_at FROM coord.tick_state",
+					   0, NULL, NULL, NULL, 1, SPI_OK_SELECT, "reading the tick state");
 		if (SPI_processed == 1)
 		{
 			Datum		v = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);

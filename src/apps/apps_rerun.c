@@ -274,38 +274,34 @@ ResetRuns(const char *app, Datum starts)
 
 	args[0] = CStringGetTextDatum(app);
 	args[1] = starts;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_to_history,
-											 "INSERT INTO coord.app_run_history (app, period_start, attempt_no, period_end, queue, host, "
-											 "state, attempts, job_id, created_at, finished_at, result) "
-											 "SELECT r.app, r.period_start, "
-											 "(SELECT pg_catalog.count(*) FROM coord.app_run_history AS h "
-											 "WHERE h.app OPERATOR(pg_catalog.=) r.app "
-											 "AND h.period_start OPERATOR(pg_catalog.=) r.period_start)::pg_catalog.int4 "
-											 "OPERATOR(pg_catalog.+) 1, "
-											 "r.period_end, r.queue, r.host, r.state, r.attempts, r.job_id, r.created_at, "
-											 "r.finished_at, r.result FROM coord.app_runs AS r "
-											 "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.period_start OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND r.state OPERATOR(pg_catalog.<>) 'live'",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT, "rerun");
-	n = (int64) SPI_processed;
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_runs,
-											 "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-											 "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND state OPERATOR(pg_catalog.<>) 'live'",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "rerun");
+	n = (int64) CoordExec(&plan_to_history,
+						  "INSERT INTO coord.app_run_history (app, period_start, attempt_no, period_end, queue, host, "
+						  "state, attempts, job_id, created_at, finished_at, result) "
+						  "SELECT r.app, r.period_start, "
+						  "(SELECT pg_catalog.count(*) FROM coord.app_run_history AS h "
+						  "WHERE h.app OPERATOR(pg_catalog.=) r.app "
+						  "AND h.period_start OPERATOR(pg_catalog.=) r.period_start)::pg_catalog.int4 "
+						  "OPERATOR(pg_catalog.+) 1, "
+						  "r.period_end, r.queue, r.host, r.state, r.attempts, r.job_id, r.created_at, "
+						  "r.finished_at, r.result FROM coord.app_runs AS r "
+						  "WHERE r.app OPERATOR(pg_catalog.=) $1 AND r.period_start OPERATOR(pg_catalog.=) ANY ($2) "
+						  "AND r.state OPERATOR(pg_catalog.<>) 'live'",
+						  2, argtypes, args, NULL, SPI_OK_INSERT, "rerun");
+	CoordExec(&plan_delete_runs,
+			  "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+			  "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
+			  "AND state OPERATOR(pg_catalog.<>) 'live'",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "rerun");
 	if ((int64) SPI_processed != n)
 		elog(ERROR, "rerun of app \"%s\" moved " INT64_FORMAT " runs but deleted " UINT64_FORMAT,
 			 app, n, SPI_processed);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_add_reruns,
-											 "INSERT INTO coord.app_reruns (app, period_start, period_end) "
-											 "SELECT h.app, h.period_start, h.period_end FROM coord.app_run_history AS h "
-											 "WHERE h.app OPERATOR(pg_catalog.=) $1 AND h.period_start OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND h.replaced_at OPERATOR(pg_catalog.=) pg_catalog.now() "
-											 "ON CONFLICT DO NOTHING",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT, "rerun");
+	CoordExec(&plan_add_reruns,
+			  "INSERT INTO coord.app_reruns (app, period_start, period_end) "
+			  "SELECT h.app, h.period_start, h.period_end FROM coord.app_run_history AS h "
+			  "WHERE h.app OPERATOR(pg_catalog.=) $1 AND h.period_start OPERATOR(pg_catalog.=) ANY ($2) "
+			  "AND h.replaced_at OPERATOR(pg_catalog.=) pg_catalog.now() "
+			  "ON CONFLICT DO NOTHING",
+			  2, argtypes, args, NULL, SPI_OK_INSERT, "rerun");
 	return n;
 }
 
@@ -337,11 +333,10 @@ CreatePending(void *arg)
 				i;
 
 	args[0] = CStringGetTextDatum(d->name);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_pending,
-											 "SELECT period_start FROM coord.app_reruns WHERE app OPERATOR(pg_catalog.=) $1 "
-											 "ORDER BY period_start LIMIT " CppAsString2(APP_TICK_STEPS),
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "rerun");
+	CoordExec(&plan_pending,
+			  "SELECT period_start FROM coord.app_reruns WHERE app OPERATOR(pg_catalog.=) $1 "
+			  "ORDER BY period_start LIMIT " CppAsString2(APP_TICK_STEPS),
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "rerun");
 	n = (int) SPI_processed;
 	if (n == 0)
 		return;
@@ -349,11 +344,10 @@ CreatePending(void *arg)
 	gone = palloc(sizeof(TimestampTz) * n);
 	for (i = 0; i < n; i++)
 		starts[i] = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
-											 "SELECT pg_catalog.count(*) FROM coord.app_runs "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "rerun");
+	CoordExec(&plan_live,
+			  "SELECT pg_catalog.count(*) FROM coord.app_runs "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "rerun");
 	budget = APP_MAX_LIVE_RUNS -
 		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	for (i = 0; i < n && budget > 0; i++)
@@ -377,11 +371,10 @@ CreatePending(void *arg)
 	if (ngone > 0)
 	{
 		args[1] = StartsArray(gone, ngone);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_drop_pending,
-												 "DELETE FROM coord.app_reruns WHERE app OPERATOR(pg_catalog.=) $1 "
-												 "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
-												 2, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "rerun");
+		CoordExec(&plan_drop_pending,
+				  "DELETE FROM coord.app_reruns WHERE app OPERATOR(pg_catalog.=) $1 "
+				  "AND period_start OPERATOR(pg_catalog.=) ANY ($2)",
+				  2, argtypes, args, NULL, SPI_OK_DELETE, "rerun");
 	}
 }
 
@@ -399,12 +392,11 @@ CoordAppsRerunTick(AppGraph *g, AppDef *d)
 
 	/* periods whose run came back through a completion: forgotten */
 	args[0] = CStringGetTextDatum(d->name);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_gone,
-											 "DELETE FROM coord.app_reruns AS p WHERE p.app OPERATOR(pg_catalog.=) $1 "
-											 "AND EXISTS (SELECT 1 FROM coord.app_runs AS r WHERE r.app OPERATOR(pg_catalog.=) p.app "
-											 "AND r.period_start OPERATOR(pg_catalog.=) p.period_start)",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "tick");
+	CoordExec(&plan_gone,
+			  "DELETE FROM coord.app_reruns AS p WHERE p.app OPERATOR(pg_catalog.=) $1 "
+			  "AND EXISTS (SELECT 1 FROM coord.app_runs AS r WHERE r.app OPERATOR(pg_catalog.=) p.app "
+			  "AND r.period_start OPERATOR(pg_catalog.=) p.period_start)",
+			  1, argtypes, args, NULL, SPI_OK_DELETE, "tick");
 	a.g = g;
 	a.d = d;
 	a.created = 0;
@@ -482,12 +474,11 @@ coord_rerun(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(name);
 	args[1] = TimestampTzGetDatum(from);
 	args[2] = TimestampTzGetDatum(to);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_targets,
-											 "SELECT period_start FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
-											 "AND period_start OPERATOR(pg_catalog.>=) $2 AND period_start OPERATOR(pg_catalog.<) $3 "
-											 "AND state OPERATOR(pg_catalog.<>) 'live' ORDER BY period_start FOR UPDATE",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "rerun");
+	CoordExec(&plan_targets,
+			  "SELECT period_start FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1 "
+			  "AND period_start OPERATOR(pg_catalog.>=) $2 AND period_start OPERATOR(pg_catalog.<) $3 "
+			  "AND state OPERATOR(pg_catalog.<>) 'live' ORDER BY period_start FOR UPDATE",
+			  3, argtypes, args, NULL, SPI_OK_SELECT, "rerun");
 	for (i = 0; i < (int) SPI_processed; i++)
 	{
 		bool		isnull;
@@ -547,12 +538,11 @@ coord_rerun(PG_FUNCTION_ARGS)
 			continue;
 		dargs[0] = CStringGetTextDatum(g.apps[i].name);
 		dargs[1] = StartsArray(sets[i].starts, sets[i].n);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_downstream,
-												 "SELECT period_start, state OPERATOR(pg_catalog.=) 'live' FROM coord.app_runs "
-												 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
-												 "ORDER BY period_start FOR UPDATE",
-												 2, dargtypes), dargs, NULL, false, 0),
-					  SPI_OK_SELECT, "rerun");
+		CoordExec(&plan_downstream,
+				  "SELECT period_start, state OPERATOR(pg_catalog.=) 'live' FROM coord.app_runs "
+				  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
+				  "ORDER BY period_start FOR UPDATE",
+				  2, dargtypes, dargs, NULL, SPI_OK_SELECT, "rerun");
 		for (k = 0; k < (int) SPI_processed; k++)
 		{
 			bool		isnull;

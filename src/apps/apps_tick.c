@@ -59,11 +59,10 @@ SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_first,
-											 "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
-											 "WHERE name OPERATOR(pg_catalog.=) $1",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "tick");
+	CoordExec(&plan_set_first,
+			  "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+			  "WHERE name OPERATOR(pg_catalog.=) $1",
+			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	if (SPI_processed > 0)
 		AppGraphChanged();
 }
@@ -78,12 +77,11 @@ SetNextPeriod(const char *app, TimestampTz next)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(0);
 	args[2] = TimestampTzGetDatum(next);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_next,
-											 "UPDATE coord.app_defs SET next_period = $3 "
-											 "WHERE name OPERATOR(pg_catalog.=) $1 "
-											 "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "tick");
+	CoordExec(&plan_set_next,
+			  "UPDATE coord.app_defs SET next_period = $3 "
+			  "WHERE name OPERATOR(pg_catalog.=) $1 "
+			  "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	if (SPI_processed > 0)
 		AppGraphChanged();
 }
@@ -97,14 +95,13 @@ SetRunJob(const char *app, TimestampTz start, int64 job_id)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = Int64GetDatum(job_id);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_set_job,
-											 "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
-											 "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
-											 "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
-											 "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
-											 "AND state OPERATOR(pg_catalog.=) 'live'",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "tick");
+	CoordExec(&plan_set_job,
+			  "UPDATE coord.app_runs AS r SET job_id = $3, claim_token = NULL, claim_seen_at = NULL, "
+			  "attempts = COALESCE((SELECT j.attempt FROM coord.job AS j "
+			  "WHERE j.id OPERATOR(pg_catalog.=) $3), r.attempts) "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND period_start OPERATOR(pg_catalog.=) $2 "
+			  "AND state OPERATOR(pg_catalog.=) 'live'",
+			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 }
 
 typedef struct TimeoutArgs
@@ -115,7 +112,8 @@ typedef struct TimeoutArgs
 	int64		token;
 	Interval   *timeout;
 	TimestampTz now;			/* the tick's */
-	bool		touched;
+	bool		touched;		/* TimeOutRun revoked its claim */
+	int64		ntouched;		/* TimeOutRuns' count of them */
 } TimeoutArgs;
 
 /* Revokes the claim (token) of one run's job past its timeout. */
@@ -146,6 +144,23 @@ TimeOutRun(void *arg)
 	/* newid 0: it died, and the finish hook recorded that */
 }
 
+/* TimeOutRuns' work on one run past its timeout (a CoordRowFn) */
+static void
+TimeOutRow(HeapTuple row, TupleDesc desc, void *arg)
+{
+	TimeoutArgs *a = (TimeoutArgs *) arg;
+	bool		isnull;
+
+	a->app = SPI_getvalue(row, desc, 1);
+	a->start = DatumGetTimestampTz(SPI_getbinval(row, desc, 2, &isnull));
+	a->id = DatumGetInt64(SPI_getbinval(row, desc, 3, &isnull));
+	a->timeout = DatumGetIntervalP(SPI_getbinval(row, desc, 4, &isnull));
+	a->token = DatumGetInt64(SPI_getbinval(row, desc, 5, &isnull));
+	a->touched = false;
+	if (AppIsolated(a->app, "the timeout of a run", TimeOutRun, a) && a->touched)
+		a->ntouched++;
+}
+
 /*
  * Revokes the claims of runs past their timeout; returns how many.  The
  * test subtracts rather than adds, so that no timeout, however long, makes
@@ -156,57 +171,36 @@ TimeOutRuns(TimestampTz now)
 {
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		args[1];
-	uint64		i,
-				n;
-	SPITupleTable *tt;
-	int64		touched = 0;
+	TimeoutArgs a;
 
+	a.now = now;
+	a.ntouched = 0;
 	args[0] = TimestampTzGetDatum(now);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_timeouts,
-											 "SELECT r.app, r.period_start, j.id, d.timeout, j.token "
-											 "FROM coord.app_runs AS r "
-											 "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
-											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
-											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
-											 "AND j.claimed_at IS NOT NULL "
-											 "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
-											 "THEN r.claim_seen_at END) OPERATOR(pg_catalog.<) $1 "
-											 "AND ($1 OPERATOR(pg_catalog.-) LEAST(j.claimed_at, CASE WHEN r.claim_token "
-											 "OPERATOR(pg_catalog.=) j.token THEN r.claim_seen_at END)) "
-											 "OPERATOR(pg_catalog.>) d.timeout "
-											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
-	n = SPI_processed;
-	tt = SPI_tuptable;
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		TimeoutArgs a;
-
-		CHECK_FOR_INTERRUPTS();
-		a.app = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		a.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		a.id = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
-		a.timeout = DatumGetIntervalP(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
-		a.token = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 5, &isnull));
-		a.now = now;
-		a.touched = false;
-		if (AppIsolated(a.app, "the timeout of a run", TimeOutRun, &a) && a.touched)
-			touched++;
-	}
+	CoordExecEach(&plan_timeouts,
+				  "SELECT r.app, r.period_start, j.id, d.timeout, j.token "
+				  "FROM coord.app_runs AS r "
+				  "JOIN coord.app_defs AS d ON d.name OPERATOR(pg_catalog.=) r.app "
+				  "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) r.job_id "
+				  "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND d.timeout IS NOT NULL "
+				  "AND j.claimed_at IS NOT NULL "
+				  "AND LEAST(j.claimed_at, CASE WHEN r.claim_token OPERATOR(pg_catalog.=) j.token "
+				  "THEN r.claim_seen_at END) OPERATOR(pg_catalog.<) $1 "
+				  "AND ($1 OPERATOR(pg_catalog.-) LEAST(j.claimed_at, CASE WHEN r.claim_token "
+				  "OPERATOR(pg_catalog.=) j.token THEN r.claim_seen_at END)) "
+				  "OPERATOR(pg_catalog.>) d.timeout "
+				  "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start",
+				  1, argtypes, args, NULL, "tick", TimeOutRow, &a);
 
 	/* note when a tick first saw each claim of a run with a timeout */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_seen,
-											 "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
-											 "FROM coord.job AS j, coord.app_defs AS d "
-											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
-											 "AND d.name OPERATOR(pg_catalog.=) r.app AND d.timeout IS NOT NULL "
-											 "AND j.claimed_at IS NOT NULL "
-											 "AND NOT COALESCE(r.claim_token OPERATOR(pg_catalog.=) j.token, false)",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "tick");
-	return touched;
+	CoordExec(&plan_claim_seen,
+			  "UPDATE coord.app_runs AS r SET claim_token = j.token, claim_seen_at = $1 "
+			  "FROM coord.job AS j, coord.app_defs AS d "
+			  "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND j.id OPERATOR(pg_catalog.=) r.job_id "
+			  "AND d.name OPERATOR(pg_catalog.=) r.app AND d.timeout IS NOT NULL "
+			  "AND j.claimed_at IS NOT NULL "
+			  "AND NOT COALESCE(r.claim_token OPERATOR(pg_catalog.=) j.token, false)",
+			  1, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
+	return a.ntouched;
 }
 
 typedef struct OrphanArgs
@@ -214,7 +208,8 @@ typedef struct OrphanArgs
 	AppGraph   *g;
 	AppDef	   *d;
 	TimestampTz start;
-	bool		made;
+	bool		made;			/* RepairOrphan enqueued its job */
+	int64		nmade;			/* RepairOrphans' count of them */
 } OrphanArgs;
 
 static void
@@ -239,40 +234,37 @@ RepairOrphan(void *arg)
 	}
 }
 
+/* RepairOrphans' work on one live run whose job is gone (a CoordRowFn) */
+static void
+RepairOrphanRow(HeapTuple row, TupleDesc desc, void *arg)
+{
+	OrphanArgs *a = (OrphanArgs *) arg;
+	bool		isnull;
+
+	a->d = FindApp(a->g, SPI_getvalue(row, desc, 1));
+	a->start = DatumGetTimestampTz(SPI_getbinval(row, desc, 2, &isnull));
+	a->made = false;
+	if (a->d == NULL)
+		return;
+	if (AppIsolated(a->d->name, "the repair of a run", RepairOrphan, a) && a->made)
+		a->nmade++;
+}
+
 /* Live runs whose job is gone (deleted by hand): their job again. */
 static int64
 RepairOrphans(AppGraph *g)
 {
-	uint64		i,
-				n;
-	SPITupleTable *tt;
-	int64		made = 0;
+	OrphanArgs	a;
 
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_orphans,
-											 "SELECT r.app, r.period_start FROM coord.app_runs AS r "
-											 "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
-											 "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
-											 "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start LIMIT 1000",
-											 0, NULL), NULL, NULL, false, 0),
-				  SPI_OK_SELECT, "tick");
-	n = SPI_processed;
-	tt = SPI_tuptable;
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		OrphanArgs	a;
-
-		CHECK_FOR_INTERRUPTS();
-		a.g = g;
-		a.d = FindApp(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
-		a.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		a.made = false;
-		if (a.d == NULL)
-			continue;
-		if (AppIsolated(a.d->name, "the repair of a run", RepairOrphan, &a) && a.made)
-			made++;
-	}
-	return made;
+	a.g = g;
+	a.nmade = 0;
+	CoordExecEach(&plan_orphans,
+				  "SELECT r.app, r.period_start FROM coord.app_runs AS r "
+				  "WHERE r.state OPERATOR(pg_catalog.=) 'live' AND NOT EXISTS "
+				  "(SELECT 1 FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) r.job_id) "
+				  "ORDER BY r.app COLLATE pg_catalog.\"C\", r.period_start LIMIT 1000",
+				  0, NULL, NULL, NULL, "tick", RepairOrphanRow, &a);
+	return a.nmade;
 }
 
 typedef struct AppTickArgs
@@ -365,11 +357,10 @@ AppTick(void *arg)
 			bool		isnull;
 
 			args[0] = CStringGetTextDatum(d->name);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live_count,
-													 "SELECT pg_catalog.count(*) FROM coord.app_runs "
-													 "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
-													 1, argtypes), args, NULL, false, 0),
-						  SPI_OK_SELECT, "tick");
+			CoordExec(&plan_live_count,
+					  "SELECT pg_catalog.count(*) FROM coord.app_runs "
+					  "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
+					  1, argtypes, args, NULL, SPI_OK_SELECT, "tick");
 			budget = APP_MAX_LIVE_RUNS -
 				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		}
@@ -429,19 +420,17 @@ CoordSignalsTick(TimestampTz at)
 
 	args[0] = TimestampTzGetDatum(at);
 	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_any,
-											 "SELECT 1 FROM coord.app_signals AS x WHERE " SIGNAL_GONE " LIMIT 1",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "reading old signals");
+	CoordExecLimit(&plan_any,
+				   "SELECT 1 FROM coord.app_signals AS x WHERE " SIGNAL_GONE " LIMIT 1",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading old signals");
 	if (SPI_processed == 0)
 		return 0;
 	LockDefinitions();
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.app_signals AS s "
-											 "WHERE (s.name, s.period_start) IN ("
-											 "SELECT x.name, x.period_start FROM coord.app_signals AS x "
-											 "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
-											 2, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purging signals");
+	CoordExec(&plan_purge,
+			  "DELETE FROM coord.app_signals AS s "
+			  "WHERE (s.name, s.period_start) IN ("
+			  "SELECT x.name, x.period_start FROM coord.app_signals AS x "
+			  "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
+			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging signals");
 	return (int64) SPI_processed;
 }
