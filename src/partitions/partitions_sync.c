@@ -690,24 +690,35 @@ SyncKeepClaimed(PartState *st, int32 *give, int ngive, bool *settled)
 	return w;
 }
 
+/*
+ * The parameters of the sync's updates (SyncLetGo, TakeRows): the group,
+ * the segments segs[0 .. n), and this session (pid, backend start).
+ */
+static const Oid segment_update_types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
+
+static void
+SegmentUpdateArgs(PartState *st, const int32 *segs, int n, Datum *args)
+{
+	args[0] = CStringGetTextDatum(st->group);
+	args[1] = PointerGetDatum(IntArray(segs, n));
+	args[2] = Int32GetDatum(MyProcPid);
+	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+}
+
 /* Sync, step 4: our rows of give[0 .. ngive) name no owner any more. */
 static void
 SyncLetGo(PartState *st, const int32 *give, int ngive)
 {
-	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
 	Datum		args[4];
 
-	args[0] = CStringGetTextDatum(st->group);
-	args[1] = PointerGetDatum(IntArray(give, ngive));
-	args[2] = Int32GetDatum(MyProcPid);
-	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+	SegmentUpdateArgs(st, give, ngive, args);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
 											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
 											 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
 											 "AND owner_start OPERATOR(pg_catalog.=) $4",
-											 4, types), args, NULL, false, 0),
+											 4, segment_update_types), args, NULL, false, 0),
 				  SPI_OK_UPDATE, "letting go of segments");
 	for (int i = 0; i < ngive; i++)
 		st->token[give[i]] = 0;
@@ -849,13 +860,9 @@ TakeLock(PartState *st, const int32 *take, int ntake, int *ngot, bool *settled)
 static void
 TakeRows(PartState *st, const int32 *got, int ngot)
 {
-	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
 	Datum		args[4];
 
-	args[0] = CStringGetTextDatum(st->group);
-	args[1] = PointerGetDatum(IntArray(got, ngot));
-	args[2] = Int32GetDatum(MyProcPid);
-	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+	SegmentUpdateArgs(st, got, ngot, args);
 	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
 											 "UPDATE coord.partition_segments "
 											 "SET owner_pid = $3, owner_start = $4, "
@@ -864,7 +871,7 @@ TakeRows(PartState *st, const int32 *got, int ngot)
 											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
 											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
 											 "RETURNING segment, token",
-											 4, types), args, NULL, false, 0),
+											 4, segment_update_types), args, NULL, false, 0),
 				  SPI_OK_UPDATE_RETURNING, "taking segments");
 	OwnRows(st);
 	owned_version++;
