@@ -210,6 +210,273 @@ HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, 
 	}
 }
 
+/* One coord.grid call: its arguments and the picture its steps build. */
+typedef struct Grid
+{
+	bool		all;			/* every app: the apps argument is NULL */
+	TimestampTz from;
+	TimestampTz to;
+	Datum		args[3];		/* both statements': apps, from, to */
+	char		nulls[3];
+	GridRow    *rows;
+	int			nrows;
+	int			width;			/* the apps' names' column */
+	Grain		cg;				/* the columns' grain */
+	TimestampTz *cols;			/* the columns' starts, and the last's end */
+	int			ncols;
+} Grid;
+
+/* both statements' parameters: apps, from, to */
+static const Oid grid_argtypes[3] = {TEXTARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+
+/* The arguments, checked before anything runs. */
+static void
+GridArgsRead(FunctionCallInfo fcinfo, Grid *g)
+{
+	CoordRequireArg(fcinfo, 0, "from");
+	CoordRequireArg(fcinfo, 1, "to");
+	g->from = PG_GETARG_TIMESTAMPTZ(0);
+	g->to = PG_GETARG_TIMESTAMPTZ(1);
+	if (TIMESTAMP_NOT_FINITE(g->from) || TIMESTAMP_NOT_FINITE(g->to) || g->to <= g->from)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("grid needs finite times with from before to")));
+	/* a NULL element would be looked up as an app named "(null)" */
+	if (!PG_ARGISNULL(2) && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(2)))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("apps must not contain null elements"),
+				 errhint("Pass NULL instead of the array to show every app.")));
+	g->all = PG_ARGISNULL(2);
+	g->args[0] = g->all ? (Datum) 0 : PG_GETARG_DATUM(2);
+	g->nulls[0] = g->all ? 'n' : ' ';
+	g->args[1] = TimestampTzGetDatum(g->from);
+	g->nulls[1] = ' ';
+	g->args[2] = TimestampTzGetDatum(g->to);
+	g->nulls[2] = ' ';
+}
+
+/*
+ * No JIT for the grid's statements, in a GUC nest level that the caller
+ * pops (before CoordSpiEnd): the planner's guesses for these small queries
+ * can pass jit_above_cost, and compiling costs a grid tens of milliseconds.
+ */
+static int
+GridJitOff(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	if (jit_enabled)
+		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+/*
+ * The rows: the apps named, in their order, or every app by name; an app
+ * named that does not exist is an error.  Also the finest grain among them
+ * and the width of the names' column.
+ */
+static void
+GridReadApps(Grid *g)
+{
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
+											 "SELECT x.name, x.grain FROM ("
+											 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
+											 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
+											 "UNION ALL "
+											 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
+											 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
+											 3, grid_argtypes), g->args, g->nulls, false, 0),
+				  SPI_OK_SELECT, "grid");
+	g->nrows = SPI_processed;
+	g->rows = palloc0(sizeof(GridRow) * Max(g->nrows, 1));
+	g->cg = G_YEARLY;
+	g->width = 3;
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		GridRow    *row = &g->rows[i];
+		char	   *grain = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		row->app = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		if (grain == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("app \"%s\" does not exist", row->app ? row->app : "(null)")));
+		row->grain = GrainFromName(grain);
+		g->cg = Min(g->cg, row->grain);
+		g->width = Max(g->width, (int) strlen(row->app));
+	}
+	g->width += 2;
+}
+
+/*
+ * Every app shown: upstream ones first, by the longest chain of upstreams
+ * above them, then by name.
+ */
+static void
+GridSortByDepth(Grid *g)
+{
+	AppGraph	graph;
+	int		   *depth;
+
+	LoadApps(&graph, 0);
+	depth = GridDepths(&graph);
+	for (int r = 0; r < g->nrows; r++)
+	{
+		AppDef	   *d = FindApp(&graph, g->rows[r].app);
+
+		g->rows[r].depth = d ? depth[d - graph.apps] : 0;
+	}
+	qsort(g->rows, g->nrows, sizeof(GridRow), GridRowCmp);
+}
+
+/*
+ * The columns: periods of the finest grain shown, coarser while there would
+ * be more than GRID_MAX_COLUMNS; every cell starts as '.' (no run).
+ */
+static void
+GridColumns(Grid *g)
+{
+	TimestampTz t;
+	int			c;
+
+	for (;;)
+	{
+		g->ncols = 0;
+		for (t = PeriodTrunc(g->cg, g->from); t < g->to && g->ncols <= GRID_MAX_COLUMNS; t = PeriodNext(g->cg, t))
+			g->ncols++;
+		if (g->ncols <= GRID_MAX_COLUMNS || g->cg == G_YEARLY)
+			break;
+		g->cg++;
+	}
+	g->ncols = Min(g->ncols, GRID_MAX_COLUMNS);
+	g->cols = palloc(sizeof(TimestampTz) * (g->ncols + 1));
+	for (c = 0, t = PeriodTrunc(g->cg, g->from); c < g->ncols; c++, t = PeriodNext(g->cg, t))
+		g->cols[c] = t;
+	g->cols[g->ncols] = t;
+	for (int r = 0; r < g->nrows; r++)
+	{
+		g->rows[r].cells = palloc(g->ncols + 1);
+		memset(g->rows[r].cells, '.', g->ncols);
+		g->rows[r].cells[g->ncols] = '\0';
+	}
+}
+
+/*
+ * A run of [ps, pe) with state sym (of rank rank) in row's cells: the column
+ * where it starts (or the first shown) takes the state that matters most,
+ * the columns it continues into '-'.
+ */
+static void
+GridMark(const Grid *g, GridRow *row, TimestampTz ps, TimestampTz pe, char sym, int rank)
+{
+	for (int c = 0; c < g->ncols; c++)
+	{
+		if (g->cols[c + 1] <= ps || g->cols[c] >= pe)
+			continue;
+		if (ps >= g->cols[c] || c == 0)
+		{
+			/*
+			 * the column where the run starts (or the first shown): the worst
+			 * state wins
+			 */
+			if (SymbolRank(row->cells[c]) < rank)
+				row->cells[c] = sym;
+		}
+		else if (row->cells[c] == '.')
+			row->cells[c] = '-';
+	}
+}
+
+/*
+ * The runs in the grid's time, each marked in its app's row; an unfinished
+ * run with an open deadline alert shows as late.
+ */
+static void
+GridReadRuns(Grid *g)
+{
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
+											 "SELECT r.app, r.period_start, r.period_end, "
+											 "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
+											 "AND EXISTS (SELECT 1 FROM coord.app_alerts AS a "
+											 "WHERE a.app OPERATOR(pg_catalog.=) r.app AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
+											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
+											 "THEN 'late' ELSE r.state END "
+											 "FROM coord.runs AS r "
+											 "WHERE r.current AND ($1 IS NULL OR r.app OPERATOR(pg_catalog.=) ANY ($1)) "
+											 "AND r.period_end OPERATOR(pg_catalog.>) $2 AND r.period_start OPERATOR(pg_catalog.<) $3",
+											 3, grid_argtypes), g->args, g->nulls, false, 0),
+				  SPI_OK_SELECT, "grid");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	row = SPI_tuptable->vals[i];
+		bool		isnull;
+		char	   *app = SPI_getvalue(row, SPI_tuptable->tupdesc, 1);
+		TimestampTz ps = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+		TimestampTz pe = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+		int			rank;
+		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
+
+		CHECK_FOR_INTERRUPTS();
+		for (int r = 0; r < g->nrows; r++)
+			if (strcmp(g->rows[r].app, app) == 0)
+				GridMark(g, &g->rows[r], ps, pe, sym, rank);
+	}
+}
+
+/* One line of the answer (the tuplestore copies it out of SPI's memory). */
+static void
+GridPutLine(ReturnSetInfo *rsinfo, const char *line)
+{
+	Datum		v[1];
+	bool		n[1] = {false};
+
+	v[0] = CStringGetTextDatum(line);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+}
+
+/* The grid's first line: how many apps, which time, which columns. */
+static char *
+GridTitle(const Grid *g)
+{
+	struct pg_tm a,
+				b;
+	Grain		cg = g->cg;
+
+	TmFromTs(g->cols[0], &a);
+	TmFromTs(g->cols[g->ncols], &b);
+	return psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
+					"one column per %s period",
+					g->nrows, g->nrows == 1 ? "app" : "apps",
+					a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min,
+					b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min,
+					cg == G_HOURLY ? "hour's" : cg == G_DAILY ? "day's" :
+					cg == G_WEEKLY ? "ISO week's" : cg == G_MONTHLY ? "month's" : "year's");
+}
+
+/* The text: the title, three header lines, a line per app, the legend. */
+static void
+GridRender(const Grid *g, ReturnSetInfo *rsinfo)
+{
+	StringInfoData top,
+				tens,
+				units;
+
+	initStringInfo(&top);
+	initStringInfo(&tens);
+	initStringInfo(&units);
+	GridPutLine(rsinfo, GridTitle(g));
+	HeaderLines(g->cg, g->cols, g->ncols, g->width, &top, &tens, &units);
+	GridPutLine(rsinfo, top.data);
+	GridPutLine(rsinfo, tens.data);
+	GridPutLine(rsinfo, units.data);
+	for (int r = 0; r < g->nrows; r++)
+		GridPutLine(rsinfo, psprintf("%-*s%s", g->width, g->rows[r].app, g->rows[r].cells));
+	GridPutLine(rsinfo, "legend: # done  > running  o ready  ~ scheduled (waits to retry)  ! late  "
+				"X dead  c cancelled  ? job missing  . no run  - period continues");
+}
+
 /*
  * coord.grid(from, to, apps) returns SETOF text: apps x periods with each
  * run's state as one character.  Columns are periods of the finest grain of
@@ -224,228 +491,27 @@ Datum
 coord_grid(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	TimestampTz from,
-				to;
-	Oid			argtypes[3] = {TEXTARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		args[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	Grid		g;
 	CoordUserSwitch sw;
 	int			nest;
-	GridRow    *rows;
-	int			nrows,
-				r,
-				c,
-				ncols = 0,
-				width = 3;
-	Grain		cg = G_YEARLY;
-	TimestampTz *cols;
-	TimestampTz t;
-	uint64		i;
-	List	   *lines = NIL;
-	ListCell   *lc;
-	StringInfoData top,
-				tens,
-				units;
 
-	CoordRequireArg(fcinfo, 0, "from");
-	CoordRequireArg(fcinfo, 1, "to");
-	from = PG_GETARG_TIMESTAMPTZ(0);
-	to = PG_GETARG_TIMESTAMPTZ(1);
-	if (TIMESTAMP_NOT_FINITE(from) || TIMESTAMP_NOT_FINITE(to) || to <= from)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("grid needs finite times with from before to")));
-	/* a NULL element would be looked up as an app named "(null)" */
-	if (!PG_ARGISNULL(2) && array_contains_nulls(PG_GETARG_ARRAYTYPE_P(2)))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("apps must not contain null elements"),
-				 errhint("Pass NULL instead of the array to show every app.")));
+	GridArgsRead(fcinfo, &g);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-
-	args[0] = PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2);
-	nulls[0] = PG_ARGISNULL(2) ? 'n' : ' ';
-	args[1] = TimestampTzGetDatum(from);
-	args[2] = TimestampTzGetDatum(to);
-
 	CoordSpiBegin(&sw);
-
-	/*
-	 * No JIT: the planner's guesses for these small queries can pass
-	 * jit_above_cost, and compiling costs a grid tens of milliseconds.
-	 */
-	nest = NewGUCNestLevel();
-	if (jit_enabled)
-		(void) set_config_option("jit", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-
-	/*
-	 * the apps: upstream ones first (by how long their chain of upstreams
-	 * is), then by name
-	 */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-											 "SELECT x.name, x.grain FROM ("
-											 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
-											 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
-											 "UNION ALL "
-											 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
-											 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
-											 3, argtypes), args, nulls, false, 0),
-				  SPI_OK_SELECT, "grid");
-	nrows = SPI_processed;
-	rows = palloc0(sizeof(GridRow) * Max(nrows, 1));
-	for (i = 0; i < SPI_processed; i++)
-	{
-		char	   *grain = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-
-		rows[i].app = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		if (grain == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("app \"%s\" does not exist", rows[i].app ? rows[i].app : "(null)")));
-		rows[i].grain = GrainFromName(grain);
-		cg = Min(cg, rows[i].grain);
-		width = Max(width, (int) strlen(rows[i].app));
-	}
-	width += 2;
+	nest = GridJitOff();
+	GridReadApps(&g);
 	/* nothing to draw: one plain line, not a header over no rows */
-	if (nrows == 0)
+	if (g.nrows == 0)
+		GridPutLine(rsinfo, g.all ? "no apps defined" : "no apps named");
+	else
 	{
-		Datum		v[1];
-		bool		n[1] = {false};
-
-		v[0] = CStringGetTextDatum(PG_ARGISNULL(2) ? "no apps defined" : "no apps named");
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-		/* nest first: the switch's own pop would take it too (common_spi.c) */
-		AtEOXact_GUC(true, nest);
-		CoordSpiEnd(&sw);
-		return (Datum) 0;
+		if (g.all && g.nrows > 1)
+			GridSortByDepth(&g);
+		GridColumns(&g);
+		GridReadRuns(&g);
+		GridRender(&g, rsinfo);
 	}
-
-	/*
-	 * all apps: upstream ones first, by the longest chain of upstreams above
-	 * them
-	 */
-	if (PG_ARGISNULL(2) && nrows > 1)
-	{
-		AppGraph	g;
-		int		   *depth;
-
-		LoadApps(&g, 0);
-		depth = GridDepths(&g);
-		for (r = 0; r < nrows; r++)
-		{
-			AppDef	   *d = FindApp(&g, rows[r].app);
-
-			rows[r].depth = d ? depth[d - g.apps] : 0;
-		}
-		qsort(rows, nrows, sizeof(GridRow), GridRowCmp);
-	}
-
-	/* the columns */
-	for (;;)
-	{
-		ncols = 0;
-		for (t = PeriodTrunc(cg, from); t < to && ncols <= GRID_MAX_COLUMNS; t = PeriodNext(cg, t))
-			ncols++;
-		if (ncols <= GRID_MAX_COLUMNS || cg == G_YEARLY)
-			break;
-		cg++;
-	}
-	ncols = Min(ncols, GRID_MAX_COLUMNS);
-	cols = palloc(sizeof(TimestampTz) * (ncols + 1));
-	for (c = 0, t = PeriodTrunc(cg, from); c < ncols; c++, t = PeriodNext(cg, t))
-		cols[c] = t;
-	cols[ncols] = t;
-	for (r = 0; r < nrows; r++)
-	{
-		rows[r].cells = palloc(ncols + 1);
-		memset(rows[r].cells, '.', ncols);
-		rows[r].cells[ncols] = '\0';
-	}
-
-	/* the runs */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
-											 "SELECT r.app, r.period_start, r.period_end, "
-											 "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
-											 "AND EXISTS (SELECT 1 FROM coord.app_alerts AS a "
-											 "WHERE a.app OPERATOR(pg_catalog.=) r.app AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
-											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
-											 "THEN 'late' ELSE r.state END "
-											 "FROM coord.runs AS r "
-											 "WHERE r.current AND ($1 IS NULL OR r.app OPERATOR(pg_catalog.=) ANY ($1)) "
-											 "AND r.period_end OPERATOR(pg_catalog.>) $2 AND r.period_start OPERATOR(pg_catalog.<) $3",
-											 3, argtypes), args, nulls, false, 0),
-				  SPI_OK_SELECT, "grid");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	row = SPI_tuptable->vals[i];
-		bool		isnull;
-		char	   *app = SPI_getvalue(row, SPI_tuptable->tupdesc, 1);
-		TimestampTz ps = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
-		TimestampTz pe = DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
-		int			rank;
-		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
-
-		CHECK_FOR_INTERRUPTS();
-		for (r = 0; r < nrows; r++)
-		{
-			if (strcmp(rows[r].app, app) != 0)
-				continue;
-			for (c = 0; c < ncols; c++)
-			{
-				if (cols[c + 1] <= ps || cols[c] >= pe)
-					continue;
-				if (ps >= cols[c] || c == 0)
-				{
-					/*
-					 * the column where the run starts (or the first shown):
-					 * the worst state wins
-					 */
-					if (SymbolRank(rows[r].cells[c]) < rank)
-						rows[r].cells[c] = sym;
-				}
-				else if (rows[r].cells[c] == '.')
-					rows[r].cells[c] = '-';
-			}
-		}
-	}
-
-	/* the text (the tuplestore copies it out of SPI's memory) */
-	initStringInfo(&top);
-	initStringInfo(&tens);
-	initStringInfo(&units);
-	{
-		struct pg_tm a,
-					b;
-
-		TmFromTs(cols[0], &a);
-		TmFromTs(cols[ncols], &b);
-		lines = lappend(lines, psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
-										"one column per %s period",
-										nrows, nrows == 1 ? "app" : "apps",
-										a.tm_year, a.tm_mon, a.tm_mday, a.tm_hour, a.tm_min,
-										b.tm_year, b.tm_mon, b.tm_mday, b.tm_hour, b.tm_min,
-										cg == G_HOURLY ? "hour's" : cg == G_DAILY ? "day's" :
-										cg == G_WEEKLY ? "ISO week's" : cg == G_MONTHLY ? "month's" : "year's"));
-	}
-	HeaderLines(cg, cols, ncols, width, &top, &tens, &units);
-	lines = lappend(lines, top.data);
-	lines = lappend(lines, tens.data);
-	lines = lappend(lines, units.data);
-	for (r = 0; r < nrows; r++)
-		lines = lappend(lines, psprintf("%-*s%s", width, rows[r].app, rows[r].cells));
-	lines = lappend(lines, pstrdup("legend: # done  > running  o ready  ~ scheduled (waits to retry)  ! late  "
-								   "X dead  c cancelled  ? job missing  . no run  - period continues"));
-	foreach(lc, lines)
-	{
-		Datum		v[1];
-		bool		n[1] = {false};
-
-		v[0] = CStringGetTextDatum((char *) lfirst(lc));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
-	}
-	/* nest first, as above */
+	/* nest first: the switch's own pop would take it too (common_spi.c) */
 	AtEOXact_GUC(true, nest);
 	CoordSpiEnd(&sw);
 	return (Datum) 0;

@@ -156,6 +156,27 @@ ReadGroup(PartState *st)
 	st->assignor = AssignorOf(assignor);
 }
 
+/*
+ * The rows (segment, token) of the statement just run are this session's:
+ * each segment in range is recorded as owned once.
+ */
+static void
+OwnRows(PartState *st)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int32		s = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		int64		t = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (s >= 0 && s < st->segments && st->token[s] == 0)
+		{
+			st->token[s] = t;
+			st->nowned++;
+		}
+	}
+}
+
 /* This session's member row and segments, read back after an abort. */
 void
 ReadMine(PartState *st)
@@ -217,17 +238,7 @@ ReadMine(PartState *st)
 											 "AND taken_at OPERATOR(pg_catalog.>=) $4",
 											 4, mtypes), margs, NULL, false, 0),
 				  SPI_OK_SELECT, "reading coord.partition_segments");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		int32		s = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		int64		t = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-
-		if (s >= 0 && s < st->segments && st->token[s] == 0)
-		{
-			st->token[s] = t;
-			st->nowned++;
-		}
-	}
+	OwnRows(st);
 }
 
 /*
@@ -335,17 +346,50 @@ CmpLive(const void *a, const void *b)
 }
 
 /*
+ * The group's member rows (name, weight, pid, start), read now (in the
+ * caller's memory): a fresh snapshot in READ COMMITTED.  ReadLive judges
+ * them alive or dead; a taker reads them again after its row locks.
+ */
+static PartLive *
+ReadMemberRows(PartState *st, int *n)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+	PartLive   *rows;
+
+	args[0] = CStringGetTextDatum(st->group);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
+											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+											 1, types), args, NULL, false, 0),
+				  SPI_OK_SELECT, "reading coord.partition_members");
+	rows = palloc(sizeof(PartLive) * (SPI_processed > 0 ? SPI_processed : 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
+		rows[i].name = SPI_getvalue(tup, desc, 1);
+		rows[i].weight = DatumGetFloat4(SPI_getbinval(tup, desc, 2, &isnull));
+		rows[i].pid = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		rows[i].start = DatumGetTimestampTz(SPI_getbinval(tup, desc, 4, &isnull));
+	}
+	*n = (int) SPI_processed;
+	return rows;
+}
+
+/*
  * Reads the live members (deleting dead members' rows) and recomputes the
  * target owners when the live membership differs from the last sync's.
  */
 void
 ReadLive(PartState *st)
 {
-	Oid			types[1] = {TEXTOID};
 	Oid			dtypes[4] = {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[1];
-	SPITupleTable *tt;
-	uint64		n;
+	Datum		gname = CStringGetTextDatum(st->group);
+	PartLive   *rows;
+	int			n;
 	PartLive   *live;
 	int			nlive = 0;
 	bool		same;
@@ -354,14 +398,7 @@ ReadLive(PartState *st)
 	AcceptInvalidationMessages();
 	st->gen = members_gen;
 	(void) MembersRelid();
-	args[0] = CStringGetTextDatum(st->group);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
-											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-											 1, types), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.partition_members");
-	tt = SPI_tuptable;
-	n = SPI_processed;
+	rows = ReadMemberRows(st, &n);
 	live = palloc(sizeof(PartLive) * (n > 0 ? n : 1));
 	if (st->dead != NULL)
 	{
@@ -371,15 +408,10 @@ ReadLive(PartState *st)
 	}
 	st->dead = MemoryContextAlloc(parts_cxt, sizeof(PartLive) * (n > 0 ? n : 1));
 	st->ndead = 0;
-	for (uint64 i = 0; i < n; i++)
+	for (int i = 0; i < n; i++)
 	{
-		bool		isnull;
-		PartLive	m;
+		PartLive	m = rows[i];
 
-		m.name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		m.weight = DatumGetFloat4(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-		m.pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
-		m.start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 4, &isnull));
 		CHECK_FOR_INTERRUPTS();
 		if (MemberAlive(st, m.name, m.pid, m.start))
 			live[nlive++] = m;
@@ -395,7 +427,7 @@ ReadLive(PartState *st)
 			 * gone: its row goes, unless a new session took the name
 			 * meanwhile
 			 */
-			dargs[0] = args[0];
+			dargs[0] = gname;
 			dargs[1] = CStringGetTextDatum(m.name);
 			dargs[2] = Int32GetDatum(m.pid);
 			dargs[3] = TimestampTzGetDatum(m.start);
@@ -582,37 +614,6 @@ SyncFast(PartState *st)
 }
 
 /*
- * The group's member rows (name, pid, start), read now (in the caller's
- * memory): a fresh snapshot in READ COMMITTED.
- */
-static PartLive *
-ReadOwners(PartState *st, int *n)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1];
-	PartLive   *rows;
-
-	args[0] = CStringGetTextDatum(st->group);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
-											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-											 1, types), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.partition_members");
-	rows = palloc(sizeof(PartLive) * (SPI_processed > 0 ? SPI_processed : 1));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		rows[i].name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		rows[i].weight = 0;
-		rows[i].pid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull));
-		rows[i].start = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 4, &isnull));
-	}
-	*n = (int) SPI_processed;
-	return rows;
-}
-
-/*
  * Is the owner (pid, start) of a segment row a live member of st, as the
  * rows read by this sync's ReadLive say?  A member row that is not live
  * (gone, or its lock let go) is not; an owner with no member row is no
@@ -629,23 +630,13 @@ OwnerAlive(PartState *st, int32 pid, TimestampTz start)
 }
 
 /*
- * Sync: take the target segments that are free, let go of the ones that
- * moved away (but those with an unfinished claim).  Inside SPI, as the owner.
+ * Sync, step 1: the members read afresh.  A member lock lost behind our back
+ * ends the membership with an error (LostMembership); a worker that claims
+ * much and never moves forgets its finished claims here, so they stay few.
  */
-void
-Sync(PartState *st)
+static void
+SyncReadMembers(PartState *st)
 {
-	int32	   *take;
-	int32	   *give;
-	int			ntake = 0,
-				ngive = 0;
-	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[4];
-	bool		settled;
-
-	st->settled = false;
-	if (!st->member)
-		return;
 	if (!MemberLockHeld(st))
 		LostMembership(st);
 	/* a worker that claims much and never moves: forget finished claims */
@@ -657,189 +648,271 @@ Sync(PartState *st)
 		/* our row is gone (an admin deleted it): we are no member */
 		st->member = false;
 	}
+}
 
-	take = palloc(sizeof(int32) * st->segments);
-	give = palloc(sizeof(int32) * st->segments);
+/*
+ * Sync, step 2: against the target, the segments to take (ours, not held)
+ * and to give (held, not ours: all of them once we are no member).
+ */
+static void
+SyncPlan(PartState *st, int32 *take, int *ntake, int32 *give, int *ngive)
+{
+	*ntake = 0;
+	*ngive = 0;
 	for (int s = 0; s < st->segments; s++)
 	{
 		bool		mine = st->member && st->target[s] == st->my_index;
 
 		if (mine && st->token[s] == 0)
-			take[ntake++] = s;
+			take[(*ntake)++] = s;
 		else if (!mine && st->token[s] > 0)
-			give[ngive++] = s;
+			give[(*ngive)++] = s;
 	}
-	/* only a sync whose reads were fresh may let later ones skip theirs */
-	settled = st->member && !IsolationUsesXactSnapshot();
-	if (ntake == 0 && ngive == 0)
-	{
-		st->settled = settled;
-		return;
-	}
+}
 
+/*
+ * Sync, step 3: of the segments to give, those with an unfinished claim are
+ * kept until a later sync (a claim's job keeps the ownership it was claimed
+ * under).  Returns how many are still to give, first in give[].
+ */
+static int
+SyncKeepClaimed(PartState *st, int32 *give, int ngive, bool *settled)
+{
+	bool	   *keep = palloc(sizeof(bool) * ngive);
+	int			w = 0;
+
+	MarkUnfinished(st, give, ngive, keep);
+	for (int i = 0; i < ngive; i++)
+		if (!keep[i])
+			give[w++] = give[i];
+	if (w < ngive)
+		*settled = false;		/* kept for a claim: let go at a later sync */
+	return w;
+}
+
+/*
+ * The parameters of the sync's updates (SyncLetGo, TakeRows): the group,
+ * the segments segs[0 .. n), and this session (pid, backend start).
+ */
+static const Oid segment_update_types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
+
+static void
+SegmentUpdateArgs(PartState *st, const int32 *segs, int n, Datum *args)
+{
 	args[0] = CStringGetTextDatum(st->group);
+	args[1] = PointerGetDatum(IntArray(segs, n));
 	args[2] = Int32GetDatum(MyProcPid);
 	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+}
 
-	if (ngive > 0)
+/* Sync, step 4: our rows of give[0 .. ngive) name no owner any more. */
+static void
+SyncLetGo(PartState *st, const int32 *give, int ngive)
+{
+	Datum		args[4];
+
+	SegmentUpdateArgs(st, give, ngive, args);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
+											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+											 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
+											 "AND owner_start OPERATOR(pg_catalog.=) $4",
+											 4, segment_update_types), args, NULL, false, 0),
+				  SPI_OK_UPDATE, "letting go of segments");
+	for (int i = 0; i < ngive; i++)
+		st->token[give[i]] = 0;
+	st->nowned -= ngive;
+	owned_version++;
+}
+
+/* ReadSegments's statement; locked, it ends FOR UPDATE SKIP LOCKED */
+#define SEGMENTS_SQL "SELECT segment, owner_pid, owner_start FROM coord.partition_segments " \
+	"WHERE partition_group OPERATOR(pg_catalog.=) $1 " \
+	"AND segment OPERATOR(pg_catalog.=) ANY ($2) " \
+	"ORDER BY segment"
+
+/*
+ * The rows (segment, owner_pid, owner_start) of segs[0 .. n), in segment
+ * order, into SPI_tuptable: read plainly (to choose what to lock), or locked
+ * (to take).  Returns how many.
+ */
+static uint64
+ReadSegments(PartState *st, const int32 *segs, int n, bool lock)
+{
+	Oid			types[2] = {TEXTOID, INT4ARRAYOID};
+	Datum		args[2];
+	SPIPlanPtr	plan;
+
+	args[0] = CStringGetTextDatum(st->group);
+	args[1] = PointerGetDatum(IntArray(segs, n));
+	if (lock)
+		plan = CoordPlan(&plan_lock_segments, SEGMENTS_SQL " FOR UPDATE SKIP LOCKED", 2, types);
+	else
+		plan = CoordPlan(&plan_busy, SEGMENTS_SQL, 2, types);
+	CoordSpiCheck(SPI_execute_plan(plan, args, NULL, false, 0),
+				  SPI_OK_SELECT, lock ? "locking coord.partition_segments" : "reading coord.partition_segments");
+	return SPI_processed;
+}
+
+/*
+ * Row i of tt, a ReadSegments answer: false for a segment out of st's range;
+ * else its segment *s, and *other when another session (*pid, *start) is
+ * its owner.
+ */
+static bool
+SegmentRow(PartState *st, SPITupleTable *tt, uint64 i, int32 *s, int32 *pid, TimestampTz *start, bool *other)
+{
+	bool		isnull;
+	bool		snull;
+
+	*s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+	*pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
+	*start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
+	if (*s < 0 || *s >= st->segments)
+		return false;
+	*other = !isnull && !snull && !(*pid == MyProcPid && *start == MyStartTimestamp);
+	return true;
+}
+
+/*
+ * Sync, step 5: first a read, so that a taker row-locks only the segments
+ * it may take: no owner, or one that was no live member at this sync's
+ * ReadLive.  Returns how many may be taken, first in take[].
+ */
+static int
+TakeCandidates(PartState *st, int32 *take, int ntake, bool *settled)
+{
+	uint64		n = ReadSegments(st, take, ntake, false);
+	SPITupleTable *tt = SPI_tuptable;
+	int			w = 0;
+
+	for (uint64 i = 0; i < n; i++)
 	{
-		bool	   *keep = palloc(sizeof(bool) * ngive);
-		int			w = 0;
+		int32		s;
+		int32		pid;
+		TimestampTz start;
+		bool		other;
 
-		MarkUnfinished(st, give, ngive, keep);
-		for (int i = 0; i < ngive; i++)
-			if (!keep[i])
-				give[w++] = give[i];
-		if (w < ngive)
-			settled = false;	/* kept for a claim: let go at a later sync */
-		ngive = w;
+		if (!SegmentRow(st, tt, i, &s, &pid, &start, &other))
+			continue;
+		if (other && OwnerAlive(st, pid, start))
+			continue;			/* a live owner's: it lets go first */
+		take[w++] = s;
 	}
-	if (ngive > 0)
+	if (w < ntake)
+		*settled = false;		/* some are still another's: take them later */
+	return w;
+}
+
+/*
+ * Sync, step 6: the row locks, SKIP LOCKED: a row another taker holds is
+ * not taken now (no wait for that taker's transaction).  Under the row lock
+ * the latest version's owner is judged again, with member rows read after
+ * the lock (READ COMMITTED: a fresh snapshot, which sees the member row of
+ * any owner whose take has committed) and a probe of the owner's member
+ * lock now: no owner can come back and retake a row this transaction holds,
+ * so two sessions never own a segment at once.  Returns the rows of take[]
+ * locked and free, *ngot of them.
+ */
+static int32 *
+TakeLock(PartState *st, const int32 *take, int ntake, int *ngot, bool *settled)
+{
+	uint64		n = ReadSegments(st, take, ntake, true);
+	SPITupleTable *tt = SPI_tuptable;
+	int32	   *got = palloc(sizeof(int32) * (n > 0 ? n : 1));
+	PartLive   *owners = NULL;	/* fresh member rows, read at most once */
+	int			nowners = -1;
+
+	*ngot = 0;
+	if (n < (uint64) ntake)
+		*settled = false;
+	for (uint64 i = 0; i < n; i++)
 	{
-		args[1] = PointerGetDatum(IntArray(give, ngive));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
-												 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-												 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
-												 "AND owner_start OPERATOR(pg_catalog.=) $4",
-												 4, types), args, NULL, false, 0),
-					  SPI_OK_UPDATE, "letting go of segments");
-		for (int i = 0; i < ngive; i++)
-			st->token[give[i]] = 0;
-		st->nowned -= ngive;
-		owned_version++;
-	}
+		int32		s;
+		int32		pid;
+		TimestampTz start;
+		bool		other;
+		bool		alive = false;
 
+		if (!SegmentRow(st, tt, i, &s, &pid, &start, &other))
+			continue;
+		if (other)
+		{
+			if (nowners < 0)
+				owners = ReadMemberRows(st, &nowners);
+			for (int k = 0; k < nowners && !alive; k++)
+				if (owners[k].pid == pid && owners[k].start == start)
+					alive = MemberAlive(st, owners[k].name, pid, start);
+		}
+		if (alive)
+			*settled = false;	/* locked in vain: its owner lives */
+		else
+			got[(*ngot)++] = s;
+	}
+	return got;
+}
+
+/*
+ * Sync, step 7: the locked rows got[0 .. ngot) become ours, each with a new
+ * fencing token.
+ */
+static void
+TakeRows(PartState *st, const int32 *got, int ngot)
+{
+	Datum		args[4];
+
+	SegmentUpdateArgs(st, got, ngot, args);
+	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
+											 "UPDATE coord.partition_segments "
+											 "SET owner_pid = $3, owner_start = $4, "
+											 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
+											 "taken_at = pg_catalog.clock_timestamp() "
+											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+											 "RETURNING segment, token",
+											 4, segment_update_types), args, NULL, false, 0),
+				  SPI_OK_UPDATE_RETURNING, "taking segments");
+	OwnRows(st);
+	owned_version++;
+}
+
+/*
+ * Sync: take the target segments that are free, let go of the ones that
+ * moved away (but those with an unfinished claim).  Inside SPI, as the owner.
+ * Settled at the end only when nothing was left for a later sync.
+ */
+void
+Sync(PartState *st)
+{
+	int32	   *take;
+	int32	   *give;
+	int			ntake,
+				ngive;
+	bool		settled;
+
+	st->settled = false;
+	if (!st->member)
+		return;
+	SyncReadMembers(st);
+	take = palloc(sizeof(int32) * st->segments);
+	give = palloc(sizeof(int32) * st->segments);
+	SyncPlan(st, take, &ntake, give, &ngive);
+	/* only a sync whose reads were fresh may let later ones skip theirs */
+	settled = st->member && !IsolationUsesXactSnapshot();
+	if (ngive > 0)
+		ngive = SyncKeepClaimed(st, give, ngive, &settled);
+	if (ngive > 0)
+		SyncLetGo(st, give, ngive);
+	if (ntake > 0)
+		ntake = TakeCandidates(st, take, ntake, &settled);
 	if (ntake > 0)
 	{
-		SPITupleTable *tt;
-		uint64		n;
-		int			w = 0;
-		int32	   *got;
-		int			ngot = 0;
-		PartLive   *owners = NULL;	/* fresh member rows, read at most once */
-		int			nowners = -1;
+		int			ngot;
+		int32	   *got = TakeLock(st, take, ntake, &ngot, &settled);
 
-		/*
-		 * First a read: a taker row-locks only the segments it may take: no
-		 * owner, or one that was no live member at this sync's ReadLive.
-		 */
-		args[1] = PointerGetDatum(IntArray(take, ntake));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_busy,
-												 "SELECT segment, owner_pid, owner_start FROM coord.partition_segments "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-												 "ORDER BY segment",
-												 2, types), args, NULL, false, 0),
-					  SPI_OK_SELECT, "reading coord.partition_segments");
-		tt = SPI_tuptable;
-		n = SPI_processed;
-		for (uint64 i = 0; i < n; i++)
-		{
-			bool		isnull;
-			bool		snull;
-			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-			int32		pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-			TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
-
-			if (s < 0 || s >= st->segments)
-				continue;
-			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp) &&
-				OwnerAlive(st, pid, start))
-				continue;		/* a live owner's: it lets go first */
-			take[w++] = s;
-		}
-		if (w < ntake)
-			settled = false;	/* some are still another's: take them later */
-		ntake = w;
-		if (ntake == 0)
-		{
-			st->settled = settled;
-			return;
-		}
-
-		/*
-		 * Then the row locks, SKIP LOCKED: a row another taker holds is not
-		 * taken now (no wait for that taker's transaction).  Under the row
-		 * lock the latest version's owner is judged again, with member rows
-		 * read after the lock (READ COMMITTED: a fresh snapshot, which sees
-		 * the member row of any owner whose take has committed) and a probe
-		 * of the owner's member lock now: no owner can come back and retake a
-		 * row this transaction holds, so two sessions never own a segment at
-		 * once.
-		 */
-		args[1] = PointerGetDatum(IntArray(take, ntake));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_lock_segments,
-												 "SELECT segment, owner_pid, owner_start FROM coord.partition_segments "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-												 "ORDER BY segment FOR UPDATE SKIP LOCKED",
-												 2, types), args, NULL, false, 0),
-					  SPI_OK_SELECT, "locking coord.partition_segments");
-		tt = SPI_tuptable;
-		n = SPI_processed;
-		if (n < (uint64) ntake)
-			settled = false;
-		got = palloc(sizeof(int32) * (n > 0 ? n : 1));
-		for (uint64 i = 0; i < n; i++)
-		{
-			bool		isnull;
-			bool		snull;
-			int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-			int32		pid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-			TimestampTz start = DatumGetTimestampTz(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &snull));
-			bool		alive = false;
-
-			if (s < 0 || s >= st->segments)
-				continue;
-			if (!isnull && !snull && !(pid == MyProcPid && start == MyStartTimestamp))
-			{
-				if (nowners < 0)
-				{
-					SPITupleTable *save = tt;
-
-					owners = ReadOwners(st, &nowners);
-					tt = save;
-				}
-				for (int k = 0; k < nowners && !alive; k++)
-					if (owners[k].pid == pid && owners[k].start == start)
-						alive = MemberAlive(st, owners[k].name, pid, start);
-			}
-			if (alive)
-				settled = false;	/* locked in vain: its owner lives */
-			else
-				got[ngot++] = s;
-		}
 		if (ngot > 0)
-		{
-			args[1] = PointerGetDatum(IntArray(got, ngot));
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
-													 "UPDATE coord.partition_segments "
-													 "SET owner_pid = $3, owner_start = $4, "
-													 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
-													 "taken_at = pg_catalog.clock_timestamp() "
-													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-													 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-													 "RETURNING segment, token",
-													 4, types), args, NULL, false, 0),
-						  SPI_OK_UPDATE_RETURNING, "taking segments");
-			tt = SPI_tuptable;
-			n = SPI_processed;
-			for (uint64 i = 0; i < n; i++)
-			{
-				bool		isnull;
-				int32		s = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-				int64		t = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
-
-				if (s >= 0 && s < st->segments && st->token[s] == 0)
-				{
-					st->token[s] = t;
-					st->nowned++;
-				}
-			}
-			owned_version++;
-		}
+			TakeRows(st, got, ngot);
 	}
 	st->settled = settled;
 }
