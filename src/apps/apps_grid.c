@@ -280,16 +280,14 @@ GridJitOff(void)
 static void
 GridReadApps(Grid *g)
 {
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_apps,
-											 "SELECT x.name, x.grain FROM ("
-											 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
-											 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
-											 "UNION ALL "
-											 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
-											 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
-											 3, grid_argtypes), g->args, g->nulls, false, 0),
-				  SPI_OK_SELECT, "grid");
-	g->nrows = SPI_processed;
+	g->nrows = CoordExec(&plan_grid_apps,
+						 "SELECT x.name, x.grain FROM ("
+						 "SELECT w.name, a.grain, w.o AS k FROM pg_catalog.unnest($1) WITH ORDINALITY AS w(name, o) "
+						 "LEFT JOIN coord.app_defs AS a ON a.name OPERATOR(pg_catalog.=) w.name WHERE $1 IS NOT NULL "
+						 "UNION ALL "
+						 "SELECT a.name, a.grain, NULL FROM coord.app_defs AS a WHERE $1 IS NULL"
+						 ") AS x ORDER BY x.k, x.name COLLATE pg_catalog.\"C\"",
+						 3, grid_argtypes, g->args, g->nulls, SPI_OK_SELECT, "grid");
 	g->rows = palloc0(sizeof(GridRow) * Max(g->nrows, 1));
 	g->cg = G_YEARLY;
 	g->width = 3;
@@ -396,18 +394,17 @@ GridMark(const Grid *g, GridRow *row, TimestampTz ps, TimestampTz pe, char sym, 
 static void
 GridReadRuns(Grid *g)
 {
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_grid_runs,
-											 "SELECT r.app, r.period_start, r.period_end, "
-											 "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
-											 "AND EXISTS (SELECT 1 FROM coord.app_alerts AS a "
-											 "WHERE a.app OPERATOR(pg_catalog.=) r.app AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
-											 "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
-											 "THEN 'late' ELSE r.state END "
-											 "FROM coord.runs AS r "
-											 "WHERE r.current AND ($1 IS NULL OR r.app OPERATOR(pg_catalog.=) ANY ($1)) "
-											 "AND r.period_end OPERATOR(pg_catalog.>) $2 AND r.period_start OPERATOR(pg_catalog.<) $3",
-											 3, grid_argtypes), g->args, g->nulls, false, 0),
-				  SPI_OK_SELECT, "grid");
+	CoordExec(&plan_grid_runs,
+			  "SELECT r.app, r.period_start, r.period_end, "
+			  "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
+			  "AND EXISTS (SELECT 1 FROM coord.app_alerts AS a "
+			  "WHERE a.app OPERATOR(pg_catalog.=) r.app AND a.period_start OPERATOR(pg_catalog.=) r.period_start "
+			  "AND a.kind OPERATOR(pg_catalog.=) 'deadline' AND a.cleared_at IS NULL) "
+			  "THEN 'late' ELSE r.state END "
+			  "FROM coord.runs AS r "
+			  "WHERE r.current AND ($1 IS NULL OR r.app OPERATOR(pg_catalog.=) ANY ($1)) "
+			  "AND r.period_end OPERATOR(pg_catalog.>) $2 AND r.period_start OPERATOR(pg_catalog.<) $3",
+			  3, grid_argtypes, g->args, g->nulls, SPI_OK_SELECT, "grid");
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	row = SPI_tuptable->vals[i];
