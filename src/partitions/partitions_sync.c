@@ -142,11 +142,10 @@ ReadGroup(PartState *st)
 	char	   *assignor;
 
 	args[0] = CStringGetTextDatum(st->group);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_group,
-											 "SELECT segments, assignor, created_at FROM coord.partition_groups "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-											 1, types), args, NULL, false, 1),
-				  SPI_OK_SELECT, "reading coord.partition_groups");
+	CoordExecLimit(&plan_group,
+				   "SELECT segments, assignor, created_at FROM coord.partition_groups "
+				   "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+				   1, types, args, NULL, 1, SPI_OK_SELECT, "reading coord.partition_groups");
 	st->exists = SPI_processed == 1;
 	if (!st->exists)
 		return;
@@ -191,13 +190,12 @@ ReadMine(PartState *st)
 	args[0] = CStringGetTextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_me,
-											 "SELECT member, joined_at FROM coord.partition_members "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND pid OPERATOR(pg_catalog.=) $2 "
-											 "AND backend_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.partition_members");
+	CoordExec(&plan_me,
+			  "SELECT member, joined_at FROM coord.partition_members "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND pid OPERATOR(pg_catalog.=) $2 "
+			  "AND backend_start OPERATOR(pg_catalog.=) $3",
+			  3, types, args, NULL, SPI_OK_SELECT, "reading coord.partition_members");
 
 	/*
 	 * Our member row is the one whose lock we hold: a row without it (let go
@@ -230,14 +228,13 @@ ReadMine(PartState *st)
 	margs[1] = args[1];
 	margs[2] = args[2];
 	margs[3] = TimestampTzGetDatum(joined_at);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_mine,
-											 "SELECT segment, token FROM coord.partition_segments "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $3 "
-											 "AND taken_at OPERATOR(pg_catalog.>=) $4",
-											 4, mtypes), margs, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.partition_segments");
+	CoordExec(&plan_mine,
+			  "SELECT segment, token FROM coord.partition_segments "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+			  "AND owner_start OPERATOR(pg_catalog.=) $3 "
+			  "AND taken_at OPERATOR(pg_catalog.>=) $4",
+			  4, mtypes, margs, NULL, SPI_OK_SELECT, "reading coord.partition_segments");
 	OwnRows(st);
 }
 
@@ -358,11 +355,10 @@ ReadMemberRows(PartState *st, int *n)
 	PartLive   *rows;
 
 	args[0] = CStringGetTextDatum(st->group);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_live,
-											 "SELECT member, weight, pid, backend_start FROM coord.partition_members "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1",
-											 1, types), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading coord.partition_members");
+	CoordExec(&plan_live,
+			  "SELECT member, weight, pid, backend_start FROM coord.partition_members "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1",
+			  1, types, args, NULL, SPI_OK_SELECT, "reading coord.partition_members");
 	rows = palloc(sizeof(PartLive) * (SPI_processed > 0 ? SPI_processed : 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -431,14 +427,13 @@ ReadLive(PartState *st)
 			dargs[1] = CStringGetTextDatum(m.name);
 			dargs[2] = Int32GetDatum(m.pid);
 			dargs[3] = TimestampTzGetDatum(m.start);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_dead,
-													 "DELETE FROM coord.partition_members "
-													 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-													 "AND member OPERATOR(pg_catalog.=) $2 "
-													 "AND pid OPERATOR(pg_catalog.=) $3 "
-													 "AND backend_start OPERATOR(pg_catalog.=) $4",
-													 4, dtypes), dargs, NULL, false, 0),
-						  SPI_OK_DELETE, "deleting a dead member");
+			CoordExec(&plan_dead,
+					  "DELETE FROM coord.partition_members "
+					  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+					  "AND member OPERATOR(pg_catalog.=) $2 "
+					  "AND pid OPERATOR(pg_catalog.=) $3 "
+					  "AND backend_start OPERATOR(pg_catalog.=) $4",
+					  4, dtypes, dargs, NULL, SPI_OK_DELETE, "deleting a dead member");
 		}
 	}
 	qsort(live, nlive, sizeof(PartLive), CmpLive);
@@ -525,14 +520,13 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 		}
 	args[0] = PointerGetDatum(construct_array(ids, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
 	args[1] = PointerGetDatum(construct_array(tokens, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_unfinished,
-											 "SELECT c.id FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(id, token) "
-											 "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) c.id "
-											 "AND j.token OPERATOR(pg_catalog.=) c.token "
-											 "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
-											 "     OR (j.lease_until IS NULL AND coord.job_claimed(j.id)))",
-											 2, types), args, NULL, false, 0),
-				  SPI_OK_SELECT, "reading claims from segments");
+	CoordExec(&plan_unfinished,
+			  "SELECT c.id FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS c(id, token) "
+			  "JOIN coord.job AS j ON j.id OPERATOR(pg_catalog.=) c.id "
+			  "AND j.token OPERATOR(pg_catalog.=) c.token "
+			  "AND (j.lease_until OPERATOR(pg_catalog.>) pg_catalog.statement_timestamp() "
+			  "     OR (j.lease_until IS NULL AND coord.job_claimed(j.id)))",
+			  2, types, args, NULL, SPI_OK_SELECT, "reading claims from segments");
 
 	/* keep only the claims still unfinished */
 	for (int i = 0; i < nclaims; i++)
@@ -712,14 +706,13 @@ SyncLetGo(PartState *st, const int32 *give, int ngive)
 	Datum		args[4];
 
 	SegmentUpdateArgs(st, give, ngive, args);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release,
-											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-											 "AND owner_pid OPERATOR(pg_catalog.=) $3 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $4",
-											 4, segment_update_types), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "letting go of segments");
+	CoordExec(&plan_release,
+			  "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+			  "AND owner_pid OPERATOR(pg_catalog.=) $3 "
+			  "AND owner_start OPERATOR(pg_catalog.=) $4",
+			  4, segment_update_types, args, NULL, SPI_OK_UPDATE, "letting go of segments");
 	for (int i = 0; i < ngive; i++)
 		st->token[give[i]] = 0;
 	st->nowned -= ngive;
@@ -742,17 +735,14 @@ ReadSegments(PartState *st, const int32 *segs, int n, bool lock)
 {
 	Oid			types[2] = {TEXTOID, INT4ARRAYOID};
 	Datum		args[2];
-	SPIPlanPtr	plan;
 
 	args[0] = CStringGetTextDatum(st->group);
 	args[1] = PointerGetDatum(IntArray(segs, n));
 	if (lock)
-		plan = CoordPlan(&plan_lock_segments, SEGMENTS_SQL " FOR UPDATE SKIP LOCKED", 2, types);
-	else
-		plan = CoordPlan(&plan_busy, SEGMENTS_SQL, 2, types);
-	CoordSpiCheck(SPI_execute_plan(plan, args, NULL, false, 0),
-				  SPI_OK_SELECT, lock ? "locking coord.partition_segments" : "reading coord.partition_segments");
-	return SPI_processed;
+		return CoordExec(&plan_lock_segments, SEGMENTS_SQL " FOR UPDATE SKIP LOCKED", 2, types,
+						 args, NULL, SPI_OK_SELECT, "locking coord.partition_segments");
+	return CoordExec(&plan_busy, SEGMENTS_SQL, 2, types,
+					 args, NULL, SPI_OK_SELECT, "reading coord.partition_segments");
 }
 
 /*
@@ -863,16 +853,15 @@ TakeRows(PartState *st, const int32 *got, int ngot)
 	Datum		args[4];
 
 	SegmentUpdateArgs(st, got, ngot, args);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_take,
-											 "UPDATE coord.partition_segments "
-											 "SET owner_pid = $3, owner_start = $4, "
-											 "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
-											 "taken_at = pg_catalog.clock_timestamp() "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-											 "RETURNING segment, token",
-											 4, segment_update_types), args, NULL, false, 0),
-				  SPI_OK_UPDATE_RETURNING, "taking segments");
+	CoordExec(&plan_take,
+			  "UPDATE coord.partition_segments "
+			  "SET owner_pid = $3, owner_start = $4, "
+			  "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
+			  "taken_at = pg_catalog.clock_timestamp() "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+			  "RETURNING segment, token",
+			  4, segment_update_types, args, NULL, SPI_OK_UPDATE_RETURNING, "taking segments");
 	OwnRows(st);
 	owned_version++;
 }
@@ -930,13 +919,12 @@ ReleaseAll(PartState *st)
 	args[0] = CStringGetTextDatum(st->group);
 	args[1] = Int32GetDatum(MyProcPid);
 	args[2] = TimestampTzGetDatum(MyStartTimestamp);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_release_all,
-											 "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-											 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-											 "AND owner_pid OPERATOR(pg_catalog.=) $2 "
-											 "AND owner_start OPERATOR(pg_catalog.=) $3",
-											 3, types), args, NULL, false, 0),
-				  SPI_OK_UPDATE, "letting go of segments");
+	CoordExec(&plan_release_all,
+			  "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+			  "AND owner_pid OPERATOR(pg_catalog.=) $2 "
+			  "AND owner_start OPERATOR(pg_catalog.=) $3",
+			  3, types, args, NULL, SPI_OK_UPDATE, "letting go of segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
 	owned_version++;
@@ -962,13 +950,12 @@ LeaveGroup(PartState *st)
 		args[0] = CStringGetTextDatum(st->group);
 		args[1] = Int32GetDatum(MyProcPid);
 		args[2] = TimestampTzGetDatum(MyStartTimestamp);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_delete_me,
-												 "DELETE FROM coord.partition_members "
-												 "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-												 "AND pid OPERATOR(pg_catalog.=) $2 "
-												 "AND backend_start OPERATOR(pg_catalog.=) $3",
-												 3, types), args, NULL, false, 0),
-					  SPI_OK_DELETE, "leaving a partition group");
+		CoordExec(&plan_delete_me,
+				  "DELETE FROM coord.partition_members "
+				  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+				  "AND pid OPERATOR(pg_catalog.=) $2 "
+				  "AND backend_start OPERATOR(pg_catalog.=) $3",
+				  3, types, args, NULL, SPI_OK_DELETE, "leaving a partition group");
 		if (CoordHoldState(hk) == HOLD_ACTIVE)
 			CoordHoldRelease(hk);
 		st->member = false;
