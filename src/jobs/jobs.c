@@ -236,23 +236,21 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	{
 		bool		isnull;
 
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue,
-												 "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-												 "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at) "
-												 "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12) "
-												 "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
-												 "DO NOTHING RETURNING id",
-												 12, argtypes), args, nulls, false, 0),
-					  SPI_OK_INSERT_RETURNING, "enqueue");
+		CoordExec(&plan_enqueue,
+				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
+				  "DO NOTHING RETURNING id",
+				  12, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
 		/* a live job has this key: answer its id (unless it just finished) */
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_key_id,
-												 "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-												 "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-												 12, argtypes), args, nulls, false, 1),
-					  SPI_OK_SELECT, "enqueue key lookup");
+		CoordExecLimit(&plan_key_id,
+					   "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
+					   "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
+					   12, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -373,14 +371,13 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	/* ids are drawn in insertion order, which follows the array */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_enqueue_many,
-											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-											 "limit_key, max_snoozes, expires_at) "
-											 "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9 "
-											 "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
-											 "RETURNING id",
-											 9, argtypes), args, nulls, false, 0),
-				  SPI_OK_INSERT_RETURNING, "enqueue_many");
+	CoordExec(&plan_enqueue_many,
+			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
+			  "limit_key, max_snoozes, expires_at) "
+			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9 "
+			  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
+			  "RETURNING id",
+			  9, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -452,20 +449,18 @@ coord_complete(PG_FUNCTION_ARGS)
 	args[3] = ObjectIdGetDatum(sw.save_userid);
 	/* the hot path: a statement each, the role test only where it applies */
 	if (ActsForAnyClaimant(sw.save_userid))
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_any,
-												 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-												 "AND token OPERATOR(pg_catalog.=) $2 "
-												 "AND (lease_until IS NOT NULL OR $3) RETURNING *",
-												 3, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE_RETURNING, "complete");
+		CoordExec(&plan_complete_any,
+				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+				  "AND token OPERATOR(pg_catalog.=) $2 "
+				  "AND (lease_until IS NOT NULL OR $3) RETURNING *",
+				  3, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	else
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete,
-												 "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-												 "AND token OPERATOR(pg_catalog.=) $2 "
-												 "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
-												 "     OR $3) RETURNING *",
-												 4, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE_RETURNING, "complete");
+		CoordExec(&plan_complete,
+				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+				  "AND token OPERATOR(pg_catalog.=) $2 "
+				  "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
+				  "     OR $3) RETURNING *",
+				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	ok = ArchiveJobs("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)
 		DropSessionClaim(id);
@@ -522,16 +517,14 @@ coord_complete_many(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
 	args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_complete_many,
-											 "DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
-											 "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
-											 "AND ((j.lease_until IS NOT NULL "
-											 "      AND (j.claimed_by OPERATOR(pg_catalog.=) $4 OR $5)) "
-											 "     OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
-											 "RETURNING j.*",
-											 5, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE_RETURNING, "complete");
-	done = SPI_processed;
+	done = CoordExec(&plan_complete_many,
+					 "DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
+					 "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
+					 "AND ((j.lease_until IS NOT NULL "
+					 "      AND (j.claimed_by OPERATOR(pg_catalog.=) $4 OR $5)) "
+					 "     OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
+					 "RETURNING j.*",
+					 5, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	{
 		/* the completed ones: let their claims go; the others: only if gone */
 		SPITupleTable *tt = SPI_tuptable;
@@ -636,15 +629,15 @@ coord_fail(PG_FUNCTION_ARGS)
 	args[4] = BoolGetDatum(SessionClaimLive(id));
 	args[5] = ObjectIdGetDatum(sw.save_userid);
 	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_get,
-											 "SELECT attempt, max_attempts, snoozes, max_snoozes, expires_at, queue, limit_key "
-											 "FROM coord.job "
-											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-											 "AND ((lease_until IS NOT NULL "
-											 "      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
-											 "     OR $5) "
-											 "FOR UPDATE", 7, argtypes), args, nulls, false, 1),
-				  SPI_OK_SELECT, "fail");
+	CoordExecLimit(&plan_fail_get,
+				   "SELECT attempt, max_attempts, snoozes, max_snoozes, expires_at, queue, limit_key "
+				   "FROM coord.job "
+				   "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+				   "AND ((lease_until IS NOT NULL "
+				   "      AND (claimed_by OPERATOR(pg_catalog.=) $6 OR $7)) "
+				   "     OR $5) "
+				   "FOR UPDATE",
+				   7, argtypes, args, nulls, 1, SPI_OK_SELECT, "fail");
 	if (SPI_processed == 1)
 	{
 		SPITupleTable *tt = SPI_tuptable;
@@ -699,15 +692,14 @@ coord_fail(PG_FUNCTION_ARGS)
 			 * snooze counted
 			 */
 			args[4] = BoolGetDatum(!uses_attempt);
-			CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_fail_retry,
-													 "UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
-													 "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
-													 "last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
-													 "(CASE WHEN $5 THEN 1 ELSE 0 END), "
-													 "snoozes = snoozes OPERATOR(pg_catalog.+) (CASE WHEN $5 THEN 1 ELSE 0 END) "
-													 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
-													 5, argtypes), args, nulls, false, 0),
-						  SPI_OK_UPDATE, "fail");
+			CoordExec(&plan_fail_retry,
+					  "UPDATE coord.job SET lease_until = NULL, claimed_at = NULL, "
+					  "run_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3, "
+					  "last_error = $4, attempt = attempt OPERATOR(pg_catalog.-) "
+					  "(CASE WHEN $5 THEN 1 ELSE 0 END), "
+					  "snoozes = snoozes OPERATOR(pg_catalog.+) (CASE WHEN $5 THEN 1 ELSE 0 END) "
+					  "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
+					  5, argtypes, args, nulls, SPI_OK_UPDATE, "fail");
 			LimitJobFinished(queue);
 			result = "scheduled";
 		}
@@ -763,11 +755,10 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	if (SessionClaimLive(id))
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_is_claim,
-												 "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-												 "AND token OPERATOR(pg_catalog.=) $2",
-												 3, argtypes), args, nulls, false, 1),
-					  SPI_OK_SELECT, "heartbeat");
+		CoordExecLimit(&plan_is_claim,
+					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2",
+					   3, argtypes, args, nulls, 1, SPI_OK_SELECT, "heartbeat");
 		if (SPI_processed == 1)
 		{
 			found = true;
@@ -778,14 +769,13 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	{
 		args[3] = ObjectIdGetDatum(sw.save_userid);
 		args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_heartbeat,
-												 "UPDATE coord.job SET lease = COALESCE($3, lease), "
-												 "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
-												 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-												 "AND lease_until IS NOT NULL "
-												 "AND (claimed_by OPERATOR(pg_catalog.=) $4 OR $5) RETURNING lease_until",
-												 5, argtypes), args, nulls, false, 0),
-					  SPI_OK_UPDATE_RETURNING, "heartbeat");
+		CoordExec(&plan_heartbeat,
+				  "UPDATE coord.job SET lease = COALESCE($3, lease), "
+				  "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
+				  "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+				  "AND lease_until IS NOT NULL "
+				  "AND (claimed_by OPERATOR(pg_catalog.=) $4 OR $5) RETURNING lease_until",
+				  5, argtypes, args, nulls, SPI_OK_UPDATE_RETURNING, "heartbeat");
 		if (SPI_processed == 1)
 		{
 			bool		isnull;
@@ -839,35 +829,33 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry,
-											 "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
-											 "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-											 "limit_key, max_snoozes, expires_at, origin) "
-											 "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
-											 "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-											 "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, "
+	CoordExec(&plan_retry,
+			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
+			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
+			  "limit_key, max_snoozes, expires_at, origin) "
+			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
+			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
 	 * already
 	 */
-											 "CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
-											 "WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
-											 "FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
-											 "AND h.state OPERATOR(pg_catalog.=) 'dead' "
-											 "ON CONFLICT DO NOTHING RETURNING queue, host",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT_RETURNING, "retry");
+			  "CASE WHEN EXISTS (SELECT 1 FROM coord.job AS l "
+			  "WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
+			  "FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
+			  "AND h.state OPERATOR(pg_catalog.=) 'dead' "
+			  "ON CONFLICT DO NOTHING RETURNING queue, host",
+			  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "retry");
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
 		/* WakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
 		WakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_drop,
-												 "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
-												 1, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "retry");
+		CoordExec(&plan_retry_drop,
+				  "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+				  1, argtypes, args, NULL, SPI_OK_DELETE, "retry");
 	}
 	else
 	{
@@ -875,13 +863,12 @@ coord_retry(PG_FUNCTION_ARGS)
 		 * a dead job that did not go in: its key is taken (or a concurrent
 		 * retry won)
 		 */
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_retry_conflict,
-												 "SELECT h.queue, h.key, l.id FROM coord.job_history AS h "
-												 "JOIN coord.job AS l ON l.queue OPERATOR(pg_catalog.=) h.queue "
-												 "AND l.key OPERATOR(pg_catalog.=) h.key AND l.origin IS NULL "
-												 "WHERE h.id OPERATOR(pg_catalog.=) $1 AND h.state OPERATOR(pg_catalog.=) 'dead'",
-												 1, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "retry");
+		CoordExecLimit(&plan_retry_conflict,
+					   "SELECT h.queue, h.key, l.id FROM coord.job_history AS h "
+					   "JOIN coord.job AS l ON l.queue OPERATOR(pg_catalog.=) h.queue "
+					   "AND l.key OPERATOR(pg_catalog.=) h.key AND l.origin IS NULL "
+					   "WHERE h.id OPERATOR(pg_catalog.=) $1 AND h.state OPERATOR(pg_catalog.=) 'dead'",
+					   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "retry");
 		if (SPI_processed == 1)
 		{
 			SPITupleTable *tt = SPI_tuptable;
@@ -925,11 +912,10 @@ coord_job_state(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "id");
 	args[0] = Int64GetDatum(PG_GETARG_INT64(0));
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_live,
-											 "SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
-											 "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "job_state");
+	CoordExecLimit(&plan_state_live,
+				   "SELECT lease_until OPERATOR(pg_catalog.>) pg_catalog.now(), run_at OPERATOR(pg_catalog.>) pg_catalog.now() "
+				   "FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -946,10 +932,9 @@ coord_job_state(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_state_hist,
-												 "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
-												 1, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "job_state");
+		CoordExecLimit(&plan_state_hist,
+					   "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
+					   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
 		if (SPI_processed == 1)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	}
@@ -996,12 +981,11 @@ coord_claim_state(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	args[2] = ObjectIdGetDatum(sw.save_userid);
 	args[3] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_live,
-											 "SELECT claimed_at IS NULL, lease_until IS NOT NULL FROM coord.job "
-											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
-											 "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR (claimed_by IS NOT NULL AND $4))",
-											 4, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "claim_state");
+	CoordExecLimit(&plan_claim_live,
+				   "SELECT claimed_at IS NULL, lease_until IS NOT NULL FROM coord.job "
+				   "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "
+				   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR (claimed_by IS NOT NULL AND $4))",
+				   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "claim_state");
 	if (SPI_processed == 1)
 	{
 		bool		isnull;
@@ -1020,11 +1004,10 @@ coord_claim_state(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_claim_hist,
-												 "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
-												 "AND token OPERATOR(pg_catalog.=) $2",
-												 2, argtypes), args, NULL, false, 1),
-					  SPI_OK_SELECT, "claim_state");
+		CoordExecLimit(&plan_claim_hist,
+					   "SELECT state FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2",
+					   2, argtypes, args, NULL, 1, SPI_OK_SELECT, "claim_state");
 		if (SPI_processed == 1)
 			result = CoordSpiText(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 	}
@@ -1057,12 +1040,10 @@ coord_purge_jobs(PG_FUNCTION_ARGS)
 		args[0] = PG_GETARG_DATUM(0);
 	}
 	CoordSpiBegin(&sw);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_purge,
-											 "DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
-											 "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
-											 1, argtypes), args, NULL, false, 0),
-				  SPI_OK_DELETE, "purge_jobs");
-	n = SPI_processed;
+	n = CoordExec(&plan_purge,
+				  "DELETE FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+				  "(pg_catalog.now() OPERATOR(pg_catalog.-) $1)",
+				  1, argtypes, args, NULL, SPI_OK_DELETE, "purge_jobs");
 	CoordSpiEnd(&sw);
 	PG_RETURN_INT64((int64) n);
 }
@@ -1153,12 +1134,11 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	args[5] = CStringGetTextDatum(origin);
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_enqueue,
-											 "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
-											 "VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
-											 "ON CONFLICT DO NOTHING RETURNING id",
-											 7, argtypes), args, nulls, false, 0),
-				  SPI_OK_INSERT_RETURNING, "enqueue");
+	CoordExec(&plan_origin_enqueue,
+			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
+			  "VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
+			  "ON CONFLICT DO NOTHING RETURNING id",
+			  7, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 	if (SPI_processed != 1)
 		return 0;
 	WakeAtCommit(queue, host);
@@ -1174,10 +1154,9 @@ CoordOriginJob(const char *origin)
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(origin);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_origin_job,
-											 "SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
-											 1, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "origin lookup");
+	CoordExecLimit(&plan_origin_job,
+				   "SELECT id FROM coord.job WHERE origin OPERATOR(pg_catalog.=) $1",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "origin lookup");
 	if (SPI_processed != 1)
 		return 0;
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1208,11 +1187,10 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	args[2] = CStringGetTextDatum(error);
 	args[3] = Int64GetDatum(token);
 	/* FOR UPDATE re-evaluates the token on the latest row version */
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke_get,
-											 "SELECT attempt, max_attempts FROM coord.job "
-											 "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $4 FOR UPDATE",
-											 4, argtypes), args, NULL, false, 1),
-				  SPI_OK_SELECT, "revoke");
+	CoordExecLimit(&plan_revoke_get,
+				   "SELECT attempt, max_attempts FROM coord.job "
+				   "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $4 FOR UPDATE",
+				   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "revoke");
 	if (SPI_processed != 1)
 		return -1;
 	attempt = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1224,17 +1202,16 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	}
 	delay->time = BackoffUs(attempt);
 	args[1] = IntervalPGetDatum(delay);
-	CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_revoke,
-											 "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
-											 "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
-											 "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
-											 "limit_key, snoozes, max_snoozes, expires_at) "
-											 "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
-											 "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-											 "request_key, origin, limit_key, snoozes, max_snoozes, expires_at "
-											 "FROM d RETURNING id, queue, host",
-											 3, argtypes), args, NULL, false, 0),
-				  SPI_OK_INSERT_RETURNING, "revoke");
+	CoordExec(&plan_revoke,
+			  "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
+			  "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
+			  "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
+			  "limit_key, snoozes, max_snoozes, expires_at) "
+			  "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
+			  "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
+			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at "
+			  "FROM d RETURNING id, queue, host",
+			  3, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)
 		return -1;
 	{
@@ -1272,9 +1249,7 @@ CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtyp
 								  "AND (x.lease_until IS NULL OR x.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
 								  "AND NOT coord.job_claimed(x.id) FOR UPDATE OF x SKIP LOCKED))", which),
 						 nargs, argtypes);
-	CoordSpiCheck(SPI_execute_plan(*slot, args, NULL, false, 0),
-				  SPI_OK_DELETE, "removing unclaimed jobs");
-	return SPI_processed;
+	return CoordExecPlan(*slot, args, NULL, SPI_OK_DELETE, "removing unclaimed jobs");
 }
 
 /*
@@ -1319,8 +1294,7 @@ TickKill(SPIPlanPtr *slot, const char *sql, TimestampTz asof, TimestampTz stop, 
 
 		CHECK_FOR_INTERRUPTS();
 		args[1] = Int32GetDatum(want);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(slot, sql, 2, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE_RETURNING, "tick");
+		CoordExec(slot, sql, 2, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "tick");
 		tt = SPI_tuptable;
 		n = SPI_processed;
 		killed += ArchiveJobs("dead", error, (Datum) 0, true);
@@ -1383,13 +1357,11 @@ CoordJobsTick(TimestampTz now)
 		keep->time = (int64) coord_job_history_retention * USECS_PER_SEC;
 		args[1] = IntervalPGetDatum(keep);
 		args[2] = Int32GetDatum(TICK_PURGE_MAX);
-		CoordSpiCheck(SPI_execute_plan(CoordPlan(&plan_tick_purge,
-												 "DELETE FROM coord.job_history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
-												 "SELECT ctid FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
-												 "($1 OPERATOR(pg_catalog.-) $2) LIMIT $3))",
-												 3, argtypes), args, NULL, false, 0),
-					  SPI_OK_DELETE, "tick");
-		touched += SPI_processed;
+		touched += CoordExec(&plan_tick_purge,
+							 "DELETE FROM coord.job_history WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+							 "SELECT ctid FROM coord.job_history WHERE finished_at OPERATOR(pg_catalog.<) "
+							 "($1 OPERATOR(pg_catalog.-) $2) LIMIT $3))",
+							 3, argtypes, args, NULL, SPI_OK_DELETE, "tick");
 	}
 	return touched;
 }
