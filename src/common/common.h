@@ -216,7 +216,8 @@ extern int	CoordPlanGeneration(SPIPlanPtr plan);
 
 /*
  * A statement in one call: plan (once), execute, check the result code,
- * return SPI_processed (common_spi.c says which runs how).
+ * return SPI_processed (common_spi.c says which runs how).  Every statement
+ * is one of these calls; spi_style.py refuses SPI_execute* anywhere else.
  */
 extern uint64 CoordExec(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
 						Datum *args, const char *nulls, int expected, const char *what);

@@ -14,7 +14,13 @@ fails, naming the file and line, on
     they run as the caller,
   - AtEOXact_GUC right after CoordSpiEnd: a GUC nest level opened inside
     the switch must be popped before it, since the switch's own pop takes
-    every level above it too.
+    every level above it too,
+  - a statement executed by hand (SPI_execute_plan, SPI_execp, SPI_execute
+    and its kin): a statement is one call of CoordExec, CoordExecLimit,
+    CoordExecReadOnly, CoordExecPlan or CoordExecEach (common.h), which
+    plan once, check the result code and return the row count; the
+    functions in BY_HAND only (coord.cron_install's two one-off statements,
+    run as the caller against pg_cron's schema: nothing to save a plan of).
 Comments are skipped.  PENDING lists files still exempt (none since issue
 15 was merged).
 Prints "spi_style: N files checked, 0 offences" and exits 0, or lists the
@@ -32,6 +38,8 @@ DEFINES = {"common_spi.c"}
 PENDING = []
 # file -> the functions allowed SPI as the caller (see common.h)
 AS_CALLER = {"jobs_claim.c": {"GroupFree"}, "jobs_limits.c": {"LimitDecideKey"}, "tick.c": {"coord_cron_install"}}
+# file -> the functions allowed a statement by hand
+BY_HAND = {"tick.c": {"coord_cron_install"}}
 
 comment = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 rules = [
@@ -44,6 +52,7 @@ rules = [
     ("GUC nest level popped after CoordSpiEnd (pop it first)",
      re.compile(r'\bCoordSpiEnd\s*\([^;]*\);\s*AtEOXact_GUC\b')),
 ]
+by_hand = re.compile(r'\b(SPI_execute\w*|SPI_execp)\s*\(')
 as_caller = re.compile(r'\b(CoordSpiConnectAsCaller|CoordSpiFinishAsCaller)\s*\(')
 # a function definition's name: at the start of a line, followed by "(" and,
 # after its parameters, a line that is just "{"
@@ -75,6 +84,13 @@ for f in files:
             bad.append(f"{f.relative_to(root)}:{line}: SPI as the caller outside "
                        f"{sorted(AS_CALLER.get(f.name, set())) or 'AS_CALLER'} "
                        f"(in {fn}; use CoordSpiBegin/CoordSpiEnd): {m.group(0).strip()}")
+
+    for m in by_hand.finditer(src):
+        fn = function_at(src, m.start())
+        if fn not in BY_HAND.get(f.name, set()):
+            line = src.count("\n", 0, m.start()) + 1
+            bad.append(f"{f.relative_to(root)}:{line}: statement executed by hand "
+                       f"(in {fn}; use CoordExec and its kin): {m.group(0).strip()}")
 
 if bad:
     print("\n".join(bad))
