@@ -1027,20 +1027,11 @@ static void
 reload(void)
 {
 	char	   *err = NULL;
-	AgentConfig *n = config_load(cfg_path, true, &err);
+	AgentConfig *n = config_load_checked(cfg_path, cli_over, &err);
 	bool		relisten;
 	int			ntasks = 0;
 	TaskConfig *t;
 
-	if (n != NULL)
-	{
-		config_apply(n, cli_over);
-		if (!config_validate(n, &err))
-		{
-			config_free(n);
-			n = NULL;
-		}
-	}
 	if (n == NULL)
 	{
 		log_error("SIGHUP: keeping the old configuration: %s", err);
@@ -1113,16 +1104,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 
 	cfg_path = config_path;
 	cli_over = cli;
-	cfg = config_load(config_path, true, &err);
-	if (cfg != NULL)
-	{
-		config_apply(cfg, cli);
-		if (!config_validate(cfg, &err))
-		{
-			config_free(cfg);
-			cfg = NULL;
-		}
-	}
+	cfg = config_load_checked(config_path, cli, &err);
 	if (cfg == NULL)
 	{
 		fprintf(stderr, "coord-agent: %s\n", err);

@@ -116,8 +116,8 @@ typedef struct CliOverrides
 } CliOverrides;
 
 extern AgentConfig *config_load(const char *path, bool must_exist, char **errmsg);
-extern void config_apply(AgentConfig *cfg, const CliOverrides *cli);
-extern bool config_validate(AgentConfig *cfg, char **errmsg);
+extern AgentConfig *config_load_checked(const char *path, const CliOverrides *cli,
+										char **errmsg);
 extern void config_free(AgentConfig *cfg);
 extern TaskConfig *config_find_task(const AgentConfig *cfg, const char *name);
 extern bool valid_name(const char *s);
