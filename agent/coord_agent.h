@@ -13,7 +13,10 @@
  * escaping and password masking; main.c the command line.  This header
  * has what all of them use (the configuration, a job, the utilities); the
  * session and the statements have headers of their own, included only by
- * the files that use them.
+ * the files that use them.  A file calls only files before it in util,
+ * config, db, protocol, child, status, agent, main (test/static/deps.py):
+ * db.c reaches protocol.c and the loop through the DbCallbacks agent.c
+ * gives it (db.h).
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_H
