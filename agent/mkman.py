@@ -5,7 +5,8 @@ two never disagree.
     python3 agent/mkman.py docs/coord-agent.md > agent/coord-agent.1.in   (make -C agent man)
 
 The page is written in the small Markdown subset this knows: a
-"# coord-agent(1)" title, "## NAME" headings, paragraphs, `code`, **bold**, *italic*, indented code
+"# coord-agent(1)" title, "## NAME" headings, paragraphs, `code`, **bold**, *italic*, [links](page.md)
+(only their text is printed, in italics), indented code
 blocks, "1. " lists, "term" lines followed by ": definition" lines, and
 pipe tables (rendered with tbl).  Anything else is an error here rather
 than a silently broken page.  The output says "@VERSION@" where the
@@ -52,7 +53,9 @@ def roff_chars(s, literal):
 
 
 def inline(text):
-    """`code`, **bold**, *italic* to font escapes; the rest escaped."""
+    """`code`, **bold**, *italic* to font escapes, links to their text; the rest escaped."""
+    text = re.sub(r"\[([^\]]+)\]\([^)\s]+\)",
+                  lambda m: m.group(1) if re.search(r"[*`]", m.group(1)) else "*%s*" % m.group(1), text)
     codes = []
 
     def stash(m):
