@@ -17,13 +17,13 @@
  * as broken.  So no lock held by someone else and no stuck server stops
  * the loop for longer.
  *
- * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
+ * Claims and wake-ups follow the protocol docs/jobs.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
  * "coord:host:<host>" first (db.c, at every connect), then claim; a claim
  * that finds nothing marks the session idle on that channel, and enqueue
  * NOTIFYs only idle sessions.  So while it has free slots the agent claims
  * from a queue until a claim comes back empty (a claim that found work
- * drops the idle mark), and it polls every `poll` as the README asks, in
+ * drops the idle mark), and it polls every `poll` as docs/jobs.md asks, in
  * case a wake-up is lost.  A notification or a new session calls
  * agent_wake(): claim now.  Some things make a job claimable without a
  * commit, so without a NOTIFY: its run_at coming, a pause ending by its

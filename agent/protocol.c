@@ -9,7 +9,7 @@
  *   proto_extension_installed  pg_extension: is pg_coord there?
  *   proto_listen_all       LISTEN "coord:<queue>" for every queue and
  *                          "coord:host:<host>" (the channels enqueue
- *                          NOTIFYs; README.md, "Waking idle workers")
+ *                          NOTIFYs; docs/jobs.md, "Waking idle workers")
  *   proto_unlisten_all     UNLISTEN *
  *   proto_join             coord.join of the partition group as db.c's
  *                          member name (HOST:PID:random) with the
