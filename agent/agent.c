@@ -17,14 +17,14 @@
  * as broken.  So no lock held by someone else and no stuck server stops
  * the loop for longer.
  *
- * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
+ * Claims and wake-ups follow the protocol docs/jobs.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
  * "coord:host:<host>" first (db.c, at every connect, with protocol.c's
  * proto_open_session), then claim; a claim that finds nothing marks the
  * session idle on that channel, and enqueue NOTIFYs only idle sessions.  So
  * while it has free slots the agent claims from a queue until a claim comes
  * back empty (a claim that found work drops the idle mark), and it polls
- * every `poll` as the README asks, in case a wake-up is lost.  A notification
+ * every `poll` as docs/jobs.md asks, in case a wake-up is lost.  A notification
  * or a new session calls agent_wake() (db.c's wake callback): claim now.
  * Some things make a job claimable without a commit, so without a NOTIFY: its
  * run_at coming, a pause ending by its time, a bucket refilling.  So a round

@@ -3,10 +3,10 @@
  *		coord-agent: the configuration file, whose [task NAME] sections are
  *		the allow-list of the commands this host may run.
  *
- * The format (README.md, CONFIGURATION) is deliberately small: "key =
- * value" lines, whole-line comments starting with '#' or ';', global keys
- * before the first section (or in an [agent] section), and one
- * "[task NAME]" section per task.  A task's command is split into argv
+ * The format (docs/coord-agent.md, CONFIGURATION) is deliberately small:
+ * "key = value" lines, whole-line comments starting with '#' or ';',
+ * global keys before the first section (or in an [agent] section), and
+ * one "[task NAME]" section per task.  A task's command is split into argv
  * words here, once, with shell-like quotes but no expansion of any kind:
  * the agent never hands a string to a shell, and nothing in a job's payload
  * ever becomes part of a command line.

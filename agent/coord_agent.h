@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * coord_agent.h
- *		coord-agent, the per-host job manager of pg_coord (README.md,
- *		"coord-agent(1)", which is also its man page): the types and
+ *		coord-agent, the per-host job manager of pg_coord
+ *		(docs/coord-agent.md, which is also its man page): the types and
  *		functions every file of the agent shares.
  *
  * The agent is one single-threaded process: one poll() loop over a

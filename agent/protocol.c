@@ -11,7 +11,7 @@
  *                          pg_coord there?), proto_listen_all (LISTEN
  *                          "coord:<queue>" for every queue and
  *                          "coord:host:<host>": the channels enqueue
- *                          NOTIFYs; README.md, "Waking idle workers")
+ *                          NOTIFYs; docs/jobs.md, "Waking idle workers")
  *   proto_reload_session   after a reload: proto_set_limits, and
  *                          proto_unlisten_all (UNLISTEN *) then
  *                          proto_listen_all if the channels changed
