@@ -3,7 +3,8 @@
 # environment of test/lib.sh, a superuser): the SQL examples of README.md
 # and docs/ (examples.py, one TAP line per page, each page in a fresh
 # database), the runner's own cases (examples.py --self-test: pages that
-# must fail do).  Exits non-zero when anything failed.
+# must fail do), and docs/reference.md against the catalog of the installed
+# extension (reference.py).  Exits non-zero when anything failed.
 # By hand, after make install, with PGHOST, PGPORT and PGUSER set:
 #   bash test/docs/run.sh
 set -u
@@ -12,4 +13,5 @@ py=${PYTHON:-python3}
 rc=0
 "$py" test/docs/examples.py || rc=1
 "$py" test/docs/examples.py --self-test || rc=1
+"$py" test/docs/reference.py || rc=1
 exit $rc
