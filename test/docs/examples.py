@@ -288,7 +288,9 @@ def run_page(page, blocks):
                 return f"{where}: ERROR {state}: {msg}, expected SQLSTATE {b.error} {block_at}"
             continue
         what = "setup of the block" if in_setup else "ERROR"
-        return f"{where}: {what} {state}: {msg} {block_at}"
+        hint = (" (an earlier block left a failed transaction open: end it with ROLLBACK)"
+                if state == "25P02" else "")
+        return f"{where}: {what} {state}: {msg} {block_at}{hint}"
     if END not in r.stdout:
         tail = " | ".join(r.stderr.strip().splitlines()[-3:])
         return f"{page}: psql stopped before the end of the page (exit {r.returncode}): {tail}"
@@ -314,7 +316,10 @@ def outcome(page, check_only=False):
         return f"{page}:{e.line}: {e.msg}", 0, 0
     except OSError as e:
         return f"{page}: {e}", 0, 0
-    err = None if check_only else run_page(page, blocks)
+    try:
+        err = None if check_only else run_page(page, blocks)
+    except RuntimeError as e:       # the fresh database could not be made
+        err = f"{page}: {e}"
     return err, len(blocks), sum(b.skip for b in blocks)
 
 
