@@ -17,33 +17,33 @@
  * as broken.  So no lock held by someone else and no stuck server stops
  * the loop for longer.
  *
- * Claims and wake-ups follow the protocol README.md ("Waking idle workers")
+ * Claims and wake-ups follow the protocol docs/jobs.md ("Waking idle workers")
  * describes: LISTEN on "coord:<queue>" for every queue and on
- * "coord:host:<host>" first (db.c, at every connect), then claim; a claim
- * that finds nothing marks the session idle on that channel, and enqueue
- * NOTIFYs only idle sessions.  So while it has free slots the agent claims
- * from a queue until a claim comes back empty (a claim that found work
- * drops the idle mark), and it polls every `poll` as the README asks, in
- * case a wake-up is lost.  A notification or a new session calls
- * agent_wake(): claim now.  Some things make a job claimable without a
- * commit, so without a NOTIFY: its run_at coming, a pause ending by its
- * time, a bucket refilling.  So a round that leaves slots free asks
- * coord.next_due of all the queues (one statement, the wait computed on
- * the server's clock) and claims again then if that is before the poll,
- * though not sooner than NEXT_DUE_FLOOR_MS.  A time that is due already,
- * right after claims that found nothing, means something next_due does not
- * see holds the job (a busy group_key, another host's or another member's
- * job): the agent backs off, from the floor doubling up to the poll, until
- * a hint names a later time or none.
+ * "coord:host:<host>" first (db.c, at every connect, with protocol.c's
+ * proto_open_session), then claim; a claim that finds nothing marks the
+ * session idle on that channel, and enqueue NOTIFYs only idle sessions.  So
+ * while it has free slots the agent claims from a queue until a claim comes
+ * back empty (a claim that found work drops the idle mark), and it polls
+ * every `poll` as docs/jobs.md asks, in case a wake-up is lost.  A notification
+ * or a new session calls agent_wake() (db.c's wake callback): claim now.
+ * Some things make a job claimable without a commit, so without a NOTIFY: its
+ * run_at coming, a pause ending by its time, a bucket refilling.  So a round
+ * that leaves slots free asks coord.next_due of all the queues (one
+ * statement, the wait computed on the server's clock) and claims again then
+ * if that is before the poll, though not sooner than NEXT_DUE_FLOOR_MS.  A
+ * time that is due already, right after claims that found nothing, means
+ * something next_due does not see holds the job (a busy group_key, another
+ * host's or another member's job): the agent backs off, from the floor
+ * doubling up to the poll, until a hint names a later time or none.
  *
  * Claims are session-bound by default: if the agent dies or its connection
  * does, the jobs are claimable again at once, and the agent kills the
- * children of those jobs (db.c calls agent_session_lost()).  In lease mode
- * the claims outlive the connection until their lease runs out, so the
- * children go on running through a reconnect and are reported afterwards;
- * a child whose lease ran out (by our own clock, which starts before the
- * server's) is killed, connected or not: its job may be claimed again by
- * anyone.
+ * children of those jobs (db.c calls agent_session_lost(), its session_lost
+ * callback).  In lease mode the claims outlive the connection until their
+ * lease runs out, so the children go on running through a reconnect and are
+ * reported afterwards; a child whose lease ran out (by our own clock, which
+ * starts before the server's) is killed, connected or not: its job may be
+ * claimed again by anyone.
  *
  * A claim whose result cannot be read (the wrong shape, a row without id or
  * token), or whose outcome is unknown (db.c: no whole answer), may have
@@ -206,10 +206,10 @@ first_line(const char *s, size_t max)
 	return xasprintf("%.*s%s", (int) n, s, s[n] ? "..." : "");
 }
 
-/* ---------- what the session tells the loop (db.h) ---------- */
+/* ---------- what the session tells the loop (db.h's DbCallbacks) ---------- */
 
 /* A notification on our channels, or a new session: claim now. */
-void
+static void
 agent_wake(void)
 {
 	need_claim = true;
@@ -220,7 +220,7 @@ agent_wake(void)
  * children are killed at once (another agent may already be running the
  * job), and results not yet reported are dropped (finish_exited).
  */
-void
+static void
 agent_session_lost(void)
 {
 	Job		   *j;
@@ -239,6 +239,20 @@ agent_session_lost(void)
 		}
 	}
 }
+
+/*
+ * What db.c, below this file and protocol.c, calls up to: the statements
+ * that open and reload a session and join and leave a partition group, and
+ * the two above.
+ */
+static const DbCallbacks db_callbacks = {
+	.open = proto_open_session,
+	.reload = proto_reload_session,
+	.join = proto_join,
+	.leave = proto_leave,
+	.wake = agent_wake,
+	.session_lost = agent_session_lost,
+};
 
 /* ---------- reporting a finished job ---------- */
 
@@ -1013,20 +1027,11 @@ static void
 reload(void)
 {
 	char	   *err = NULL;
-	AgentConfig *n = config_load(cfg_path, true, &err);
+	AgentConfig *n = config_load_checked(cfg_path, cli_over, &err);
 	bool		relisten;
 	int			ntasks = 0;
 	TaskConfig *t;
 
-	if (n != NULL)
-	{
-		config_apply(n, cli_over);
-		if (!config_validate(n, &err))
-		{
-			config_free(n);
-			n = NULL;
-		}
-	}
 	if (n == NULL)
 	{
 		log_error("SIGHUP: keeping the old configuration: %s", err);
@@ -1099,16 +1104,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 
 	cfg_path = config_path;
 	cli_over = cli;
-	cfg = config_load(config_path, true, &err);
-	if (cfg != NULL)
-	{
-		config_apply(cfg, cli);
-		if (!config_validate(cfg, &err))
-		{
-			config_free(cfg);
-			cfg = NULL;
-		}
-	}
+	cfg = config_load_checked(config_path, cli, &err);
 	if (cfg == NULL)
 	{
 		fprintf(stderr, "coord-agent: %s\n", err);
@@ -1132,7 +1128,7 @@ agent_run(const char *config_path, const CliOverrides *cli)
 			 COORD_AGENT_VERSION, config_path, ntasks, cfg->host, cfg->nqueues, cfg->concurrency,
 			 cfg->lease > 0 ? "lease claims of " : "session-bound claims",
 			 cfg->lease > 0 ? format_duration(cfg->lease, b, sizeof(b)) : "");
-	db_init(cfg);
+	db_init(cfg, &db_callbacks);
 
 	for (;;)
 	{

@@ -377,6 +377,19 @@ child_read(Job *job, int fd, int max_chunks)
 	}
 }
 
+/* Closes the child's pipes that are still open. */
+static void
+job_close_fds(Job *job)
+{
+	if (job->fd_in >= 0)
+		close(job->fd_in);
+	if (job->fd_out >= 0)
+		close(job->fd_out);
+	if (job->fd_err >= 0)
+		close(job->fd_err);
+	job->fd_in = job->fd_out = job->fd_err = -1;
+}
+
 /*
  * The child has exited: take what its pipes still hold and close them.
  * Does not wait for EOF: a grandchild may keep the pipes open forever.
@@ -389,13 +402,7 @@ child_drain_and_close(Job *job)
 		child_read(job, job->fd_out, 256);
 	if (job->fd_err >= 0)
 		child_read(job, job->fd_err, 256);
-	if (job->fd_in >= 0)
-		close(job->fd_in);
-	if (job->fd_out >= 0)
-		close(job->fd_out);
-	if (job->fd_err >= 0)
-		close(job->fd_err);
-	job->fd_in = job->fd_out = job->fd_err = -1;
+	job_close_fds(job);
 	if (job->line.len > 0 || job->line_overflow)
 		end_line(job);
 }
@@ -450,12 +457,7 @@ child_stderr_tail(const Job *job)
 void
 job_free(Job *job)
 {
-	if (job->fd_in >= 0)
-		close(job->fd_in);
-	if (job->fd_out >= 0)
-		close(job->fd_out);
-	if (job->fd_err >= 0)
-		close(job->fd_err);
+	job_close_fds(job);
 	free(job->queue);
 	free(job->payload);
 	free(job->task);

@@ -3,10 +3,10 @@
  *		coord-agent: the configuration file, whose [task NAME] sections are
  *		the allow-list of the commands this host may run.
  *
- * The format (README.md, CONFIGURATION) is deliberately small: "key =
- * value" lines, whole-line comments starting with '#' or ';', global keys
- * before the first section (or in an [agent] section), and one
- * "[task NAME]" section per task.  A task's command is split into argv
+ * The format (docs/coord-agent.md, CONFIGURATION) is deliberately small:
+ * "key = value" lines, whole-line comments starting with '#' or ';',
+ * global keys before the first section (or in an [agent] section), and
+ * one "[task NAME]" section per task.  A task's command is split into argv
  * words here, once, with shell-like quotes but no expansion of any kind:
  * the agent never hands a string to a shell, and nothing in a job's payload
  * ever becomes part of a command line.
@@ -665,7 +665,7 @@ bad:
 }
 
 /* The command line wins over the file; then the defaults that need the system. */
-void
+static void
 config_apply(AgentConfig *cfg, const CliOverrides *cli)
 {
 	int			i;
@@ -727,7 +727,7 @@ config_apply(AgentConfig *cfg, const CliOverrides *cli)
 }
 
 /* Checks what the server would refuse, before any claim is made. */
-bool
+static bool
 config_validate(AgentConfig *cfg, char **errmsg)
 {
 	int			i;
@@ -787,6 +787,28 @@ config_validate(AgentConfig *cfg, char **errmsg)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * The configuration the agent runs with (and "check" prints): the file,
+ * which must exist (config_load), the command line over it (config_apply),
+ * checked (config_validate).  NULL and *errmsg when any step fails.
+ */
+AgentConfig *
+config_load_checked(const char *path, const CliOverrides *cli, char **errmsg)
+{
+	AgentConfig *cfg = config_load(path, true, errmsg);
+
+	if (cfg != NULL)
+	{
+		config_apply(cfg, cli);
+		if (!config_validate(cfg, errmsg))
+		{
+			config_free(cfg);
+			cfg = NULL;
+		}
+	}
+	return cfg;
 }
 
 /*

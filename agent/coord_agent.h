@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * coord_agent.h
- *		coord-agent, the per-host job manager of pg_coord (README.md,
- *		"coord-agent(1)", which is also its man page): the types and
+ *		coord-agent, the per-host job manager of pg_coord
+ *		(docs/coord-agent.md, which is also its man page): the types and
  *		functions every file of the agent shares.
  *
  * The agent is one single-threaded process: one poll() loop over a
@@ -13,7 +13,10 @@
  * escaping and password masking; main.c the command line.  This header
  * has what all of them use (the configuration, a job, the utilities); the
  * session and the statements have headers of their own, included only by
- * the files that use them.
+ * the files that use them.  A file calls only files before it in util,
+ * config, db, protocol, child, status, agent, main (test/static/deps.py):
+ * db.c reaches protocol.c and the loop through the DbCallbacks agent.c
+ * gives it (db.h).
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_H
@@ -116,8 +119,8 @@ typedef struct CliOverrides
 } CliOverrides;
 
 extern AgentConfig *config_load(const char *path, bool must_exist, char **errmsg);
-extern void config_apply(AgentConfig *cfg, const CliOverrides *cli);
-extern bool config_validate(AgentConfig *cfg, char **errmsg);
+extern AgentConfig *config_load_checked(const char *path, const CliOverrides *cli,
+										char **errmsg);
 extern void config_free(AgentConfig *cfg);
 extern TaskConfig *config_find_task(const AgentConfig *cfg, const char *name);
 extern bool valid_name(const char *s);

@@ -10,9 +10,10 @@
  * when the connect fails or takes longer than CONNECT_TIMEOUT_MS.  Once
  * connected, session_ready opens the session with protocol.c's statements
  * (statement_timeout and lock_timeout, the extension check, LISTEN on every
- * channel, and coord.join of the partition group when there is one: a
- * group's membership ends with its session, so every connect joins again)
- * and only then counts as up: the backoff starts again from zero.  Each
+ * channel: the open callback; and coord.join of the partition group when
+ * there is one: a group's membership ends with its session, so every
+ * connect joins again) and only then counts as up: the backoff starts
+ * again from zero.  Each
  * session joins under a new, unguessable member name (member_name).  A
  * failed join does not fail the session, which goes on reporting and
  * heartbeating its jobs: the loop claims nothing until a join succeeds
@@ -32,10 +33,13 @@
  * NULL and db_doubt() says why (the callers that change a claim resolve it:
  * protocol.c, agent.c).
  * Whenever the session is lost (db_lost: a broken connection, no answer in
- * time, or the loop's own decision), agent_session_lost() is called before
- * the reconnect is scheduled: session-bound claims went with the session.
- * Any notification means "claim now": agent_wake().
+ * time, or the loop's own decision), the loop's session_lost callback is
+ * called before the reconnect is scheduled: session-bound claims went with
+ * the session.  Any notification means "claim now": the wake callback.
  *
+ * db.c sits below protocol.c and agent.c and calls neither: what it needs
+ * of them (the statements that open, reload, join and leave; the loop's
+ * wake and session_lost) are the DbCallbacks agent.c gives db_init (db.h).
  * The session uses the configuration db_init and db_reload were last given
  * (agent.c owns it and replaces it on SIGHUP).
  *-------------------------------------------------------------------------
@@ -48,7 +52,6 @@
 
 #include "coord_agent.h"
 #include "db.h"
-#include "protocol.h"
 
 #define CONNECT_TIMEOUT_MS	10000
 #define BACKOFF_FIRST_MS	100
@@ -59,6 +62,7 @@
 DbState		db_state = DB_DOWN;
 
 static const AgentConfig *cfg;
+static const DbCallbacks *cb;
 static PGconn *conn;
 static PostgresPollingStatusType connect_dir;
 static msec_t connect_started;
@@ -132,7 +136,7 @@ drain_notifies(void)
 	while ((n = PQnotifies(conn)) != NULL)
 	{
 		log_verbose("notification on \"%s\"", n->relname);
-		agent_wake();
+		cb->wake();
 		PQfreemem(n);
 	}
 }
@@ -169,7 +173,7 @@ db_lost(const char *why)
 	joined_group = NULL;
 	free(member);
 	member = NULL;
-	agent_session_lost();
+	cb->session_lost();
 	schedule_reconnect();
 }
 
@@ -405,7 +409,7 @@ join_group(void)
 
 	if (member == NULL)
 		member = member_name(cfg);
-	if (member != NULL && proto_join(cfg, member, sqlstate))
+	if (member != NULL && cb->join(cfg, member, sqlstate))
 	{
 		free(joined_group);
 		joined_group = xstrdup(cfg->partition_group);
@@ -413,7 +417,7 @@ join_group(void)
 		join_backoff = 0;
 		free(last_join_error);
 		last_join_error = NULL;
-		agent_wake();
+		cb->wake();
 		return;
 	}
 	if (db_state != DB_READY)
@@ -444,27 +448,20 @@ join_group(void)
 }
 
 /*
- * Connected: the session's limits, the extension check, LISTEN, and look
- * for work at once; up to here the session does not count as up: a failure
- * is a failed connect (logged once per distinct error, backoff kept).  Then
- * the join of the partition group, under a new name.
+ * Connected: the session's limits, the extension check, LISTEN (the open
+ * callback), and look for work at once; up to here the session does not
+ * count as up: a failure is a failed connect (logged once per distinct
+ * error, backoff kept).  Then the join of the partition group, under a new
+ * name.
  */
 static void
 session_ready(void)
 {
-	char	   *why = NULL;
-	int			installed;
+	char	   *why;
 
 	PQsetNoticeReceiver(conn, notice_receiver, NULL);
 	db_state = DB_READY;
-	if (!proto_set_limits(cfg->statement_timeout, cfg->lock_timeout))
-		why = xstrdup("could not set statement_timeout and lock_timeout");
-	else if ((installed = proto_extension_installed()) < 0)
-		why = xstrdup("could not check for the pg_coord extension");
-	else if (installed == 0)
-		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(conn));
-	if (why == NULL && db_state == DB_READY && !proto_listen_all(cfg))
-		why = xstrdup("LISTEN failed");
+	why = cb->open(cfg);
 	free(joined_group);
 	joined_group = NULL;
 	free(member);
@@ -491,7 +488,7 @@ session_ready(void)
 		join_group();
 	if (db_state != DB_READY)
 		return;
-	agent_wake();
+	cb->wake();
 	log_info("connected to database \"%s\" (server pid %d); host %s, %d queue(s), concurrency %d, %s claims%s%s",
 			 PQdb(conn), PQbackendPID(conn), cfg->host, cfg->nqueues, cfg->concurrency,
 			 cfg->lease > 0 ? "lease" : "session-bound",
@@ -555,35 +552,32 @@ advance_connect(void)
 
 /* ---------- what the loop calls ---------- */
 
-/* The configuration at start; the first connect is due at once. */
+/*
+ * The configuration at start, and the callbacks of the files above (kept:
+ * the caller's, for good); the first connect is due at once.
+ */
 void
-db_init(const AgentConfig *config)
+db_init(const AgentConfig *config, const DbCallbacks *callbacks)
 {
 	cfg = config;
+	cb = callbacks;
 	reconnect_at = now_ms();
 }
 
 /*
  * SIGHUP: the new configuration, its limits on the open session, and LISTEN
- * again if the channels changed.
+ * again if the channels changed (the reload callback).
  */
 void
 db_reload(const AgentConfig *config, bool relisten)
 {
 	cfg = config;
-	if (db_state == DB_READY)
-		(void) proto_set_limits(cfg->statement_timeout, cfg->lock_timeout);
-	if (relisten && db_state == DB_READY)
-	{
-		(void) proto_unlisten_all();
-		if (db_state == DB_READY)
-			(void) proto_listen_all(cfg);
-	}
+	cb->reload(cfg, relisten);
 	/* a changed group or weight: leave the old group, join (again) */
 	if (db_state == DB_READY && joined_group != NULL &&
 		(cfg->partition_group == NULL || strcmp(joined_group, cfg->partition_group) != 0))
 	{
-		(void) proto_leave(joined_group);
+		(void) cb->leave(joined_group);
 		free(joined_group);
 		joined_group = NULL;
 	}

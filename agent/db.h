@@ -4,11 +4,11 @@
  *		round trip of every statement, LISTEN, notices, the reconnect.
  *
  * Who calls whom: the loop (agent.c) drives the session and reads
- * db_state; protocol.c sends every statement through db_run; db.c opens
- * each new session with protocol.c's statements and tells the loop of
- * wake-ups and of a lost session through the two agent_* functions below,
- * which agent.c defines.  status.c has a connection of its own and uses
- * none of this.
+ * db_state; protocol.c sends every statement through db_run.  db.c is
+ * below both and calls neither: it opens each new session with
+ * protocol.c's statements and tells the loop of wake-ups and of a lost
+ * session through the DbCallbacks below, which agent.c gives db_init.
+ * status.c has a connection of its own and uses none of this.
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_DB_H
@@ -28,8 +28,32 @@ typedef enum DbState
 /* read-only outside db.c */
 extern DbState db_state;
 
+/*
+ * What db.c needs from the files above it, installed by the loop (agent.c)
+ * with db_init.  The statements (protocol.c's) run through db_run and may
+ * lose the session (db_state then says so).
+ */
+typedef struct DbCallbacks
+{
+	/*
+	 * A new connection: its limits, the extension check, LISTEN; NULL when
+	 * the session is open, else why not (malloc'd, for the log)
+	 */
+	char	   *(*open) (const AgentConfig *cfg);
+	/* SIGHUP: the limits again, and LISTEN again when relisten */
+	void		(*reload) (const AgentConfig *cfg, bool relisten);
+	/* coord.join of cfg's partition group; *sqlstate gets the error's */
+	bool		(*join) (const AgentConfig *cfg, const char *member, char *sqlstate);
+	/* coord.leave of a group this session joined */
+	bool		(*leave) (const char *group);
+	/* the loop: claim now (a notification, a new session, a join) */
+	void		(*wake) (void);
+	/* the loop: the session is gone, and its session-bound claims with it */
+	void		(*session_lost) (void);
+} DbCallbacks;
+
 /* the loop's side */
-extern void db_init(const AgentConfig *config);
+extern void db_init(const AgentConfig *config, const DbCallbacks *callbacks);
 extern void db_reload(const AgentConfig *config, bool relisten);
 extern void db_tick(msec_t now, bool wanted);
 extern bool db_group_ready(void);
@@ -47,13 +71,5 @@ extern unsigned long db_session(void);
 extern PGconn *db_conn(void);
 extern void db_lost(const char *why);
 extern void db_lost_after(const char *why, msec_t delay);
-
-/*
- * Defined by the loop (agent.c), called by db.c: agent_wake on a
- * notification or a new session (claim now), agent_session_lost when the
- * session is gone (and its session-bound claims with it).
- */
-extern void agent_wake(void);
-extern void agent_session_lost(void);
 
 #endif							/* COORD_AGENT_DB_H */

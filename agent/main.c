@@ -226,17 +226,8 @@ main(int argc, char **argv)
 	if (strcmp(command, "check") == 0)
 	{
 		char	   *err = NULL;
-		AgentConfig *cfg = config_load(config_path, true, &err);
+		AgentConfig *cfg = config_load_checked(config_path, &cli, &err);
 
-		if (cfg != NULL)
-		{
-			config_apply(cfg, &cli);
-			if (!config_validate(cfg, &err))
-			{
-				config_free(cfg);
-				cfg = NULL;
-			}
-		}
 		if (cfg == NULL)
 		{
 			fprintf(stderr, "coord-agent: %s\n", err);

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Writes the man page coord-agent(1) from README.md's "## coord-agent(1)"
-section, so that the two never disagree.
+"""Writes the man page coord-agent(1) from docs/coord-agent.md, so that the
+two never disagree.
 
-    python3 agent/mkman.py README.md > agent/coord-agent.1.in   (make -C agent man)
+    python3 agent/mkman.py docs/coord-agent.md > agent/coord-agent.1.in   (make -C agent man)
 
-The README section is written in the small Markdown subset this knows:
-"### NAME" headings, paragraphs, `code`, **bold**, *italic*, indented code
+The page is written in the small Markdown subset this knows: a
+"# coord-agent(1)" title, "## NAME" headings, paragraphs, `code`, **bold**, *italic*, [links](page.md)
+(only their text is printed, in italics), indented code
 blocks, "1. " lists, "term" lines followed by ": definition" lines, and
 pipe tables (rendered with tbl).  Anything else is an error here rather
 than a silently broken page.  The output says "@VERSION@" where the
@@ -16,8 +17,8 @@ import re
 import sys
 
 HEADER = """'\\" t
-.\\" coord-agent(1): generated from README.md's coord-agent(1) section by
-.\\" agent/mkman.py (make -C agent man); edit README.md, not this file.
+.\\" coord-agent(1): generated from docs/coord-agent.md by
+.\\" agent/mkman.py (make -C agent man); edit docs/coord-agent.md, not this file.
 .TH COORD-AGENT 1 "" "pg_coord @VERSION@" "pg_coord"
 .\\" identifiers are not hyphenated, nor the lines stretched around them
 .nh
@@ -27,14 +28,14 @@ HEADER = """'\\" t
 CHARS = {"\u2014": "\\(em", "\u2013": "\\(en", "\u00d7": "\\(mu", "\u2026": "\\&...", "\u2192": "\\(->"}
 
 
-def section(readme):
-    """The lines of the coord-agent(1) section, without its heading."""
-    lines = readme.split("\n")
+def section(page):
+    """The lines of the page, without its title."""
+    lines = page.split("\n")
     try:
-        start = lines.index("## coord-agent(1)")
+        start = lines.index("# coord-agent(1)")
     except ValueError:
-        raise SystemExit("mkman: README.md has no '## coord-agent(1)' section")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        raise SystemExit("mkman: docs/coord-agent.md has no '# coord-agent(1)' title")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
     return lines[start + 1:end]
 
 
@@ -52,7 +53,9 @@ def roff_chars(s, literal):
 
 
 def inline(text):
-    """`code`, **bold**, *italic* to font escapes; the rest escaped."""
+    """`code`, **bold**, *italic* to font escapes, links to their text; the rest escaped."""
+    text = re.sub(r"\[([^\]]+)\]\([^)\s]+\)",
+                  lambda m: m.group(1) if re.search(r"[*`]", m.group(1)) else "*%s*" % m.group(1), text)
     codes = []
 
     def stash(m):
@@ -100,7 +103,7 @@ def split_row(l):
     cells = l.strip()
     if not (cells.startswith("|") and cells.endswith("|")):
         raise SystemExit("mkman: table row not in pipes: " + l[:60])
-    # a | inside `code` would split a cell: the README has none, so refuse it
+    # a | inside `code` would split a cell: the page has none, so refuse it
     parts = [c.strip() for c in cells[1:-1].split("|")]
     if any(p.count("`") % 2 for p in parts):
         raise SystemExit("mkman: '|' inside code in a table row: " + l[:60])
@@ -131,10 +134,10 @@ def convert(readme):
     out = [HEADER.rstrip("\n")]
     for block in blocks(section(readme)):
         first = block[0]
-        if first.startswith("### "):
+        if first.startswith("## "):
             if len(block) != 1:
                 raise SystemExit("mkman: a heading needs a blank line after it: " + first)
-            out.append(".SH " + roff_chars(first[4:].strip(), False))
+            out.append(".SH " + roff_chars(first[3:].strip(), False))
         elif all(l.startswith("    ") for l in block):
             out += [".PP", ".RS 4", ".nf"]
             out += ["\\&" + roff_chars(l[4:], True) for l in block]
@@ -167,7 +170,7 @@ def convert(readme):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "README.md"
+    path = sys.argv[1] if len(sys.argv) > 1 else "docs/coord-agent.md"
     with open(path, encoding="utf-8") as f:
         sys.stdout.write(convert(f.read()))
 

@@ -5,12 +5,16 @@
  *
  * The agent's session (through db_run, on db.c's connection; each is one
  * round trip, bounded by statement_timeout and STATEMENT_GRACE_MS):
- *   proto_set_limits       set_config('statement_timeout'/'lock_timeout')
- *   proto_extension_installed  pg_extension: is pg_coord there?
- *   proto_listen_all       LISTEN "coord:<queue>" for every queue and
- *                          "coord:host:<host>" (the channels enqueue
- *                          NOTIFYs; README.md, "Waking idle workers")
- *   proto_unlisten_all     UNLISTEN *
+ *   proto_open_session     a new session's: proto_set_limits
+ *                          (set_config('statement_timeout'/'lock_timeout')),
+ *                          proto_extension_installed (pg_extension: is
+ *                          pg_coord there?), proto_listen_all (LISTEN
+ *                          "coord:<queue>" for every queue and
+ *                          "coord:host:<host>": the channels enqueue
+ *                          NOTIFYs; docs/jobs.md, "Waking idle workers")
+ *   proto_reload_session   after a reload: proto_set_limits, and
+ *                          proto_unlisten_all (UNLISTEN *) then
+ *                          proto_listen_all if the channels changed
  *   proto_join             coord.join of the partition group as db.c's
  *                          member name (HOST:PID:random) with the
  *                          weight, at every connect (membership is the
@@ -50,7 +54,9 @@
  * PQexec's result, and status.c reads the columns in the order given here.
  *
  * Apart from that second complete, nothing here decides what to do about a
- * failure: that is the loop's (agent.c) or the session's (db.c).
+ * failure: that is the loop's (agent.c) or the session's (db.c).  db.c,
+ * below this file, reaches the session's statements (open, reload, join,
+ * leave) through the DbCallbacks agent.c gives it (db.h).
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>
@@ -72,7 +78,7 @@ static const char *const set_limits_sql =
  * The session's statement_timeout and lock_timeout, from the
  * configuration: at connect, and again after a reload.
  */
-bool
+static bool
 proto_set_limits(msec_t statement_timeout, msec_t lock_timeout)
 {
 	char		st[32],
@@ -91,7 +97,7 @@ proto_set_limits(msec_t statement_timeout, msec_t lock_timeout)
 }
 
 /* Whether pg_coord is installed: 1 yes, 0 no, -1 the statement failed. */
-int
+static int
 proto_extension_installed(void)
 {
 	PGresult   *res = db_run("SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'",
@@ -106,7 +112,7 @@ proto_extension_installed(void)
 }
 
 /* LISTEN on every channel that can bring us work. */
-bool
+static bool
 proto_listen_all(const AgentConfig *cfg)
 {
 	int			i;
@@ -138,7 +144,7 @@ proto_listen_all(const AgentConfig *cfg)
 }
 
 /* UNLISTEN *: before a LISTEN on a changed set of channels. */
-bool
+static bool
 proto_unlisten_all(void)
 {
 	PGresult   *res = db_run("UNLISTEN *", 0, NULL, PGRES_COMMAND_OK, NULL);
@@ -147,6 +153,46 @@ proto_unlisten_all(void)
 		return false;
 	PQclear(res);
 	return true;
+}
+
+/*
+ * A new connection, before it counts as a session: its limits, the
+ * extension check, LISTEN.  NULL when all went well, else why not
+ * (malloc'd, for the log; db_state says whether the connection went too).
+ */
+char *
+proto_open_session(const AgentConfig *cfg)
+{
+	char	   *why = NULL;
+	int			installed;
+
+	if (!proto_set_limits(cfg->statement_timeout, cfg->lock_timeout))
+		why = xstrdup("could not set statement_timeout and lock_timeout");
+	else if ((installed = proto_extension_installed()) < 0)
+		why = xstrdup("could not check for the pg_coord extension");
+	else if (installed == 0)
+		why = xasprintf("the pg_coord extension is not installed in database \"%s\"", PQdb(db_conn()));
+	if (why == NULL && db_state == DB_READY && !proto_listen_all(cfg))
+		why = xstrdup("LISTEN failed");
+	return why;
+}
+
+/*
+ * SIGHUP, on the open session: the new limits, and LISTEN again if the
+ * channels changed (relisten).  A failure does not end the session (or
+ * db_state says the connection went with it).
+ */
+void
+proto_reload_session(const AgentConfig *cfg, bool relisten)
+{
+	if (db_state == DB_READY)
+		(void) proto_set_limits(cfg->statement_timeout, cfg->lock_timeout);
+	if (relisten && db_state == DB_READY)
+	{
+		(void) proto_unlisten_all();
+		if (db_state == DB_READY)
+			(void) proto_listen_all(cfg);
+	}
 }
 
 /*

@@ -3,8 +3,10 @@
  *		Every statement coord-agent sends to pg_coord (protocol.c).
  *
  * The proto_* functions of the agent's session send through db.c (db_run)
- * and may lose the session (db_state then says so); the proto_status_*
- * ones run on the connection status.c passes and return PQexec's result.
+ * and may lose the session (db_state then says so); the loop (agent.c)
+ * calls them, and hands the four db.c needs to it as its DbCallbacks
+ * (db.h).  The proto_status_* ones run on the connection status.c passes
+ * and return PQexec's result.
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_AGENT_PROTOCOL_H
@@ -32,10 +34,8 @@ typedef enum HeartbeatStatus
 								 * lease may not be renewed */
 } HeartbeatStatus;
 
-extern bool proto_set_limits(msec_t statement_timeout, msec_t lock_timeout);
-extern int	proto_extension_installed(void);
-extern bool proto_listen_all(const AgentConfig *cfg);
-extern bool proto_unlisten_all(void);
+extern char *proto_open_session(const AgentConfig *cfg);
+extern void proto_reload_session(const AgentConfig *cfg, bool relisten);
 extern bool proto_join(const AgentConfig *cfg, const char *member, char *sqlstate);
 extern bool proto_leave(const char *group);
 extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const char *host,

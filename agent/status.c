@@ -192,57 +192,98 @@ denied(Access *acc, bool allowed, const char *object)
 	return true;
 }
 
-static void
-show_queues(PGconn *conn, Access *acc, bool *ok)
+/*
+ * A section's table (show_table): its columns, the line said when there is
+ * no row, and the colours of a row (NULL: none).  Every table's last
+ * column is an age in milliseconds (proto_status_*), printed for people;
+ * the columns before it are the result's, escaped.
+ */
+typedef struct StatusTable
 {
-	static const char *const headers[] = {"QUEUE", "READY", "RUNNING", "SCHEDULED", "DEAD", "DONE/1H", "OLDEST READY"};
-	static const bool right[] = {false, true, true, true, true, true, true};
-	PGresult   *res;
+	int			ncols;
+	const char *const *headers;
+	const bool *right;			/* right-aligned columns */
+	const char *empty;			/* the line when there is no row */
+	/* colours of row r's cells (made already; each colour starts NULL) */
+	void		(*colors) (const PGresult *res, int r, char *const *cells,
+						   const char **colors);
+} StatusTable;
+
+/*
+ * Prints a query's result (NULL: it failed, and said so) as the table t;
+ * returns how many rows it printed.  The caller clears the result.
+ */
+static int
+show_table(const PGresult *res, const StatusTable *t)
+{
 	int			n,
 				r,
 				c;
 	char	  **cells;
 	const char **colors;
 
+	if (res == NULL)
+		return 0;
+	n = PQntuples(res);
+	if (n == 0)
+	{
+		printf("  %s\n", t->empty);
+		return 0;
+	}
+	cells = xmalloc(sizeof(char *) * n * t->ncols);
+	colors = xmalloc(sizeof(char *) * n * t->ncols);
+	for (r = 0; r < n; r++)
+	{
+		char	  **row = cells + r * t->ncols;
+		const char **rowc = colors + r * t->ncols;
+
+		for (c = 0; c < t->ncols - 1; c++)
+		{
+			row[c] = cell(res, r, c);
+			rowc[c] = NULL;
+		}
+		row[c] = age_text(PQgetvalue(res, r, c));
+		rowc[c] = NULL;
+		if (t->colors)
+			t->colors(res, r, row, rowc);
+	}
+	print_table(t->ncols, t->headers, t->right, n, cells, colors);
+	for (r = 0; r < n * t->ncols; r++)
+		free(cells[r]);
+	free(cells);
+	free(colors);
+	return n;
+}
+
+/* Queues: the names cyan, ready work yellow when it has waited over a minute. */
+static void
+queue_colors(const PGresult *res, int r, char *const *cells, const char **colors)
+{
+	long long	oldest = strtoll(PQgetvalue(res, r, 6), NULL, 10);
+
+	colors[6] = oldest > 60000 ? C_YELLOW : NULL;
+	colors[0] = C_CYAN;
+	if (atoll(cells[1]) > 0)
+		colors[1] = oldest > 60000 ? C_YELLOW : NULL;
+	if (atoll(cells[2]) > 0)
+		colors[2] = C_GREEN;
+	if (atoll(cells[4]) > 0)
+		colors[4] = C_RED;
+}
+
+static void
+show_queues(PGconn *conn, Access *acc, bool *ok)
+{
+	static const char *const headers[] = {"QUEUE", "READY", "RUNNING", "SCHEDULED", "DEAD", "DONE/1H", "OLDEST READY"};
+	static const bool right[] = {false, true, true, true, true, true, true};
+	static const StatusTable table = {7, headers, right, "(no queue has jobs)", queue_colors};
+	PGresult   *res;
+
 	section("Queues");
 	if (denied(acc, acc->queue_stats, "coord.queue_stats"))
 		return;
 	res = checked(conn, proto_status_queues(conn), ok);
-	if (res == NULL)
-		return;
-	n = PQntuples(res);
-	if (n == 0)
-	{
-		printf("  (no queue has jobs)\n");
-		PQclear(res);
-		return;
-	}
-	cells = xmalloc(sizeof(char *) * n * 7);
-	colors = xmalloc(sizeof(char *) * n * 7);
-	for (r = 0; r < n; r++)
-	{
-		long long	oldest = strtoll(PQgetvalue(res, r, 6), NULL, 10);
-
-		for (c = 0; c < 6; c++)
-		{
-			cells[r * 7 + c] = cell(res, r, c);
-			colors[r * 7 + c] = NULL;
-		}
-		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
-		colors[r * 7 + 6] = oldest > 60000 ? C_YELLOW : NULL;
-		colors[r * 7 + 0] = C_CYAN;
-		if (atoll(cells[r * 7 + 1]) > 0)
-			colors[r * 7 + 1] = oldest > 60000 ? C_YELLOW : NULL;
-		if (atoll(cells[r * 7 + 2]) > 0)
-			colors[r * 7 + 2] = C_GREEN;
-		if (atoll(cells[r * 7 + 4]) > 0)
-			colors[r * 7 + 4] = C_RED;
-	}
-	print_table(7, headers, right, n, cells, colors);
-	for (r = 0; r < n * 7; r++)
-		free(cells[r]);
-	free(cells);
-	free(colors);
+	show_table(res, &table);
 	PQclear(res);
 }
 
@@ -251,40 +292,30 @@ show_running(PGconn *conn, Access *acc, bool *ok)
 {
 	static const char *const headers[] = {"JOB", "QUEUE", "TASK", "ATTEMPT", "TARGET HOST", "RUNNING FOR"};
 	static const bool right[] = {true, false, false, true, false, true};
+	static const StatusTable table = {6, headers, right, "(none)", NULL};
 	PGresult   *res;
-	int			n,
-				r,
-				c;
-	char	  **cells;
+	int			n;
 
 	section("Running jobs");
 	if (denied(acc, acc->jobs, "coord.jobs"))
 		return;
 	/* the task is named in the payload, which only coord_admin may read */
 	res = checked(conn, proto_status_running(conn, acc->jobs_payload), ok);
-	if (res == NULL)
-		return;
-	n = PQntuples(res);
-	if (n == 0)
-	{
-		printf("  (none)\n");
-		PQclear(res);
-		return;
-	}
-	cells = xmalloc(sizeof(char *) * n * 6);
-	for (r = 0; r < n; r++)
-	{
-		for (c = 0; c < 5; c++)
-			cells[r * 6 + c] = cell(res, r, c);
-		cells[r * 6 + 5] = age_text(PQgetvalue(res, r, 5));
-	}
-	print_table(6, headers, right, n, cells, NULL);
-	if (atoll(PQgetvalue(res, 0, 6)) > n)
+	n = show_table(res, &table);
+	if (n > 0 && atoll(PQgetvalue(res, 0, 6)) > n)
 		printf("  ... and %lld more\n", atoll(PQgetvalue(res, 0, 6)) - n);
-	for (r = 0; r < n * 6; r++)
-		free(cells[r]);
-	free(cells);
 	PQclear(res);
+}
+
+/* Locks: the paths cyan, held green, awaited yellow. */
+static void
+lock_colors(const PGresult *res, int r, char *const *cells, const char **colors)
+{
+	bool		held = strcmp(PQgetvalue(res, r, 2), "held") == 0;
+
+	(void) cells;
+	colors[0] = C_CYAN;
+	colors[2] = held ? C_GREEN : C_YELLOW;
 }
 
 static void
@@ -292,47 +323,14 @@ show_locks(PGconn *conn, Access *acc, bool *ok)
 {
 	static const char *const headers[] = {"PATH", "MODE", "STATE", "PID", "APPLICATION", "CLIENT", "WAITING FOR"};
 	static const bool right[] = {false, false, false, true, false, false, true};
+	static const StatusTable table = {7, headers, right, "(no lock is held or awaited)", lock_colors};
 	PGresult   *res;
-	int			n,
-				r,
-				c;
-	char	  **cells;
-	const char **colors;
 
 	section("Locks");
 	if (denied(acc, acc->locks, "coord.locks"))
 		return;
 	res = checked(conn, proto_status_locks(conn), ok);
-	if (res == NULL)
-		return;
-	n = PQntuples(res);
-	if (n == 0)
-	{
-		printf("  (no lock is held or awaited)\n");
-		PQclear(res);
-		return;
-	}
-	cells = xmalloc(sizeof(char *) * n * 7);
-	colors = xmalloc(sizeof(char *) * n * 7);
-	for (r = 0; r < n; r++)
-	{
-		bool		held = strcmp(PQgetvalue(res, r, 2), "held") == 0;
-
-		for (c = 0; c < 6; c++)
-		{
-			cells[r * 7 + c] = cell(res, r, c);
-			colors[r * 7 + c] = NULL;
-		}
-		cells[r * 7 + 6] = age_text(PQgetvalue(res, r, 6));
-		colors[r * 7 + 6] = NULL;
-		colors[r * 7 + 0] = C_CYAN;
-		colors[r * 7 + 2] = held ? C_GREEN : C_YELLOW;
-	}
-	print_table(7, headers, right, n, cells, colors);
-	for (r = 0; r < n * 7; r++)
-		free(cells[r]);
-	free(cells);
-	free(colors);
+	show_table(res, &table);
 	PQclear(res);
 }
 

@@ -110,6 +110,14 @@ run_tests() {
   passed=$((passed + tap_tests - tap_failed)); failed=$((failed + tap_failed))
   log "pgtap: $((tap_tests - tap_failed)) passed, $tap_failed failed"
 
+  log "== docs: the SQL examples of README.md and docs/, docs/reference.md against the catalog"
+  # one TAP line per page (test/docs/run.sh); a run that died without one fails too
+  if ! bash test/docs/run.sh >test/results/docs.out 2>&1 && ! grep -qE '^not ok [0-9]+ ' test/results/docs.out; then
+    echo "not ok 0 - test/docs/run.sh failed: $(tail -1 test/results/docs.out)" >>test/results/docs.out
+  fi
+  grep -E '^not ok [0-9]+ |^# ' test/results/docs.out >&2
+  count_suite docs test/results/docs.out
+
   log "== crash and restart scripts"
   coord_run_scripts crash test/crash/*.sh
 

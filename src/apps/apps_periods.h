@@ -66,7 +66,7 @@ extern AppPeriods coord_app_periods(const AppPeriodsInput *in);
 typedef struct AppZone
 {
 	bool		(*next_change) (void *arg, int64_t t, int64_t *when,
-								int32_t * off_at_t, int32_t * off_after);
+								int32_t *off_at_t, int32_t *off_after);
 	void	   *arg;
 } AppZone;
 

@@ -130,9 +130,9 @@ extern void CoordNotInParallel(FunctionCallInfo fcinfo);
 extern pg_tz *CoordZoneArg(const char *name, char **canonical);
 extern bool CoordZoneLookup(const char *name, pg_tz **zone, char **canonical);
 extern bool CoordZoneNextChangeUnix(void *arg, int64_t t, int64_t *when,
-									int32_t * off_at_t, int32_t * off_after);
+									int32_t *off_at_t, int32_t *off_after);
 extern bool CoordZoneNextChangeTs(void *arg, int64_t t, int64_t *when,
-								  int32_t * off_at_t, int32_t * off_after);
+								  int32_t *off_at_t, int32_t *off_after);
 
 /* Paths and name keys (common_args.c) */
 extern void CoordParsePath(text *path_text, CoordPath *out);

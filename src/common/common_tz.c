@@ -39,7 +39,7 @@
  * after" at the zone's very first transition, hence the second try.
  */
 static bool
-ZoneNextChange(const pg_tz *tz, pg_time_t t, pg_time_t * when, int32_t * off_at_t, int32_t * off_after)
+ZoneNextChange(const pg_tz *tz, pg_time_t t, pg_time_t *when, int32_t *off_at_t, int32_t *off_after)
 {
 	pg_time_t	from = t;
 	pg_time_t	boundary = 0;
@@ -70,7 +70,7 @@ ZoneNextChange(const pg_tz *tz, pg_time_t t, pg_time_t * when, int32_t * off_at_
 
 /* The callback in seconds since 1970 (cron.h's CoordCronZone); arg: pg_tz */
 bool
-CoordZoneNextChangeUnix(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
+CoordZoneNextChangeUnix(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
 {
 	pg_time_t	w = 0;
 	bool		r = ZoneNextChange((const pg_tz *) arg, (pg_time_t) t, &w, off_at_t, off_after);
@@ -85,7 +85,7 @@ CoordZoneNextChangeUnix(void *arg, int64_t t, int64_t *when, int32_t * off_at_t,
  * Changes fall on whole seconds, so the second holding t decides.
  */
 bool
-CoordZoneNextChangeTs(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
+CoordZoneNextChangeTs(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
 {
 	pg_time_t	secs = (pg_time_t) (t / USECS_PER_SEC - (t % USECS_PER_SEC < 0 ? 1 : 0));
 	pg_time_t	w = 0;

@@ -138,10 +138,10 @@ typedef struct JoinArgs
 	char	   *assignor;
 	bool		big_ok;			/* may make a group over
 								 * PART_WORKER_MAX_SEGMENTS */
-}			JoinArgs;
+} JoinArgs;
 
 static void
-JoinArgsRead(FunctionCallInfo fcinfo, JoinArgs * a)
+JoinArgsRead(FunctionCallInfo fcinfo, JoinArgs *a)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	char	   *member = CoordNameArg(fcinfo, 1, "member", false);
@@ -200,7 +200,7 @@ JoinArgsRead(FunctionCallInfo fcinfo, JoinArgs * a)
 
 /* The group, made at its first join; the call checked against it. */
 static PartState *
-JoinGroup(JoinArgs * a)
+JoinGroup(JoinArgs *a)
 {
 	char	   *group = a->group;
 	char	   *member = a->member;
@@ -281,7 +281,7 @@ JoinGroup(JoinArgs * a)
 
 /* This session's lock of the member name; true for a fresh membership. */
 static bool
-JoinMemberLock(JoinArgs * a, PartState *st)
+JoinMemberLock(JoinArgs *a, PartState *st)
 {
 	char	   *group = a->group;
 	char	   *member = a->member;
@@ -333,7 +333,7 @@ JoinMemberLock(JoinArgs * a, PartState *st)
  * checks the member caps.
  */
 static void
-JoinSerialise(JoinArgs * a, PartState *st)
+JoinSerialise(JoinArgs *a, PartState *st)
 {
 	char	   *group = a->group;
 	Oid			types[1] = {TEXTOID};
@@ -373,7 +373,7 @@ JoinSerialise(JoinArgs * a, PartState *st)
 
 /* The member's row, this session's. */
 static void
-JoinUpsert(JoinArgs * a, bool fresh)
+JoinUpsert(JoinArgs *a, bool fresh)
 {
 	char	   *group = a->group;
 	char	   *member = a->member;
@@ -417,7 +417,7 @@ JoinUpsert(JoinArgs * a, bool fresh)
 
 /* A fresh membership: rows an earlier one of this session left, let go. */
 static void
-JoinLetGoStale(JoinArgs * a, PartState *st)
+JoinLetGoStale(JoinArgs *a, PartState *st)
 {
 	char	   *group = a->group;
 	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};

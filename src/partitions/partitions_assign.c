@@ -373,7 +373,7 @@ heap_down(AssignHeap *h, int i)
 }
 
 static void
-assign_sticky(const PartMember *members, int nmembers, int segments, int32_t * owner,
+assign_sticky(const PartMember *members, int nmembers, int segments, int32_t *owner,
 			  char *mem)
 {
 	uint64_t	nh[PART_MAX_MEMBERS];
@@ -433,7 +433,7 @@ assign_sticky(const PartMember *members, int nmembers, int segments, int32_t * o
 }
 
 static void
-assign_rendezvous(const PartMember *members, int nmembers, int segments, int32_t * owner)
+assign_rendezvous(const PartMember *members, int nmembers, int segments, int32_t *owner)
 {
 	uint64_t	nh[PART_MAX_MEMBERS];
 	uint64_t	invq[PART_MAX_MEMBERS];
@@ -457,7 +457,7 @@ assign_rendezvous(const PartMember *members, int nmembers, int segments, int32_t
 }
 
 static void
-assign_range(const PartMember *members, int nmembers, int segments, int32_t * owner)
+assign_range(const PartMember *members, int nmembers, int segments, int32_t *owner)
 {
 	int			quota[PART_MAX_MEMBERS];
 	int			s = 0;
@@ -470,7 +470,7 @@ assign_range(const PartMember *members, int nmembers, int segments, int32_t * ow
 
 bool
 part_assign(const PartMember *members, int nmembers, int segments,
-			PartAssignor assignor, int32_t * owner)
+			PartAssignor assignor, int32_t *owner)
 {
 	if (!valid(members, nmembers, segments))
 		return false;

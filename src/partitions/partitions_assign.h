@@ -52,7 +52,7 @@ typedef struct PartMember
  * interrupts in the backend.
  */
 extern bool part_assign(const PartMember *members, int nmembers, int segments,
-						PartAssignor assignor, int32_t * owner);
+						PartAssignor assignor, int32_t *owner);
 
 /*
  * quota[i] for valid input: the count part_assign gives member i, the floor

@@ -65,7 +65,7 @@ extern int64_t coord_cron_next(const CoordCron *c, int64_t after);
 typedef struct CoordCronZone
 {
 	bool		(*next_change) (void *arg, int64_t t, int64_t *when,
-								int32_t * off_at_t, int32_t * off_after);
+								int32_t *off_at_t, int32_t *off_after);
 	void	   *arg;
 } CoordCronZone;
 

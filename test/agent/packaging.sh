@@ -10,14 +10,14 @@
 #   - uninstall removes the link only while it points at our binary;
 #   - without DESTDIR a LINKDIR that cannot be written is a warning (the
 #     agent is still installed), with DESTDIR an error;
-#   - the example systemd unit: User=/Group= is the user the README's
-#     useradd line creates, it has the hardening lines, systemd-analyze
-#     verify accepts it, and systemd-analyze security rates it as the README
-#     says (when systemd-analyze is installed);
-#   - as the README installs it (root-owned, group-readable, mode 0640), the
-#     config file is accepted by the agent running as another user (a copy
-#     of the binary that user can reach, wherever the checkout is), and
-#     refused, for that reason, once group-writable.
+#   - the example systemd unit: User=/Group= is the user the useradd line of
+#     docs/coord-agent.md creates, it has the hardening lines, systemd-analyze
+#     verify accepts it, and systemd-analyze security rates it as
+#     docs/coord-agent.md says (when systemd-analyze is installed);
+#   - as docs/coord-agent.md installs it (root-owned, group-readable, mode
+#     0640), the config file is accepted by the agent running as another
+#     user (a copy of the binary that user can reach, wherever the checkout
+#     is), and refused, for that reason, once group-writable.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 cd "$COORD_ROOT"
@@ -89,9 +89,9 @@ check "top-level make install: the link and the man page too" \
 
 echo "== the example systemd unit"
 unit=examples/agent/coord-agent.service
-check "User= and Group= are the user the README's useradd line creates" \
+check "User= and Group= are the user the useradd line of docs/coord-agent.md creates" \
   eq "$(sed -n 's/^User=//p' "$unit") $(sed -n 's/^Group=//p' "$unit")" \
-  "$(grep -A1 'useradd --system' README.md | tr -d '\\\n' | awk '{print $NF, $NF}')"
+  "$(grep -A1 'useradd --system' docs/coord-agent.md | tr -d '\\\n' | awk '{print $NF, $NF}')"
 missing=""
 for line in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes PrivateDevices=yes \
     ProtectKernelTunables=yes ProtectKernelModules=yes ProtectControlGroups=yes \
@@ -115,15 +115,15 @@ if command -v systemd-analyze >/dev/null; then
     env MANPATH="$T/default/usr/local/share/man" systemd-analyze verify "${manopt[@]}" "$T/unit/coord-agent.service"
   rating=$(systemd-analyze security --offline=yes "$T/unit/coord-agent.service" 2>/dev/null |
            sed -n 's/.*Overall exposure level for coord-agent.service: \([0-9.]*\) \([A-Z]*\).*/\1 \2/p')
-  check "systemd-analyze security rates it as the README says (${rating:-no rating})" \
-    grep -qF "\`systemd-analyze security\` rates it ${rating% *} (\"${rating#* }\")" README.md
+  check "systemd-analyze security rates it as docs/coord-agent.md says (${rating:-no rating})" \
+    grep -qF "\`systemd-analyze security\` rates it ${rating% *} (\"${rating#* }\")" docs/coord-agent.md
   check "and that is OK or better" grep -qE ' (OK|SAFE)$' <<<"$rating"
   analyzed="systemd-analyze: verify ok, security ${rating:-?}"
 else
   analyzed="systemd-analyze not installed: unit not verified"
 fi
 
-echo "== the config file as the README installs it"
+echo "== the config file as docs/coord-agent.md installs it"
 if [ "$(id -u)" -eq 0 ] && id postgres >/dev/null 2>&1; then
   # root:postgres 0640 for an agent running as postgres, like root:coord-agent for coord-agent.
   # postgres runs a copy in $T (0755): the checkout may sit where it cannot

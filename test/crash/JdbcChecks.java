@@ -1,4 +1,4 @@
-// JDBC facts the README states (run by test/crash/quickstart.sh):
+// JDBC facts docs/jobs.md states (Drivers) (run by test/crash/quickstart.sh):
 // setString on a jsonb argument finds no function (42883); ?::jsonb and
 // ?::interval casts work, and so does stringtype=unspecified without them;
 // a session-bound claim's heartbeat reads as a timestamp in year 9999;

@@ -3,8 +3,8 @@
 PgBouncer has one server connection, so clients A and B, one after the
 other, run on the same server session: what a function leaves in its
 session (a lock, a claim, an owner, a LISTEN, an idle mark) is then seen
-by, or lost to, the next client.  Each check is one row of the README's
-table; `direct` is a connection to the server without the pooler.
+by, or lost to, the next client.  Each check is one row of the table of
+docs/operations/poolers.md; `direct` is a connection to the server without the pooler.
 
 psycopg 3 prepares a statement on its sixth run on a connection (its
 default prepare_threshold is 5): the prepared statement "_pg3_0" then

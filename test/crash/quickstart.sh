@@ -5,8 +5,8 @@
 # work fails on), completes five with their results and fails the sixth
 # (dead: max_attempts 1).  Then what each driver reads: a session-bound
 # claim's heartbeat is a timestamp in the zones furthest from UTC, Node's
-# untyped coord.complete($1, $2) is not ambiguous, and the JDBC casts the
-# README documents (test/crash/JdbcChecks.java).  Step 4 as the README
+# untyped coord.complete($1, $2) is not ambiguous, and the JDBC casts
+# docs/jobs.md documents (test/crash/JdbcChecks.java).  Step 4 as the README
 # writes it (results as the superuser, the other columns as a coord_monitor
 # member).  Partition groups with drivers' types: coord.join's weight from
 # a Python float or int and JDBC's setDouble/setInt, coord.segment_of with
@@ -149,8 +149,8 @@ const { Client } = require("pg");
 ok "node-postgres: a session-bound heartbeat is a Date (9999-01-01), untyped coord.complete(\$1, \$2) completes"
 
 # Partition groups from psycopg 3, with Python's types: a float or int
-# weight (float8, int2), and the README's coord.segment_of('mail', msg_id)
-# with a bigint msg_id, a Python int and a uuid: the segment of the key's
+# weight (float8, int2), and coord.segment_of('mail', msg_id) of
+# docs/partition-groups.md with a bigint msg_id, a Python int and a uuid: the segment of the key's
 # text, the segment its job (key => msg_id::text) is routed to.
 q "CREATE TABLE mail (msg_id bigint PRIMARY KEY, sent boolean NOT NULL DEFAULT false);
    INSERT INTO mail SELECT g FROM generate_series(1, 100) AS g; GRANT SELECT ON mail TO qs_worker"

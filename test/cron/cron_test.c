@@ -983,7 +983,7 @@ static int	fake_calls = 0;
 
 /* CoordCronZone.next_change over a FakeZone, by a plain scan. */
 static bool
-fake_next_change(void *arg, int64_t t, int64_t *when, int32_t * off_at_t, int32_t * off_after)
+fake_next_change(void *arg, int64_t t, int64_t *when, int32_t *off_at_t, int32_t *off_after)
 {
 	const FakeZone *z = (const FakeZone *) arg;
 	int32_t		off = z->initial;
@@ -1151,7 +1151,7 @@ typedef struct TzDayCase
 	const char *day_start;
 	const char *day_end;
 	int			fires;
-}			TzDayCase;
+} TzDayCase;
 
 static const TzDayCase tz_day_cases[] = {
 	{Z_NEW_YORK, "0 * * * *", "2026-11-01T04:00:00Z", "2026-11-02T05:00:00Z", 25},
@@ -1208,7 +1208,7 @@ run_tz_case(const TzCase *tc)
 }
 
 static void
-run_tz_day_case(const TzDayCase * dc)
+run_tz_day_case(const TzDayCase *dc)
 {
 	CoordCron	c;
 	CoordCronZone zone;

@@ -118,7 +118,7 @@ static int32_t own_b[PART_MAX_SEGMENTS];
 
 /* every segment one owner in range; counts per member into cnt */
 static bool
-owners_ok(const int32_t * own, int segments, int n, int *cnt)
+owners_ok(const int32_t *own, int segments, int n, int *cnt)
 {
 	memset(cnt, 0, sizeof(int) * MAXM);
 	for (int s = 0; s < segments; s++)
@@ -441,7 +441,7 @@ refusals(void)
 
 /* FNV-1a of the owners: pins a whole assignment */
 static uint64_t
-digest(const int32_t * own, int segments)
+digest(const int32_t *own, int segments)
 {
 	uint64_t	h = UINT64_C(0xcbf29ce484222325);
 

@@ -1,4 +1,4 @@
--- pgTAP: flow control (README.md, Flow control): the functions and views of
+-- pgTAP: flow control (docs/flow-control.md): the functions and views of
 -- DESIGN 3.8, their argument errors with SQLSTATEs, the grants per role,
 -- concurrency and rate limits, pauses, fail's pause_key, snoozes and expiry,
 -- as one session sees them (several sessions: test/specs/iso_limits*.spec).

@@ -1,5 +1,5 @@
--- pgTAP: schedules and cron_next in a time zone (issue 18; README.md,
--- Schedules, "Time zones").  Table-driven coord.cron_next across the
+-- pgTAP: schedules and cron_next in a time zone (issue 18; docs/schedules.md,
+-- "Time zones").  Table-driven coord.cron_next across the
 -- transitions of America/Chicago, America/New_York, Europe/Berlin,
 -- Australia/Lord_Howe (a 30-minute shift) and Asia/Kolkata (+05:30), and
 -- fires per local day of wildcard and fixed-time expressions (issue 23),

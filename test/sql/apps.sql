@@ -1,4 +1,4 @@
--- Apps (README.md, Apps): periods, dependencies, rollups, timeouts, catch-up,
+-- Apps (docs/apps.md): periods, dependencies, rollups, timeouts, catch-up,
 -- redefinition and bad input, with explicit tick times.  The race of two
 -- upstream runs completing at once is in test/specs/iso_apps.spec.
 \set VERBOSITY terse

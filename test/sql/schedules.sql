@@ -1,4 +1,4 @@
--- Schedules (README.md, Schedules), coord.tick and the cron parser through SQL.
+-- Schedules (docs/schedules.md), coord.tick and the cron parser through SQL.
 SET timezone = 'UTC';
 DELETE FROM coord.schedule_defs;
 

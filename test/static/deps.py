@@ -14,7 +14,11 @@ object of src/ defines is an edge:
   - a file of PLAIN_C (plain C, built alone by its harness) references no
     other file at all.
 A family's internal header (src/<family>/<x>_int.h) is included by the
-family's own files only.  An edge a rule does not allow is a violation; a
+family's own files only.  coord-agent (agent/, one program) is held the same
+way: AGENT_ORDER orders its files, lowest first, and a file may reference
+only files before it (a circle between two files fails as such); a lower
+file that must reach up gets callbacks from the upper one (db.c's
+DbCallbacks, from agent.c).  An edge a rule does not allow is a violation; a
 rule not yet enforced (ENFORCED False for a family, or an edge listed in
 ORDER_PENDING: the refactoring that makes it true has not landed) has its
 violations printed as pending, and they do not fail the check: flip it, or
@@ -98,6 +102,15 @@ PLAIN_C = {"cron", "apps_periods", "partitions_assign"}
 # exists fails, so that the list ends empty).
 ORDER_PENDING: set = set()   # every circle inside a family is broken
 
+# coord-agent's files (agent/*.c, stems), lowest first: each references only
+# files before it.  util: logging, clocks, buffers; config: the allow-list;
+# db: the session (DbCallbacks from agent.c for the statements that open it
+# and for the loop's wake-ups); protocol: every statement, through db_run;
+# child: the child processes; status: "coord-agent status"; agent: the
+# loop; main: the command line.  Every .c of agent/ is listed, and nothing
+# else.
+AGENT_ORDER = ["util", "config", "db", "protocol", "child", "status", "agent", "main"]
+
 # No source file over this many lines (pgvector's largest file is 1,433):
 # a file that grows past it is split along its sections.
 CEILING = 1400
@@ -150,6 +163,19 @@ for c in sources:
         fail(f"{rel(o)} is older than its source: run make first")
     objects.append(o)
 
+agent_sources = sorted(glob.glob(str(root / "agent" / "*.c")))
+agent_objects = []
+for c in agent_sources:
+    o = c[:-2] + ".o"
+    if not os.path.exists(o):
+        fail(f"{rel(o)} is missing: run make first")
+    if os.path.getmtime(o) < os.path.getmtime(c):
+        fail(f"{rel(o)} is older than its source: run make first")
+    agent_objects.append(o)
+if sorted(AGENT_ORDER) != sorted(stem(c) for c in agent_sources):
+    fail(f"AGENT_ORDER lists {', '.join(AGENT_ORDER)}; agent/ holds "
+         f"{', '.join(stem(c) for c in agent_sources) or 'no .c'}: make them agree")
+
 unknown = [rel(c) for c in sources if family(c) is None]
 if unknown:
     fail(f"in no family: {', '.join(unknown)}: a new folder or top-level file goes into "
@@ -172,17 +198,24 @@ def nm(obj, *opts):
     return [line.split() for line in out.splitlines() if line.strip()]
 
 
-defined = {}            # global symbol -> object that defines it
-for o in objects:
-    for f in nm(o, "--defined-only", "--extern-only"):
-        defined.setdefault(f[-1], o)
+def references(objs):
+    """(object, symbol, defining object) for each undefined symbol of an
+    object that another of objs defines."""
+    defined = {}        # global symbol -> object that defines it
+    for o in objs:
+        for f in nm(o, "--defined-only", "--extern-only"):
+            defined.setdefault(f[-1], o)
+    refs = []
+    for o in objs:
+        for f in nm(o, "--undefined-only"):
+            d = defined.get(f[-1])
+            if d is not None and d != o:
+                refs.append((o, f[-1], d))
+    return refs
 
-edges = []              # (object, symbol, defining object)
-for o in objects:
-    for f in nm(o, "--undefined-only"):
-        d = defined.get(f[-1])
-        if d is not None and d != o:
-            edges.append((o, f[-1], d))
+
+edges = references(objects)
+agent_edges = references(agent_objects)     # the agent is a program apart
 
 
 # A family's internal header (src/<family>/<x>_int.h) is included by that
@@ -217,6 +250,17 @@ for o, sym, d in edges:
     elif b not in ALLOWED[a]:
         line += f"  ({a} may not reference {b})"
         (violations if enforce_all or ENFORCED[a] else pending).append(line)
+# the agent: a file references only files before it in AGENT_ORDER
+agent_rank = {f: i for i, f in enumerate(AGENT_ORDER)}
+agent_pairs = {(stem(o), stem(d)) for o, _, d in agent_edges}
+for o, sym, d in agent_edges:
+    a, b = stem(o), stem(d)
+    if agent_rank[b] < agent_rank[a]:
+        continue
+    why = (f"a circle: {b}.c references {a}.c too" if (b, a) in agent_pairs
+           else "after it in AGENT_ORDER")
+    violations.append(f"{rel(o)} -> {sym} -> {rel(d)}  ({a}.c may not reference {b}.c, {why}; "
+                      "a lower file reaches up through callbacks the upper one installs)")
 for pair in sorted(ORDER_PENDING - order_seen):
     violations.append(f"{pair[0]}.c no longer references {pair[1]}.c: take the pair out of "
                       "ORDER_PENDING in test/static/deps.py")
@@ -248,13 +292,17 @@ if report:
     for o, sym, d in sorted(edges):
         if family(o) == family(d):
             print(f"  {rel(o)} -> {sym} -> {rel(d)}")
+    print("edges inside agent/ (object -> symbol -> defining object):")
+    for o, sym, d in sorted(agent_edges):
+        print(f"  {rel(o)} -> {sym} -> {rel(d)}")
     print("violations (every rule, enforced or not):")
     for line in sorted(violations + pending + include_violations) or ["none"]:
         print(f"  {line}")
     print(f"over the ceiling of {CEILING} lines (OVER_CEILING):")
     for line in over + size_violations or ["none"]:
         print(f"  {line}")
-    print(f"deps: {len(objects)} objects, {len(edges)} cross-object references, "
+    print(f"deps: {len(objects) + len(agent_objects)} objects, "
+          f"{len(edges) + len(agent_edges)} cross-object references, "
           f"{len(violations) + len(pending) + len(include_violations)} violations (report only)")
     sys.exit(0)
 
@@ -270,6 +318,7 @@ if violations:
     print("violations:")
     for line in violations:
         print(f"  {line}")
-print(f"deps: {len(objects)} objects, {len(edges)} cross-object references, "
+print(f"deps: {len(objects) + len(agent_objects)} objects, "
+      f"{len(edges) + len(agent_edges)} cross-object references, "
       f"{len(violations)} violations" + (f", {len(pending)} pending" if pending else ""))
 sys.exit(1 if violations else 0)

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Static check: the man page agent/coord-agent.1.in is what agent/mkman.py
-makes of README.md's coord-agent(1) section today (so the two agree), every
+makes of docs/coord-agent.md today (so the two agree), every
 long option of coord-agent's --help is documented there, the EXIT STATUS
 list names every status main.c returns, every exit() of agent/*.c and the
 STATUS_ codes of coord_agent.h, and groff (when installed) renders the page
 without a warning.
 
 Prints "manpage: ..." last and exits 0, or says what differs and exits 1
-(after a README edit: make -C agent man).
+(after an edit of docs/coord-agent.md: make -C agent man).
 """
 import difflib
 import importlib.util
@@ -24,14 +24,14 @@ spec = importlib.util.spec_from_file_location("mkman", root / "agent" / "mkman.p
 mkman = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mkman)
 
-readme = (root / "README.md").read_text(encoding="utf-8")
+readme = (root / "docs" / "coord-agent.md").read_text(encoding="utf-8")
 want = mkman.convert(readme)
 page_path = root / "agent" / "coord-agent.1.in"
 have = page_path.read_text(encoding="utf-8") if page_path.exists() else ""
 if want != have:
     diff = list(difflib.unified_diff(have.splitlines(), want.splitlines(),
-                                     "agent/coord-agent.1.in", "from README.md", lineterm="", n=1))
-    problems.append("agent/coord-agent.1.in differs from README.md's coord-agent(1) section "
+                                     "agent/coord-agent.1.in", "from docs/coord-agent.md", lineterm="", n=1))
+    problems.append("agent/coord-agent.1.in differs from docs/coord-agent.md "
                     "(run: make -C agent man):\n  " + "\n  ".join(diff[:40]))
 
 # every --option of the usage text is in the section's OPTIONS
@@ -41,10 +41,10 @@ usage = main_c[main_c.index("usage(FILE *out)"):main_c.index("DEFAULT_CONFIG_PAT
 options = sorted(set(re.findall(r"--[a-z][a-z-]+", usage)))
 for opt in options:
     if "`" + opt not in section:
-        problems.append("--help lists %s, which coord-agent(1) in README.md does not document" % opt)
+        problems.append("--help lists %s, which docs/coord-agent.md does not document" % opt)
 
 # every exit status the program returns is listed under EXIT STATUS
-exits = section[section.index("### EXIT STATUS"):section.index("### SIGNALS")]
+exits = section[section.index("## EXIT STATUS"):section.index("## SIGNALS")]
 listed = set(re.findall(r"^`(\d+)`$", exits, re.M))
 returned = set()
 for path in sorted((root / "agent").glob("*.c")):
@@ -74,6 +74,6 @@ if problems:
         print("manpage: " + p)
     print("manpage: %d problems" % len(problems))
     sys.exit(1)
-print("manpage: agent/coord-agent.1.in agrees with README.md (%d lines), %d options of --help "
+print("manpage: agent/coord-agent.1.in agrees with docs/coord-agent.md (%d lines), %d options of --help "
       "documented, exit statuses %s listed, %s" % (len(have.splitlines()), len(options),
                                                   ", ".join(sorted(listed)), rendered))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A library never serves a catalog it cannot (README.md, Install), on the cluster of
+# A library never serves a catalog it cannot (docs/install.md), on the cluster of
 # test/run.sh (PG* environment).  Both directions of a mismatch between the
 # installed library and a database's pg_coord catalog:
 #   - older catalog (what `make install` of a new release leaves behind until
