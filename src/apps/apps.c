@@ -58,7 +58,7 @@ PG_FUNCTION_INFO_V1(coord_signal);
 static void
 PeriodTag(LOCKTAG *tag, const char *app, TimestampTz start)
 {
-	char	   *k = psprintf("%s\n%s", app, PeriodLabel(start));
+	char	   *k = psprintf("%s\n%s", app, AppsPeriodLabel(start));
 
 	CoordSetTag(tag, CoordNameKey(k, strlen(k)), COORD_NS_APP);
 }
@@ -84,7 +84,7 @@ RunExists(const char *app, TimestampTz start)
  * each be up to COORD_RESULT_MAX_BYTES and a window can hold thousands of
  * periods, so they are added up (by their uncompressed sizes, without
  * detoasting) against what is left of the payload's budget first: over it,
- * the result is 0 and *budget negative, and RunPayload leaves the upstream
+ * the result is 0 and *budget negative, and AppsRunPayload leaves the upstream
  * results out.  Without that, jsonb_agg over them could exceed jsonb's
  * limits and fail every completion of the upstream runs.
  */
@@ -148,8 +148,8 @@ static UpstreamState CheckSignals(const AppDef *d, const AppDep *dep, TimestampT
  * first dependency that fails or is missing decides.
  */
 UpstreamState
-CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
-			   Datum *names, Datum *results)
+AppsCheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
+				   Datum *names, Datum *results)
 {
 	int			i;
 	UpstreamState r = UPSTREAM_DONE;
@@ -161,7 +161,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 	for (i = 0; i < d->ndeps; i++)
 	{
 		const AppDep *dep = &d->deps[i];
-		AppDef	   *u = FindApp(g, dep->app);
+		AppDef	   *u = AppsFind(g, dep->app);
 		TimestampTz wstart,
 					wend,
 					s;
@@ -175,7 +175,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 					nfailed;
 
 		CHECK_FOR_INTERRUPTS();
-		if (IsSignalDep(dep->app))
+		if (AppsIsSignalDep(dep->app))
 		{
 			UpstreamState sr = CheckSignals(d, dep, start, end,
 											names && r == UPSTREAM_DONE ? &names[i] : NULL,
@@ -194,17 +194,17 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 										 * period at the next tick */
 		if (dep->grain > d->grain)
 		{
-			wstart = AppPeriodTrunc(d, dep->grain, start);
-			wend = AppPeriodNext(d, dep->grain, wstart);
+			wstart = AppsPeriodTruncIn(d, dep->grain, start);
+			wend = AppsPeriodNextIn(d, dep->grain, wstart);
 		}
 		else
 		{
 			wstart = start;
 			wend = end;
 		}
-		s = AppPeriodCeil(u, u->grain, Max(wstart, u->first_period));
+		s = AppsPeriodCeilIn(u, u->grain, Max(wstart, u->first_period));
 		starts = palloc(sizeof(Datum) * cap);
-		for (; s < wend; s = AppPeriodNext(u, u->grain, s))
+		for (; s < wend; s = AppsPeriodNextIn(u, u->grain, s))
 		{
 			CHECK_FOR_INTERRUPTS();
 			if (nstarts == cap)
@@ -243,7 +243,7 @@ CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz end,
 
 /* The payload of a run: app, period, grain, conf, upstream results. */
 Jsonb *
-RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Datum *results, int n)
+AppsRunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Datum *results, int n)
 {
 	Oid			argtypes[7] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, JSONBOID, TEXTARRAYOID, JSONBARRAYOID, TEXTOID};
 	Datum		args[7];
@@ -255,7 +255,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = TimestampTzGetDatum(end);
 	args[3] = d->conf;
-	args[6] = CStringGetTextDatum(grain_names[d->grain]);
+	args[6] = CStringGetTextDatum(apps_grain_names[d->grain]);
 
 	/*
 	 * a payload over the job limit (a yearly rollup of hourly results) goes
@@ -271,7 +271,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (attempt == 0 && k < n)
 		{
 			ereport(WARNING,
-					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
+					(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppsPeriodLabelIn(d, start)),
 					 errdetail("With them the payload would have more than %d bytes; read them from coord.runs.",
 							   COORD_PAYLOAD_MAX_BYTES)));
 			continue;
@@ -293,7 +293,7 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 		if (VARSIZE(payload) <= COORD_PAYLOAD_MAX_BYTES || n == 0 || attempt > 0)
 			break;
 		ereport(WARNING,
-				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppPeriodLabel(d, start)),
+				(errmsg("upstream results of app \"%s\" for %s left out of its payload", d->name, AppsPeriodLabelIn(d, start)),
 				 errdetail("With them the payload would have %d bytes, over the limit of %d; read them from coord.runs.",
 						   (int) VARSIZE(payload), COORD_PAYLOAD_MAX_BYTES)));
 	}
@@ -310,9 +310,9 @@ RunPayload(const AppDef *d, TimestampTz start, TimestampTz end, Datum *names, Da
 
 /* Enqueues the job of a run (or adopts a live one with its origin); 0 if neither. */
 int64
-EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
+AppsEnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 {
-	char	   *origin = RunOrigin(d, start);
+	char	   *origin = AppsRunOrigin(d, start);
 	int64		id;
 
 	/*
@@ -320,7 +320,7 @@ EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 	 * clock ticks use
 	 */
 	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
-							APP_MAX_ATTEMPTS, origin, RunKey(d, start));
+							APP_MAX_ATTEMPTS, origin, AppsRunKey(d, start));
 	if (id == 0)
 		id = CoordOriginJob(origin);
 	return id;
@@ -335,7 +335,7 @@ static RunOutcome
 CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	bool		check = (flags & PERIOD_CHECK_UPSTREAMS) != 0;
-	TimestampTz end = AppPeriodNext(d, d->grain, start);
+	TimestampTz end = AppsPeriodNextIn(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
@@ -347,7 +347,7 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 		return RUN_EXISTS;
 	if (check)
 	{
-		switch (CheckUpstreams(g, d, start, end, names, results))
+		switch (AppsCheckUpstreams(g, d, start, end, names, results))
 		{
 			case UPSTREAM_DONE:
 				break;
@@ -359,7 +359,7 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 				return RUN_UPSTREAM_MISSING;
 		}
 	}
-	id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, check ? d->ndeps : 0));
+	id = AppsEnqueueRun(d, start, AppsRunPayload(d, start, end, names, results, check ? d->ndeps : 0));
 	args[0] = CStringGetTextDatum(d->name);
 	args[1] = TimestampTzGetDatum(start);
 	args[2] = TimestampTzGetDatum(end);
@@ -381,12 +381,12 @@ CreateRun(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
  * lock (to commit) when it created one or with PERIOD_KEEP_LOCK.
  */
 RunOutcome
-TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
+AppsTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
 {
 	LOCKTAG		tag;
 	RunOutcome	r;
 
-	if (d->first_null || start < d->first_period || !HorizonAllows(g, d, start))
+	if (d->first_null || start < d->first_period || !AppsHorizonAllows(g, d, start))
 		return RUN_NOT_DUE;
 	PeriodTag(&tag, d->name, start);
 	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
@@ -403,7 +403,7 @@ TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags)
  * owner; coord.runs shows it as app_error.
  */
 void
-SetAppError(const char *app, const char *error)
+AppsSetError(const char *app, const char *error)
 {
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		args[2];
@@ -416,7 +416,7 @@ SetAppError(const char *app, const char *error)
 			  "UPDATE coord.app_defs SET last_error = $2 WHERE name OPERATOR(pg_catalog.=) $1",
 			  2, argtypes, args, nulls, SPI_OK_UPDATE, "recording an app's error");
 	if (SPI_processed > 0)
-		AppGraphChanged();
+		AppsGraphChanged();
 }
 
 /*
@@ -425,7 +425,7 @@ SetAppError(const char *app, const char *error)
  * for the app, and false is returned; the caller's other apps go on.
  */
 bool
-AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
+AppsIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
 {
 	ErrorData  *e = CoordIsolated(fn, arg);
 
@@ -435,13 +435,13 @@ AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
 			(errmsg("%s skipped app \"%s\"", what, app),
 			 errdetail("%s", e->message),
 			 errhint("The error is in coord.runs.app_error (coord.app_defs.last_error); the next tick tries again.")));
-	SetAppError(app, e->message);
+	AppsSetError(app, e->message);
 	return false;
 }
 
 /* ---------- the finish hook ---------- */
 
-/* "a:<app>:<label>" (RunOrigin): the app and its period's start */
+/* "a:<app>:<label>" (AppsRunOrigin): the app and its period's start */
 static bool
 ParseOrigin(const char *origin, char **app, TimestampTz *start)
 {
@@ -482,24 +482,24 @@ DependentRuns(void *arg)
 			continue;
 		if (d->deps[j].grain > d->grain)
 		{
-			from = AppPeriodTrunc(d, d->deps[j].grain, a->start);
-			to = AppPeriodNext(d, d->deps[j].grain, from);
-			from = AppPeriodCeil(d, d->grain, from);
+			from = AppsPeriodTruncIn(d, d->deps[j].grain, a->start);
+			to = AppsPeriodNextIn(d, d->deps[j].grain, from);
+			from = AppsPeriodCeilIn(d, d->grain, from);
 		}
 		else
 		{
-			from = AppPeriodTrunc(d, d->grain, a->start);
-			to = AppPeriodNext(d, d->grain, from);
+			from = AppsPeriodTruncIn(d, d->grain, a->start);
+			to = AppsPeriodNextIn(d, d->grain, from);
 		}
-		for (p = from; p < to; p = AppPeriodNext(d, d->grain, p))
-			(void) TryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
+		for (p = from; p < to; p = AppsPeriodNextIn(d, d->grain, p))
+			(void) AppsTryPeriod(a->g, d, p, PERIOD_CHECK_UPSTREAMS | PERIOD_KEEP_LOCK);
 	}
 }
 
 /*
  * Each app that depends on name (an app, or "@signal"), for its run or
  * signal at start: fn on a DependentArgs, each dependent in its own
- * subtransaction (AppIsolated; what names the cause in its warning).
+ * subtransaction (AppsIsolated; what names the cause in its warning).
  */
 static void
 ForEachDependent(AppGraph *g, const char *name, TimestampTz start, const char *what,
@@ -521,7 +521,7 @@ ForEachDependent(AppGraph *g, const char *name, TimestampTz start, const char *w
 		a.d = &g->apps[i];
 		a.upstream = name;
 		a.start = start;
-		(void) AppIsolated(a.d->name, what, fn, &a);
+		(void) AppsIsolated(a.d->name, what, fn, &a);
 	}
 }
 
@@ -554,7 +554,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 			  5, argtypes, args, nulls, SPI_OK_UPDATE, "recording a run");
 	if (SPI_processed != 1)
 		return;					/* dropped app, or a run done already */
-	AppAlertsRunFinished(app, start, state, finished_at);
+	AppsAlertsRunFinished(app, start, state, finished_at);
 	if (strcmp(state, "done") != 0)
 		return;
 
@@ -564,18 +564,18 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
 	 * the completion of its upstream's job, nor keep the other dependents
 	 * from their runs; a tick repairs what it missed once it works.
 	 */
-	g = CachedGraph();
+	g = AppsCachedGraph();
 	g->horizon_loaded = false;	/* the latest tick, as of now */
-	if (FindApp(g, app) == NULL)
+	if (AppsFind(g, app) == NULL)
 		return;
-	graph_users++;
+	apps_graph_users++;
 	PG_TRY();
 	{
 		ForEachDependent(g, app, start, "the completion of an upstream run", DependentRuns);
 	}
 	PG_FINALLY();
 	{
-		graph_users--;
+		apps_graph_users--;
 	}
 	PG_END_TRY();
 }
@@ -588,7 +588,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
  * stores the row (name, t) of coord.app_signals once and, in the same
  * transaction, runs the dependents' check-and-create exactly as the
  * completion of an upstream run does (ForEachDependent: DependentRuns,
- * TryPeriod with the (D, P) lock kept to commit, CheckUpstreams); so two
+ * AppsTryPeriod with the (D, P) lock kept to commit, AppsCheckUpstreams); so two
  * signals, or a signal and an upstream completion, that complete one
  * period at once create its run once: the second to take (D, P) sees the
  * first's commit.
@@ -598,7 +598,7 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
  * order; PostgreSQL's detector aborts one of them.
  *
  * Which signals period P of app D needs, for "@name" declared with grain g:
- * the windows are those of an app upstream of grain g (CheckUpstreams), and
+ * the windows are those of an app upstream of grain g (AppsCheckUpstreams), and
  * each g-period of the window needs at least one signal whose period_start
  * lies in it.  A signal source has no zone of its own either: its
  * g-periods are D's, in D's zone (hourly signals under a daily app in
@@ -618,14 +618,14 @@ CoordAppRunFinished(const char *origin, int64 job_id, const char *state, Timesta
  * a name whose signals it is deleting.
  */
 bool
-IsSignalDep(const char *dep)
+AppsIsSignalDep(const char *dep)
 {
 	return dep[0] == '@';
 }
 
 /* A signal name has the syntax of other names (CoordNameArg). */
 void
-CheckSignalName(const char *signal, const char *app)
+AppsCheckSignalName(const char *signal, const char *app)
 {
 	int			len = strlen(signal);
 	int			i;
@@ -702,7 +702,7 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 }
 
 /*
- * CheckUpstreams for a dependency on a signal: UPSTREAM_DONE when each
+ * AppsCheckUpstreams for a dependency on a signal: UPSTREAM_DONE when each
  * dep->grain period of the window has a signal; then *name and *result
  * (when name is not NULL) get "@signal" and the window's payloads.
  */
@@ -728,8 +728,8 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 	 */
 	if (dep->grain > d->grain)
 	{
-		wstart = AppPeriodTrunc(d, dep->grain, start);
-		wend = AppPeriodNext(d, dep->grain, wstart);
+		wstart = AppsPeriodTruncIn(d, dep->grain, start);
+		wend = AppsPeriodNextIn(d, dep->grain, wstart);
 	}
 	else
 	{
@@ -738,7 +738,7 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 	}
 	starts = palloc(sizeof(Datum) * cap);
 	ends = palloc(sizeof(Datum) * cap);
-	for (s = AppPeriodCeil(d, dep->grain, wstart); s < wend; s = AppPeriodNext(d, dep->grain, s))
+	for (s = AppsPeriodCeilIn(d, dep->grain, wstart); s < wend; s = AppsPeriodNextIn(d, dep->grain, s))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (nstarts == cap)
@@ -748,7 +748,7 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 			ends = repalloc(ends, sizeof(Datum) * cap);
 		}
 		starts[nstarts] = TimestampTzGetDatum(s);
-		ends[nstarts++] = TimestampTzGetDatum(AppPeriodNext(d, dep->grain, s));
+		ends[nstarts++] = TimestampTzGetDatum(AppsPeriodNextIn(d, dep->grain, s));
 	}
 	if (nstarts == 0)
 		return UPSTREAM_MISSING;
@@ -792,7 +792,7 @@ SignalDependentRuns(void *arg)
 		if (strcmp(a->d->deps[j].app, a->upstream) == 0)
 			break;
 	Assert(j < a->d->ndeps);
-	a->start = AppPeriodTrunc(a->d, a->d->deps[j].grain, a->start);
+	a->start = AppsPeriodTruncIn(a->d, a->d->deps[j].grain, a->start);
 	DependentRuns(a);
 }
 
@@ -822,7 +822,7 @@ coord_signal(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("period_start must be a finite time")));
 	/* in the years of app periods (1 to 9999) */
-	(void) PeriodTrunc(G_YEARLY, t);
+	(void) AppsPeriodTrunc(G_YEARLY, t);
 	payload = PG_GETARG_JSONB_P(2);
 	CoordCheckSize("signal payload", VARSIZE(payload), COORD_RESULT_MAX_BYTES);
 	who = GetUserNameFromId(GetUserId(), false);
@@ -840,10 +840,10 @@ coord_signal(PG_FUNCTION_ARGS)
 	if (inserted)
 	{
 		char	   *dep = psprintf("@%s", name);
-		AppGraph   *g = CachedGraph();
+		AppGraph   *g = AppsCachedGraph();
 
 		g->horizon_loaded = false;	/* the latest tick, as of now */
-		graph_users++;
+		apps_graph_users++;
 		PG_TRY();
 		{
 			/*
@@ -856,7 +856,7 @@ coord_signal(PG_FUNCTION_ARGS)
 		}
 		PG_FINALLY();
 		{
-			graph_users--;
+			apps_graph_users--;
 		}
 		PG_END_TRY();
 	}
@@ -868,7 +868,7 @@ coord_signal(PG_FUNCTION_ARGS)
 
 /* Serializes changes to the graph (define, drop, rerun, the signal purge). */
 void
-LockDefinitions(void)
+AppsLockDefinitions(void)
 {
 	LOCKTAG		tag;
 	const char *k = "\napp definitions";
@@ -880,14 +880,14 @@ LockDefinitions(void)
 /* ---------- for apps_rerun.c (coord.rerun and the tick's reset periods) ---------- */
 
 /*
- * TryPeriod for a period coord.rerun reset: with upstream checks when the
+ * AppsTryPeriod for a period coord.rerun reset: with upstream checks when the
  * app has dependencies, under the period's lock (kept when it created the
  * run).
  */
 AppRerunOutcome
-AppRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start)
+AppsRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start)
 {
-	switch (TryPeriod(g, d, start, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
+	switch (AppsTryPeriod(g, d, start, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
 	{
 		case RUN_CREATED:
 			return RERUN_CREATED;
@@ -905,7 +905,7 @@ AppRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start)
 
 /* The check-and-create lock of (app, start), to the end of the transaction. */
 void
-AppRerunLockPeriod(const char *app, TimestampTz start)
+AppsRerunLockPeriod(const char *app, TimestampTz start)
 {
 	LOCKTAG		tag;
 
@@ -914,15 +914,15 @@ AppRerunLockPeriod(const char *app, TimestampTz start)
 }
 
 void
-AppRerunLockDefinitions(void)
+AppsRerunLockDefinitions(void)
 {
-	LockDefinitions();
+	AppsLockDefinitions();
 }
 
 bool
-AppRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
+AppsRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg)
 {
-	return AppIsolated(app, what, fn, arg);
+	return AppsIsolated(app, what, fn, arg);
 }
 
 void

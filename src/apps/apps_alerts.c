@@ -7,13 +7,13 @@
  * unique index app_alerts_open makes a second raise a no-op (INSERT ... ON
  * CONFLICT DO NOTHING), so neither many ticks nor concurrent ones (which
  * coord.tick serialises anyway) duplicate one.
- *	- deadline: raised by coord.tick(now) (AppAlertsTick) for each live run
+ *	- deadline: raised by coord.tick(now) (AppsAlertsTick) for each live run
  *	  of an app with a deadline whose period ended more than `deadline`
  *	  before now, raised_at = now; so it is raised while the run is late,
  *	  never by the run finishing.  Cleared by the finish hook when the run
  *	  finishes (done, dead or cancelled), cleared_at = the finish time.
  *	- timeout: raised when a tick revokes a run's claim past its timeout and
- *	  the run is retried (AppAlertTimeout); one per run while open, its
+ *	  the run is retried (AppsAlertTimeout); one per run while open, its
  *	  events counting the timeouts.  Cleared like deadline.  A timeout on the
  *	  last attempt kills the run: that is a dead alert, whose detail says so.
  *	- dead: raised by the finish hook when the run dies after its last
@@ -84,7 +84,7 @@ static SPIPlanPtr plan_drop_alerts = NULL;
  * deadline to a time, so that no deadline, however long, overflows.
  */
 int64
-AppAlertsTick(TimestampTz now)
+AppsAlertsTick(TimestampTz now)
 {
 	Oid			argtypes[1] = {TIMESTAMPTZOID};
 	Datum		args[1];
@@ -133,7 +133,7 @@ AppAlertsTick(TimestampTz now)
  * and raises a dead alert when it died.
  */
 void
-AppAlertsRunFinished(const char *app, TimestampTz start, const char *state, TimestampTz finished_at)
+AppsAlertsRunFinished(const char *app, TimestampTz start, const char *state, TimestampTz finished_at)
 {
 	Oid			argtypes[4] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
 	Datum		args[4];
@@ -170,7 +170,7 @@ AppAlertsRunFinished(const char *app, TimestampTz start, const char *state, Time
  * hook raised says why.
  */
 void
-AppAlertTimeout(const char *app, TimestampTz start, TimestampTz now, const char *why, bool died)
+AppsAlertTimeout(const char *app, TimestampTz start, TimestampTz now, const char *why, bool died)
 {
 	Oid			argtypes[4] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
 	Datum		args[4];
@@ -203,7 +203,7 @@ AppAlertTimeout(const char *app, TimestampTz start, TimestampTz now, const char 
 
 /* drop_app: the app's alerts go with its runs */
 void
-AppAlertsDropApp(const char *app)
+AppsAlertsDropApp(const char *app)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];

@@ -9,9 +9,9 @@
  * (StoredGrain, ZoneChanged), and dropping an app with its unclaimed jobs,
  * its runs and its alerts.
  *
- * Both entry points take the definitions lock (LockDefinitions, apps.c)
+ * Both entry points take the definitions lock (AppsLockDefinitions, apps.c)
  * first, as every writer of the graph does, then read the graph fresh
- * (LoadApps) under it; the cached graph of the transaction is dropped by
+ * (AppsLoad) under it; the cached graph of the transaction is dropped by
  * the relcache callback of apps_graph.c.
  *-------------------------------------------------------------------------
  */
@@ -91,7 +91,7 @@ CheckCycles(AppGraph *g)
 				depth--;
 				continue;
 			}
-			u = FindApp(g, d->deps[next[v]++].app);
+			u = AppsFind(g, d->deps[next[v]++].app);
 			if (u == NULL)
 				continue;
 			ui = u - g->apps;
@@ -139,9 +139,9 @@ ValidateGraph(AppGraph *g)
 			AppDef	   *u;
 
 			CHECK_FOR_INTERRUPTS();
-			if (IsSignalDep(d->deps[j].app))
+			if (AppsIsSignalDep(d->deps[j].app))
 				continue;		/* checked by ParseDepends */
-			u = FindApp(g, d->deps[j].app);
+			u = AppsFind(g, d->deps[j].app);
 			if (u == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -152,9 +152,9 @@ ValidateGraph(AppGraph *g)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("app \"%s\" depends on app \"%s\" %s, finer than that app runs",
-								d->name, u->name, grain_names[d->deps[j].grain]),
+								d->name, u->name, apps_grain_names[d->deps[j].grain]),
 						 errdetail("App \"%s\" runs %s, so a dependency on it is %s or coarser.",
-								   u->name, grain_names[u->grain], grain_names[u->grain])));
+								   u->name, apps_grain_names[u->grain], apps_grain_names[u->grain])));
 		}
 	}
 	CheckCycles(g);
@@ -220,7 +220,7 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	CoordRequireArg(fcinfo, 8, "tz");
 	if (starts_s)
 	{
-		starts = GrainFromName(starts_s);
+		starts = AppsGrainFromName(starts_s);
 		if (starts == G_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -231,7 +231,7 @@ ParseDefinition(FunctionCallInfo fcinfo, AppDefinition *ad)
 	memset(ad, 0, sizeof(*ad));
 	ad->depends = PG_GETARG_JSONB_P(2);
 	conf = CoordCheckPayload(PG_GETARG_JSONB_P(7));
-	/* small enough that every run's payload fits (RunPayload) */
+	/* small enough that every run's payload fits (AppsRunPayload) */
 	CoordCheckSize("app conf", VARSIZE(conf), COORD_CONF_MAX_BYTES);
 	/* a timeout must end in the timestamp range, for runs claimed from now on */
 	if (!PG_ARGISNULL(3))
@@ -306,7 +306,7 @@ ParseDepends(AppDefinition *ad)
 
 		if (dep == NULL)
 			continue;			/* the empty object */
-		dg = (vtype && strcmp(vtype, "string") == 0) ? GrainFromName(val) : G_NONE;
+		dg = (vtype && strcmp(vtype, "string") == 0) ? AppsGrainFromName(val) : G_NONE;
 		if (dg == G_NONE)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -314,7 +314,7 @@ ParseDepends(AppDefinition *ad)
 					 errdetail("The period is %s; it must be one of \"hourly\", \"daily\", \"weekly\", \"monthly\", \"yearly\".",
 							   val ? val : "null")));
 		if (dep[0] == '@')
-			CheckSignalName(dep + 1, name);
+			AppsCheckSignalName(dep + 1, name);
 		if (strcmp(dep, name) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_RECURSION),
@@ -348,18 +348,18 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("app \"%s\" has neither starts nor depends", nd->name),
 				 errdetail("An app runs for the periods of starts, or when the runs it depends on are done; with neither it would never run.")));
-	nd->grain = DerivedGrain(nd);
+	nd->grain = AppsDerivedGrain(nd);
 
 	{
-		TimestampTz p = AppPeriodTrunc(nd, nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
-		TimestampTz e = AppPeriodNext(nd, nd->grain, p);
+		TimestampTz p = AppsPeriodTruncIn(nd, nd->grain, ad->has_catchup ? ad->catchup : GetCurrentTransactionStartTimestamp());
+		TimestampTz e = AppsPeriodNextIn(nd, nd->grain, p);
 
-		(void) RunPayload(nd, p, e, NULL, NULL, 0);
+		(void) AppsRunPayload(nd, p, e, NULL, NULL, 0);
 	}
 
 	/* the graph with the new definition in place */
-	LoadApps(&g, 1);
-	d = FindApp(&g, nd->name);
+	AppsLoad(&g, 1);
+	d = AppsFind(&g, nd->name);
 	exists = (d != NULL);
 	memset(stored, 0, sizeof(*stored));
 	if (exists)
@@ -373,10 +373,10 @@ ValidateDefinition(AppDefinition *ad, AppPeriods *stored)
 	else
 	{
 		g.apps[g.n++] = *nd;
-		qsort(g.apps, g.n, sizeof(AppDef), AppCmp);
+		qsort(g.apps, g.n, sizeof(AppDef), AppsCmp);
 	}
 	for (i = 0; i < g.n; i++)
-		g.apps[i].grain = DerivedGrain(&g.apps[i]);
+		g.apps[i].grain = AppsDerivedGrain(&g.apps[i]);
 	ValidateGraph(&g);
 	return exists;
 }
@@ -400,7 +400,7 @@ StoredGrain(const char *name, char **tz, bool *has_runs)
 				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "define_app");
 	*tz = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	*has_runs = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	return GrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	return AppsGrainFromName(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
 /*
@@ -445,7 +445,7 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	args[0] = CStringGetTextDatum(nd->name);
-	args[1] = nd->starts ? CStringGetTextDatum(grain_names[nd->starts]) : (Datum) 0;
+	args[1] = nd->starts ? CStringGetTextDatum(apps_grain_names[nd->starts]) : (Datum) 0;
 	nulls[1] = nd->starts ? ' ' : 'n';
 	args[2] = JsonbPGetDatum(ad->depends);
 	args[3] = ad->timeout ? IntervalPGetDatum(ad->timeout) : (Datum) 0;
@@ -460,7 +460,7 @@ WriteDefinition(const AppDefinition *ad, bool exists)
 	nulls[8] = nd->first_null ? 'n' : ' ';
 	args[9] = TimestampTzGetDatum(nd->next_period);
 	nulls[9] = nd->next_null ? 'n' : ' ';
-	args[10] = CStringGetTextDatum(grain_names[nd->grain]);
+	args[10] = CStringGetTextDatum(apps_grain_names[nd->grain]);
 	args[11] = CStringGetTextDatum(nd->tz);
 	args[12] = ad->deadline ? IntervalPGetDatum(ad->deadline) : (Datum) 0;
 	nulls[12] = ad->deadline ? ' ' : 'n';
@@ -510,7 +510,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 	ParseDefinition(fcinfo, &ad);
 
 	CoordSpiBegin(&sw);
-	LockDefinitions();
+	AppsLockDefinitions();
 	ParseDepends(&ad);
 	exists = ValidateDefinition(&ad, &pin.stored);
 
@@ -528,7 +528,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 	}
 	pin.grain = ad.def.grain;
 	pin.has_catchup = ad.has_catchup;
-	pin.catchup_start = ad.has_catchup ? AppPeriodTrunc(&ad.def, ad.def.grain, ad.catchup) : 0;
+	pin.catchup_start = ad.has_catchup ? AppsPeriodTruncIn(&ad.def, ad.def.grain, ad.catchup) : 0;
 	periods = coord_app_periods(&pin);
 	ad.def.first_null = periods.first_null;
 	ad.def.first_period = periods.first_period;
@@ -536,7 +536,7 @@ coord_define_app(PG_FUNCTION_ARGS)
 	ad.def.next_period = periods.next_period;
 
 	WriteDefinition(&ad, exists);
-	AppGraphChanged();
+	AppsGraphChanged();
 	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
 }
@@ -554,8 +554,8 @@ coord_drop_app(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(name);
 	CoordSpiBegin(&sw);
-	LockDefinitions();
-	AppGraphChanged();			/* by what follows, or the call fails */
+	AppsLockDefinitions();
+	AppsGraphChanged();			/* by what follows, or the call fails */
 	CoordExec(&plan_dependents,
 			  "SELECT pg_catalog.string_agg(pg_catalog.format('%I', name), ', ' ORDER BY name COLLATE pg_catalog.\"C\"), "
 			  "pg_catalog.count(*) FROM coord.app_defs WHERE depends OPERATOR(pg_catalog.?) $1",
@@ -587,7 +587,7 @@ coord_drop_app(PG_FUNCTION_ARGS)
 		CoordExec(&plan_drop_runs,
 				  "DELETE FROM coord.app_runs WHERE app OPERATOR(pg_catalog.=) $1",
 				  1, argtypes, args, NULL, SPI_OK_DELETE, "drop_app");
-		AppAlertsDropApp(name);
+		AppsAlertsDropApp(name);
 	}
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);

@@ -5,12 +5,12 @@
  *
  * Owns the period arithmetic in an app's zone over apps_periods.c (plain
  * C, UTC times) and the labels, origins and keys of runs; and the graph:
- * LoadApps reads coord.app_defs and the dependencies (inside SPI, as the
- * owner), FindApp looks an app up by name, and CachedGraph keeps one graph
+ * AppsLoad reads coord.app_defs and the dependencies (inside SPI, as the
+ * owner), AppsFind looks an app up by name, and AppsCachedGraph keeps one graph
  * per transaction for the finish hook and coord.signal, dropped by the
- * relcache callback on coord.app_defs (AppGraphChanged sends it) and at
+ * relcache callback on coord.app_defs (AppsGraphChanged sends it) and at
  * the end of the transaction (see "the graph of apps" below for what a
- * kept graph may miss).  HorizonAllows reads the latest tick's now once
+ * kept graph may miss).  AppsHorizonAllows reads the latest tick's now once
  * per graph.
  *
  * The lowest file of the family above the plain C: it calls no other file
@@ -44,7 +44,7 @@
 
 /* apps_periods.c is plain C: its times are TimestampTz */
 StaticAssertDecl(sizeof(TimestampTz) == sizeof(int64_t), "TimestampTz is an int64_t");
-const char *const grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
+const char *const apps_grain_names[] = {"", "hourly", "daily", "weekly", "monthly", "yearly"};
 
 static SPIPlanPtr plan_defs = NULL;
 static SPIPlanPtr plan_deps = NULL;
@@ -53,18 +53,18 @@ static SPIPlanPtr plan_horizon = NULL;
 /* ---------- periods (in an app's zone; apps_periods.c) ---------- */
 
 Grain
-GrainFromName(const char *s)
+AppsGrainFromName(const char *s)
 {
 	int			g;
 
 	for (g = G_HOURLY; g <= G_YEARLY; g++)
-		if (strcmp(s, grain_names[g]) == 0)
+		if (strcmp(s, apps_grain_names[g]) == 0)
 			return (Grain) g;
 	return G_NONE;
 }
 
 void
-TmFromTs(TimestampTz t, struct pg_tm *tm)
+AppsTmFromTs(TimestampTz t, struct pg_tm *tm)
 {
 	fsec_t		fsec;
 
@@ -121,101 +121,101 @@ AppZoneOf(const AppDef *d)
 
 /* The start of the period of grain g that contains t (UTC: coord.grid). */
 TimestampTz
-PeriodTrunc(Grain g, TimestampTz t)
+AppsPeriodTrunc(Grain g, TimestampTz t)
 {
 	return ZonedTrunc(NULL, g, t);
 }
 
 /* The start of the period after the one starting at start (UTC). */
 TimestampTz
-PeriodNext(Grain g, TimestampTz start)
+AppsPeriodNext(Grain g, TimestampTz start)
 {
 	return ZonedNext(NULL, g, start);
 }
 
 /* The same in d's zone: its local calendar periods. */
 TimestampTz
-AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t)
+AppsPeriodTruncIn(const AppDef *d, Grain g, TimestampTz t)
 {
 	return ZonedTrunc(AppZoneOf(d), g, t);
 }
 
 TimestampTz
-AppPeriodNext(const AppDef *d, Grain g, TimestampTz start)
+AppsPeriodNextIn(const AppDef *d, Grain g, TimestampTz start)
 {
 	return ZonedNext(AppZoneOf(d), g, start);
 }
 
 /* The first period start of grain g at or after t, in d's zone. */
 TimestampTz
-AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t)
+AppsPeriodCeilIn(const AppDef *d, Grain g, TimestampTz t)
 {
-	TimestampTz s = AppPeriodTrunc(d, g, t);
+	TimestampTz s = AppsPeriodTruncIn(d, g, t);
 
-	return s == t ? s : AppPeriodNext(d, g, s);
+	return s == t ? s : AppsPeriodNextIn(d, g, s);
 }
 
 /* "YYYY-MM-DD-HH24MI" of a period start (UTC): period locks */
 char *
-PeriodLabel(TimestampTz t)
+AppsPeriodLabel(TimestampTz t)
 {
 	struct pg_tm tm;
 
-	TmFromTs(t, &tm);
+	AppsTmFromTs(t, &tm);
 	return psprintf("%04d-%02d-%02d-%02d%02d", tm.tm_year, tm.tm_mon, tm.tm_mday, tm.tm_hour, tm.tm_min);
 }
 
 /*
  * The label of d's period starting at start in keys and origins: UTC apps
- * as PeriodLabel, others their local time and UTC offset
+ * as AppsPeriodLabel, others their local time and UTC offset
  * ("2026-11-01-0100-0500"), which tells the two 01:00 hours of a fall-back
  * night apart.
  */
 char *
-AppPeriodLabel(const AppDef *d, TimestampTz start)
+AppsPeriodLabelIn(const AppDef *d, TimestampTz start)
 {
 	const pg_tz *zone = AppZoneOf(d);
 	AppZone		z = {CoordZoneNextChangeTs, unconstify(pg_tz *, zone)};
 	char	   *buf;
 
 	if (zone == NULL)
-		return PeriodLabel(start);
+		return AppsPeriodLabel(start);
 	buf = palloc(COORD_PERIOD_LABEL_LEN);
 	coord_period_label(start, &z, buf);
 	return buf;
 }
 
 char *
-RunOrigin(const AppDef *d, TimestampTz start)
+AppsRunOrigin(const AppDef *d, TimestampTz start)
 {
-	return psprintf(COORD_ORIGIN_APP "%s:%s", d->name, AppPeriodLabel(d, start));
+	return psprintf(COORD_ORIGIN_APP "%s:%s", d->name, AppsPeriodLabelIn(d, start));
 }
 
 char *
-RunKey(const AppDef *d, TimestampTz start)
+AppsRunKey(const AppDef *d, TimestampTz start)
 {
-	return psprintf("%s-%s", AppPeriodLabel(d, start), d->name);
+	return psprintf("%s-%s", AppsPeriodLabelIn(d, start), d->name);
 }
 
 /* ---------- the graph of apps ---------- */
 
 int
-AppCmp(const void *a, const void *b)
+AppsCmp(const void *a, const void *b)
 {
 	return strcmp(((const AppDef *) a)->name, ((const AppDef *) b)->name);
 }
 
 AppDef *
-FindApp(AppGraph *g, const char *name)
+AppsFind(AppGraph *g, const char *name)
 {
 	AppDef		key;
 
 	key.name = (char *) name;
-	return bsearch(&key, g->apps, g->n, sizeof(AppDef), AppCmp);
+	return bsearch(&key, g->apps, g->n, sizeof(AppDef), AppsCmp);
 }
 
 Grain
-DerivedGrain(const AppDef *d)
+AppsDerivedGrain(const AppDef *d)
 {
 	Grain		gr = d->starts;
 	int			i;
@@ -231,13 +231,13 @@ static void LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt);
 
 /* Reads every app and its dependencies (inside SPI). */
 void
-LoadApps(AppGraph *g, int extra)
+AppsLoad(AppGraph *g, int extra)
 {
 	LoadAppsIn(g, extra, CurrentMemoryContext);
 }
 
 /*
- * LoadAppsIn: LoadApps with the graph allocated in cxt (every SPI call
+ * LoadAppsIn: AppsLoad with the graph allocated in cxt (every SPI call
  * returns in SPI's procedure context, so each allocation names it); returns
  * in cxt.
  */
@@ -270,7 +270,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 
 		d->name = SPI_getvalue(row, tt->tupdesc, 1);
 		starts = SPI_getvalue(row, tt->tupdesc, 2);
-		d->starts = starts ? GrainFromName(starts) : G_NONE;
+		d->starts = starts ? AppsGrainFromName(starts) : G_NONE;
 		d->queue = SPI_getvalue(row, tt->tupdesc, 3);
 		d->host = SPI_getvalue(row, tt->tupdesc, 4);
 		d->conf = datumCopy(SPI_getbinval(row, tt->tupdesc, 5, &isnull), false, -1);
@@ -296,7 +296,7 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 	/* each app's dependencies: count, allocate, fill */
 	for (i = 0; i < SPI_processed; i++)
 	{
-		AppDef	   *d = FindApp(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
+		AppDef	   *d = AppsFind(g, SPI_getvalue(tt->vals[i], tt->tupdesc, 1));
 
 		if (d != NULL)
 			d->ndeps++;
@@ -310,16 +310,16 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
 	for (i = 0; i < SPI_processed; i++)
 	{
 		char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		AppDef	   *d = FindApp(g, name);
+		AppDef	   *d = AppsFind(g, name);
 
 		if (d == NULL)
 			continue;
 		d->deps[d->ndeps].app = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
-		d->deps[d->ndeps].grain = GrainFromName(SPI_getvalue(tt->vals[i], tt->tupdesc, 3));
+		d->deps[d->ndeps].grain = AppsGrainFromName(SPI_getvalue(tt->vals[i], tt->tupdesc, 3));
 		d->ndeps++;
 	}
 	for (i = 0; i < n; i++)
-		g->apps[i].grain = DerivedGrain(&g->apps[i]);
+		g->apps[i].grain = AppsDerivedGrain(&g->apps[i]);
 }
 
 /*
@@ -330,20 +330,20 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
  * again at the next finish, when the graph changes.
  *
  * Every write to coord.app_defs through pg_coord (define_app, drop_app, and
- * the tick's first and next periods and last_error) calls AppGraphChanged
+ * the tick's first and next periods and last_error) calls AppsGraphChanged
  * in its transaction: it forgets this backend's graph at once and queues a
  * relcache invalidation of coord.app_defs (as pg_cron does for its job
  * cache), which every backend receives when that transaction commits, and
  * none when it aborts.  GraphRelcacheInval (registered by CoordAppsInit)
  * marks the graph stale on it, or on an invalidation of every relation;
- * CachedGraph accepts the queued invalidations before it trusts the graph.
+ * AppsCachedGraph accepts the queued invalidations before it trusts the graph.
  * So a finish uses the definitions committed before it began, as the read
  * per finish did in READ COMMITTED; in REPEATABLE READ and SERIALIZABLE a
  * reload reads with the transaction's snapshot, as that read did.  A
  * subtransaction abort forgets the graph too (what it read may include
  * definitions the abort undid).  graph_users counts the finish hooks
  * working on the graph, so that nothing frees one in use: an invalidation
- * inside the hook's loop (a subtransaction abort in AppIsolated, a message
+ * inside the hook's loop (a subtransaction abort in AppsIsolated, a message
  * accepted at a lock) only marks it stale.  An invalidation that arrives
  * while the graph is read makes that graph not kept.
  *
@@ -366,9 +366,10 @@ LoadAppsIn(AppGraph *g, int extra, MemoryContext cxt)
  */
 static MemoryContext graph_cxt = NULL;
 static AppGraph graph_cache;
-bool		graph_valid = false;	/* apps_tick.c clears it after its writes */
-int			graph_users = 0;	/* callers using the cached graph (apps.c) */
-static bool graph_read = false; /* this transaction called CachedGraph */
+bool		apps_graph_valid = false;	/* apps_tick.c clears it after its
+										 * writes */
+int			apps_graph_users = 0;	/* callers using the cached graph (apps.c) */
+static bool graph_read = false; /* this transaction called AppsCachedGraph */
 
 /* coord.app_defs, resolved before the graph is read; valid when graph_valid */
 static Oid	app_defs_relid = InvalidOid;
@@ -395,9 +396,9 @@ AppDefsRelid(void)
  * so does every other backend's once this transaction commits.
  */
 void
-AppGraphChanged(void)
+AppsGraphChanged(void)
 {
-	graph_valid = false;
+	apps_graph_valid = false;
 	CacheInvalidateRelcacheByRelid(AppDefsRelid());
 }
 
@@ -407,7 +408,7 @@ GraphRelcacheInval(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == app_defs_relid)
 	{
-		graph_valid = false;
+		apps_graph_valid = false;
 		graph_invals++;
 		app_defs_relid = InvalidOid;
 	}
@@ -429,8 +430,8 @@ GraphXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_PREPARE:
-			graph_valid = false;
-			graph_users = 0;
+			apps_graph_valid = false;
+			apps_graph_users = 0;
 			graph_read = false;
 			if (graph_cxt != NULL)
 				MemoryContextReset(graph_cxt);
@@ -446,7 +447,7 @@ GraphSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 					 SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		graph_valid = false;
+		apps_graph_valid = false;
 }
 
 /*
@@ -455,7 +456,7 @@ GraphSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
  * works on it.  (Not inlined into the hook's PG_TRY frame.)
  */
 pg_noinline AppGraph *
-CachedGraph(void)
+AppsCachedGraph(void)
 {
 	MemoryContext old = CurrentMemoryContext;
 	AppGraph   *g;
@@ -465,13 +466,13 @@ CachedGraph(void)
 	graph_read = true;
 	/* what other backends committed before this finish */
 	AcceptInvalidationMessages();
-	if (graph_valid)
+	if (apps_graph_valid)
 		return &graph_cache;
-	if (graph_users > 0)
+	if (apps_graph_users > 0)
 	{
 		/* an outer hook still works on the cached one: a graph of our own */
 		g = palloc(sizeof(AppGraph));
-		LoadApps(g, 0);
+		AppsLoad(g, 0);
 		return g;
 	}
 	MemoryContextReset(CoordCacheContext(&graph_cxt, "pg_coord app graph"));
@@ -479,19 +480,19 @@ CachedGraph(void)
 	seen = graph_invals;
 	LoadAppsIn(&graph_cache, 0, graph_cxt);
 	MemoryContextSwitchTo(old);
-	graph_valid = (graph_invals == seen);
+	apps_graph_valid = (graph_invals == seen);
 	for (i = 0; i < graph_cache.n; i++)
 		if (VARATT_IS_EXTERNAL(DatumGetPointer(graph_cache.apps[i].conf)))
-			graph_valid = false;
+			apps_graph_valid = false;
 	ereport(DEBUG1,
 			(errmsg_internal("pg_coord: read the app graph (%d apps)%s",
-							 graph_cache.n, graph_valid ? "" : ", not kept")));
+							 graph_cache.n, apps_graph_valid ? "" : ", not kept")));
 	return &graph_cache;
 }
 
 /* The latest tick's now, read once per graph; a run of an app with starts waits for it. */
 bool
-HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
+AppsHorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start)
 {
 	if (d->starts == G_NONE)
 		return true;

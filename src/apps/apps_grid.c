@@ -83,7 +83,7 @@ GridDepths(AppGraph *g)
 				sp--;
 				continue;
 			}
-			u = FindApp(g, d->deps[next[v]++].app);
+			u = AppsFind(g, d->deps[next[v]++].app);
 			if (u == NULL)
 				continue;
 			ui = u - g->apps;
@@ -163,7 +163,7 @@ HeaderLines(Grain cg, TimestampTz *cols, int ncols, int indent, StringInfo top, 
 		bool		boundary;
 		char	   *label = NULL;
 
-		TmFromTs(cols[c], &tm);
+		AppsTmFromTs(cols[c], &tm);
 		switch (cg)
 		{
 			case G_HOURLY:
@@ -301,7 +301,7 @@ GridReadApps(Grid *g)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("app \"%s\" does not exist", row->app ? row->app : "(null)")));
-		row->grain = GrainFromName(grain);
+		row->grain = AppsGrainFromName(grain);
 		g->cg = Min(g->cg, row->grain);
 		g->width = Max(g->width, (int) strlen(row->app));
 	}
@@ -318,11 +318,11 @@ GridSortByDepth(Grid *g)
 	AppGraph	graph;
 	int		   *depth;
 
-	LoadApps(&graph, 0);
+	AppsLoad(&graph, 0);
 	depth = GridDepths(&graph);
 	for (int r = 0; r < g->nrows; r++)
 	{
-		AppDef	   *d = FindApp(&graph, g->rows[r].app);
+		AppDef	   *d = AppsFind(&graph, g->rows[r].app);
 
 		g->rows[r].depth = d ? depth[d - graph.apps] : 0;
 	}
@@ -342,7 +342,7 @@ GridColumns(Grid *g)
 	for (;;)
 	{
 		g->ncols = 0;
-		for (t = PeriodTrunc(g->cg, g->from); t < g->to && g->ncols <= GRID_MAX_COLUMNS; t = PeriodNext(g->cg, t))
+		for (t = AppsPeriodTrunc(g->cg, g->from); t < g->to && g->ncols <= GRID_MAX_COLUMNS; t = AppsPeriodNext(g->cg, t))
 			g->ncols++;
 		if (g->ncols <= GRID_MAX_COLUMNS || g->cg == G_YEARLY)
 			break;
@@ -350,7 +350,7 @@ GridColumns(Grid *g)
 	}
 	g->ncols = Min(g->ncols, GRID_MAX_COLUMNS);
 	g->cols = palloc(sizeof(TimestampTz) * (g->ncols + 1));
-	for (c = 0, t = PeriodTrunc(g->cg, g->from); c < g->ncols; c++, t = PeriodNext(g->cg, t))
+	for (c = 0, t = AppsPeriodTrunc(g->cg, g->from); c < g->ncols; c++, t = AppsPeriodNext(g->cg, t))
 		g->cols[c] = t;
 	g->cols[g->ncols] = t;
 	for (int r = 0; r < g->nrows; r++)
@@ -441,8 +441,8 @@ GridTitle(const Grid *g)
 				b;
 	Grain		cg = g->cg;
 
-	TmFromTs(g->cols[0], &a);
-	TmFromTs(g->cols[g->ncols], &b);
+	AppsTmFromTs(g->cols[0], &a);
+	AppsTmFromTs(g->cols[g->ncols], &b);
 	return psprintf("runs of %d %s, %04d-%02d-%02d %02d:%02d to %04d-%02d-%02d %02d:%02d UTC, "
 					"one column per %s period",
 					g->nrows, g->nrows == 1 ? "app" : "apps",

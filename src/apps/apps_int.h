@@ -11,7 +11,7 @@
  * apps_alerts.c keeps coord.app_alerts, called from apps_tick.c, the
  * finish hook and drop_app.  Every
  * function here runs inside SPI as the extension owner where it reads
- * tables (LoadApps); the period functions read nothing.
+ * tables (AppsLoad); the period functions read nothing.
  *-------------------------------------------------------------------------
  */
 #ifndef PG_COORD_APPS_INT_H
@@ -35,7 +35,7 @@
 #pragma GCC visibility push(hidden)
 #endif
 
-extern const char *const grain_names[];
+extern const char *const apps_grain_names[];
 
 typedef struct AppDep
 {
@@ -74,29 +74,29 @@ typedef struct AppGraph
 } AppGraph;
 
 /* periods (apps_graph.c) */
-extern Grain GrainFromName(const char *s);
-extern void TmFromTs(TimestampTz t, struct pg_tm *tm);
-extern TimestampTz PeriodTrunc(Grain g, TimestampTz t); /* UTC */
-extern TimestampTz PeriodNext(Grain g, TimestampTz start);	/* UTC */
-extern TimestampTz AppPeriodTrunc(const AppDef *d, Grain g, TimestampTz t); /* d's zone */
-extern TimestampTz AppPeriodNext(const AppDef *d, Grain g, TimestampTz start);
-extern TimestampTz AppPeriodCeil(const AppDef *d, Grain g, TimestampTz t);
-extern char *PeriodLabel(TimestampTz t);
-extern char *AppPeriodLabel(const AppDef *d, TimestampTz start);
-extern char *RunOrigin(const AppDef *d, TimestampTz start);
-extern char *RunKey(const AppDef *d, TimestampTz start);
+extern Grain AppsGrainFromName(const char *s);
+extern void AppsTmFromTs(TimestampTz t, struct pg_tm *tm);
+extern TimestampTz AppsPeriodTrunc(Grain g, TimestampTz t); /* UTC */
+extern TimestampTz AppsPeriodNext(Grain g, TimestampTz start);	/* UTC */
+extern TimestampTz AppsPeriodTruncIn(const AppDef *d, Grain g, TimestampTz t);	/* d's zone */
+extern TimestampTz AppsPeriodNextIn(const AppDef *d, Grain g, TimestampTz start);
+extern TimestampTz AppsPeriodCeilIn(const AppDef *d, Grain g, TimestampTz t);
+extern char *AppsPeriodLabel(TimestampTz t);
+extern char *AppsPeriodLabelIn(const AppDef *d, TimestampTz start);
+extern char *AppsRunOrigin(const AppDef *d, TimestampTz start);
+extern char *AppsRunKey(const AppDef *d, TimestampTz start);
 
-/* the graph (apps_graph.c; LockDefinitions is apps.c) */
-extern AppDef *FindApp(AppGraph *g, const char *name);
-extern void LoadApps(AppGraph *g, int extra);
-extern int	AppCmp(const void *a, const void *b);
-extern Grain DerivedGrain(const AppDef *d);
-extern void AppGraphChanged(void);
-extern void LockDefinitions(void);
-extern bool graph_valid;		/* the cached graph is current */
-extern int	graph_users;
-extern AppGraph *CachedGraph(void);
-extern bool HorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start);
+/* the graph (apps_graph.c; AppsLockDefinitions is apps.c) */
+extern AppDef *AppsFind(AppGraph *g, const char *name);
+extern void AppsLoad(AppGraph *g, int extra);
+extern int	AppsCmp(const void *a, const void *b);
+extern Grain AppsDerivedGrain(const AppDef *d);
+extern void AppsGraphChanged(void);
+extern void AppsLockDefinitions(void);
+extern bool apps_graph_valid;	/* the cached graph is current */
+extern int	apps_graph_users;
+extern AppGraph *AppsCachedGraph(void);
+extern bool AppsHorizonAllows(AppGraph *g, const AppDef *d, TimestampTz start);
 extern void AppsGraphInit(void);
 
 /* The most unfinished runs a tick lets an app have (catch-up, reruns). */
@@ -107,7 +107,7 @@ extern void AppsGraphInit(void);
 /* Runs are retried this often (timeouts and failures) before they die. */
 #define APP_MAX_ATTEMPTS	5
 
-/* What the upstream runs of one period of an app are (CheckUpstreams). */
+/* What the upstream runs of one period of an app are (AppsCheckUpstreams). */
 typedef enum UpstreamState
 {
 	UPSTREAM_DONE,				/* every upstream run is done */
@@ -120,7 +120,7 @@ typedef enum UpstreamState
 
 /*
  * What an attempt to create the run of one period came to (CreateRun,
- * TryPeriod).  Only RUN_CREATED made anything; RUN_NOT_DUE and RUN_WAITING
+ * AppsTryPeriod).  Only RUN_CREATED made anything; RUN_NOT_DUE and RUN_WAITING
  * may change later, the others never will as things are.
  */
 typedef enum RunOutcome
@@ -134,25 +134,25 @@ typedef enum RunOutcome
 	RUN_UPSTREAM_MISSING		/* UPSTREAM_MISSING */
 } RunOutcome;
 
-/* TryPeriod's and CreateRun's flags */
+/* AppsTryPeriod's and CreateRun's flags */
 #define PERIOD_CHECK_UPSTREAMS	0x01	/* create the run only when
 										 * UPSTREAM_DONE */
 #define PERIOD_KEEP_LOCK		0x02	/* keep the period's lock even when
 										 * nothing was created */
 
 /* the runs engine (apps.c), inside SPI as the owner */
-extern UpstreamState CheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start,
-									TimestampTz end, Datum *names, Datum *results);
-extern Jsonb *RunPayload(const AppDef *d, TimestampTz start, TimestampTz end,
-						 Datum *names, Datum *results, int n);
-extern int64 EnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload);
-extern RunOutcome TryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags);
-extern void SetAppError(const char *app, const char *error);
-extern bool AppIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
+extern UpstreamState AppsCheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start,
+										TimestampTz end, Datum *names, Datum *results);
+extern Jsonb *AppsRunPayload(const AppDef *d, TimestampTz start, TimestampTz end,
+							 Datum *names, Datum *results, int n);
+extern int64 AppsEnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload);
+extern RunOutcome AppsTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags);
+extern void AppsSetError(const char *app, const char *error);
+extern bool AppsIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
 
 /* signals (apps.c) */
-extern bool IsSignalDep(const char *dep);
-extern void CheckSignalName(const char *signal, const char *app);
+extern bool AppsIsSignalDep(const char *dep);
+extern void AppsCheckSignalName(const char *signal, const char *app);
 
 /* the tick's share (apps_tick.c) is apps.h's CoordAppsTick and CoordSignalsTick */
 
@@ -165,19 +165,19 @@ typedef enum AppRerunOutcome
 	RERUN_NEVER					/* an upstream failed or is missing */
 } AppRerunOutcome;
 
-extern AppRerunOutcome AppRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start);
-extern void AppRerunLockPeriod(const char *app, TimestampTz start);
-extern void AppRerunLockDefinitions(void);
-extern bool AppRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
-extern int64 CoordAppsRerunTick(AppGraph *g, AppDef *d);
+extern AppRerunOutcome AppsRerunTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start);
+extern void AppsRerunLockPeriod(const char *app, TimestampTz start);
+extern void AppsRerunLockDefinitions(void);
+extern bool AppsRerunIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
+extern int64 AppsRerunTick(AppGraph *g, AppDef *d);
 
 /* alerts (apps_alerts.c), inside SPI as the owner */
-extern int64 AppAlertsTick(TimestampTz now);
-extern void AppAlertsRunFinished(const char *app, TimestampTz start, const char *state,
-								 TimestampTz finished_at);
-extern void AppAlertTimeout(const char *app, TimestampTz start, TimestampTz now,
-							const char *why, bool died);
-extern void AppAlertsDropApp(const char *app);
+extern int64 AppsAlertsTick(TimestampTz now);
+extern void AppsAlertsRunFinished(const char *app, TimestampTz start, const char *state,
+								  TimestampTz finished_at);
+extern void AppsAlertTimeout(const char *app, TimestampTz start, TimestampTz now,
+							 const char *why, bool died);
+extern void AppsAlertsDropApp(const char *app);
 
 #ifdef __GNUC__
 #pragma GCC visibility pop

@@ -1,15 +1,15 @@
 /*-------------------------------------------------------------------------
  * apps_rerun.c
  *		coord.rerun: reruns and backfills of app runs (README.md, Reruns and
- *		backfills), and the tick's share of them (CoordAppsRerunTick).
+ *		backfills), and the tick's share of them (AppsRerunTick).
  *
  * A rerun resets runs: a finished run (done, dead or cancelled) is copied
  * to coord.app_run_history as an earlier attempt, its coord.app_runs row is
  * deleted, and its period goes into coord.app_reruns.  A period without a
  * run is then created again by the one check-and-create path of apps.c
- * (TryPeriod, under the period's (D, P) lock, upstreams checked for an app
+ * (AppsTryPeriod, under the period's (D, P) lock, upstreams checked for an app
  * with dependencies): by the completion of its last upstream run, as any
- * run is, or by coord.tick (CoordAppsRerunTick), which walks each app's
+ * run is, or by coord.tick (AppsRerunTick), which walks each app's
  * reset periods in time order and creates at most APP_MAX_LIVE_RUNS
  * unfinished runs per app, like catch-up; coord.rerun itself does the same
  * for the app it reruns.  A reset period whose run exists again leaves
@@ -171,17 +171,17 @@ AddContaining(const AppDef *d, Grain dep_grain, TimestampTz s, PeriodSet *ds)
 
 	if (dep_grain > d->grain)
 	{
-		from = AppPeriodTrunc(d, dep_grain, s);
-		to = AppPeriodNext(d, dep_grain, from);
-		p = AppPeriodTrunc(d, d->grain, from);
-		from = (p == from) ? p : AppPeriodNext(d, d->grain, p);
+		from = AppsPeriodTruncIn(d, dep_grain, s);
+		to = AppsPeriodNextIn(d, dep_grain, from);
+		p = AppsPeriodTruncIn(d, d->grain, from);
+		from = (p == from) ? p : AppsPeriodNextIn(d, d->grain, p);
 	}
 	else
 	{
-		from = AppPeriodTrunc(d, d->grain, s);
-		to = AppPeriodNext(d, d->grain, from);
+		from = AppsPeriodTruncIn(d, d->grain, s);
+		to = AppsPeriodNextIn(d, d->grain, from);
 	}
-	for (p = from; p < to; p = AppPeriodNext(d, d->grain, p))
+	for (p = from; p < to; p = AppsPeriodNextIn(d, d->grain, p))
 	{
 		CHECK_FOR_INTERRUPTS();
 		SetAdd(ds, p);
@@ -230,7 +230,7 @@ DownstreamClosure(AppGraph *g, int root, PeriodSet *sets)
 			continue;
 		for (j = 0; j < g->apps[i].ndeps; j++)
 		{
-			AppDef	   *u = FindApp(g, g->apps[i].deps[j].app);
+			AppDef	   *u = AppsFind(g, g->apps[i].deps[j].app);
 
 			if (u != NULL && sets[u - g->apps].reached)
 				sets[i].pending_ups++;
@@ -353,7 +353,7 @@ CreatePending(void *arg)
 	for (i = 0; i < n && budget > 0; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		switch (AppRerunTryPeriod(a->g, d, starts[i]))
+		switch (AppsRerunTryPeriod(a->g, d, starts[i]))
 		{
 			case RERUN_CREATED:
 				a->created++;
@@ -384,7 +384,7 @@ CreatePending(void *arg)
  * Returns how many runs it created.
  */
 int64
-CoordAppsRerunTick(AppGraph *g, AppDef *d)
+AppsRerunTick(AppGraph *g, AppDef *d)
 {
 	PendingArgs a;
 	Oid			argtypes[1] = {TEXTOID};
@@ -400,7 +400,7 @@ CoordAppsRerunTick(AppGraph *g, AppDef *d)
 	a.g = g;
 	a.d = d;
 	a.created = 0;
-	if (!AppRerunIsolated(d->name, "the rerun of its periods by coord.tick", CreatePending, &a))
+	if (!AppsRerunIsolated(d->name, "the rerun of its periods by coord.tick", CreatePending, &a))
 		return 0;
 	return a.created;
 }
@@ -460,9 +460,9 @@ coord_rerun(PG_FUNCTION_ARGS)
 	(void) CoordLockTake(&tag, ExclusiveLock, false, false);
 
 	CoordSpiBegin(&sw);
-	AppRerunLockDefinitions();
-	LoadApps(&g, 0);
-	t = FindApp(&g, name);
+	AppsRerunLockDefinitions();
+	AppsLoad(&g, 0);
+	t = AppsFind(&g, name);
 	if (t == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -525,7 +525,7 @@ coord_rerun(PG_FUNCTION_ARGS)
 	for (k = 0; k < nlocks; k++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		AppRerunLockPeriod(g.apps[locks[k].app].name, locks[k].start);
+		AppsRerunLockPeriod(g.apps[locks[k].app].name, locks[k].start);
 	}
 
 	/* downstream runs: an unfinished one is an error, finished ones reset */

@@ -2,12 +2,12 @@
  * apps_tick.c
  *		coord.tick's share of the apps family (src/apps/README.md).
  *
- * Owns CoordAppsTick: per app, under its isolation (AppIsolated), the
- * first tick (SetFirstPeriod), catch-up of due periods through TryPeriod
+ * Owns CoordAppsTick: per app, under its isolation (AppsIsolated), the
+ * first tick (SetFirstPeriod), catch-up of due periods through AppsTryPeriod
  * (at most APP_TICK_STEPS a tick, APP_MAX_LIVE_RUNS unfinished), the
- * periods coord.rerun reset (CoordAppsRerunTick, apps_rerun.c), repairs of
+ * periods coord.rerun reset (AppsRerunTick, apps_rerun.c), repairs of
  * runs whose job is gone (RepairOrphans), run timeouts (TimeOutRuns, with
- * their alerts) and the alerts rules (AppAlertsTick); and CoordSignalsTick,
+ * their alerts) and the alerts rules (AppsAlertsTick); and CoordSignalsTick,
  * the purge of old signals no app depends on.
  *
  * The family's top file in its order: it calls the runs engine (apps.c)
@@ -64,7 +64,7 @@ SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 			  "WHERE name OPERATOR(pg_catalog.=) $1",
 			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	if (SPI_processed > 0)
-		AppGraphChanged();
+		AppsGraphChanged();
 }
 
 /* next_period, written only when it changed */
@@ -83,7 +83,7 @@ SetNextPeriod(const char *app, TimestampTz next)
 			  "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
 			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	if (SPI_processed > 0)
-		AppGraphChanged();
+		AppsGraphChanged();
 }
 
 static void
@@ -138,7 +138,7 @@ TimeOutRun(void *arg)
 	if (newid < 0)
 		return;					/* finished or claimed again meanwhile */
 	a->touched = true;
-	AppAlertTimeout(a->app, a->start, a->now, why, newid == 0);
+	AppsAlertTimeout(a->app, a->start, a->now, why, newid == 0);
 	if (newid > 0)
 		SetRunJob(a->app, a->start, newid);
 	/* newid 0: it died, and the finish hook recorded that */
@@ -157,7 +157,7 @@ TimeOutRow(HeapTuple row, TupleDesc desc, void *arg)
 	a->timeout = DatumGetIntervalP(SPI_getbinval(row, desc, 4, &isnull));
 	a->token = DatumGetInt64(SPI_getbinval(row, desc, 5, &isnull));
 	a->touched = false;
-	if (AppIsolated(a->app, "the timeout of a run", TimeOutRun, a) && a->touched)
+	if (AppsIsolated(a->app, "the timeout of a run", TimeOutRun, a) && a->touched)
 		a->ntouched++;
 }
 
@@ -218,15 +218,15 @@ RepairOrphan(void *arg)
 	OrphanArgs *a = (OrphanArgs *) arg;
 	AppDef	   *d = a->d;
 	TimestampTz start = a->start;
-	TimestampTz end = AppPeriodNext(d, d->grain, start);
+	TimestampTz end = AppsPeriodNextIn(d, d->grain, start);
 	Datum	   *names = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	Datum	   *results = palloc0(sizeof(Datum) * Max(d->ndeps, 1));
 	int64		id;
 
-	if (d->ndeps > 0 && CheckUpstreams(a->g, d, start, end, names, results) != UPSTREAM_DONE)
-		id = EnqueueRun(d, start, RunPayload(d, start, end, NULL, NULL, 0));
+	if (d->ndeps > 0 && AppsCheckUpstreams(a->g, d, start, end, names, results) != UPSTREAM_DONE)
+		id = AppsEnqueueRun(d, start, AppsRunPayload(d, start, end, NULL, NULL, 0));
 	else
-		id = EnqueueRun(d, start, RunPayload(d, start, end, names, results, d->ndeps));
+		id = AppsEnqueueRun(d, start, AppsRunPayload(d, start, end, names, results, d->ndeps));
 	if (id > 0)
 	{
 		SetRunJob(d->name, start, id);
@@ -241,12 +241,12 @@ RepairOrphanRow(HeapTuple row, TupleDesc desc, void *arg)
 	OrphanArgs *a = (OrphanArgs *) arg;
 	bool		isnull;
 
-	a->d = FindApp(a->g, SPI_getvalue(row, desc, 1));
+	a->d = AppsFind(a->g, SPI_getvalue(row, desc, 1));
 	a->start = DatumGetTimestampTz(SPI_getbinval(row, desc, 2, &isnull));
 	a->made = false;
 	if (a->d == NULL)
 		return;
-	if (AppIsolated(a->d->name, "the repair of a run", RepairOrphan, a) && a->made)
+	if (AppsIsolated(a->d->name, "the repair of a run", RepairOrphan, a) && a->made)
 		a->nmade++;
 }
 
@@ -279,7 +279,7 @@ static void AppTick(void *arg);
 
 /*
  * The apps' share of coord.tick.  Each app, each timeout and each repair in
- * a subtransaction of its own (AppIsolated): one broken definition gets a
+ * a subtransaction of its own (AppsIsolated): one broken definition gets a
  * WARNING and its error recorded, and every other app proceeds.
  */
 int64
@@ -290,7 +290,7 @@ CoordAppsTick(TimestampTz now)
 	int64		done = 0;
 
 	done += TimeOutRuns(now);
-	LoadApps(&g, 0);
+	AppsLoad(&g, 0);
 	/* the runs this tick may create: periods begun by now */
 	g.horizon_loaded = true;
 	g.horizon_null = false;
@@ -307,18 +307,18 @@ CoordAppsTick(TimestampTz now)
 		a.d = &g.apps[i];
 		a.now = now;
 		a.done = 0;
-		done += CoordAppsRerunTick(&g, a.d);	/* apps_rerun.c: reset periods */
-		if (AppIsolated(a.d->name, "coord.tick", AppTick, &a))
+		done += AppsRerunTick(&g, a.d); /* apps_rerun.c: reset periods */
+		if (AppsIsolated(a.d->name, "coord.tick", AppTick, &a))
 		{
 			done += a.done;
 			if (a.d->has_error)
-				SetAppError(a.d->name, NULL);
+				AppsSetError(a.d->name, NULL);
 		}
 		else
 			g.apps[i] = saved;	/* what the rollback undid */
 	}
-	graph_valid = false;		/* its writes sent their invalidations */
-	done += AppAlertsTick(now); /* runs late as of now: apps_alerts.c */
+	apps_graph_valid = false;	/* its writes sent their invalidations */
+	done += AppsAlertsTick(now);	/* runs late as of now: apps_alerts.c */
 	return done;
 }
 
@@ -343,7 +343,7 @@ AppTick(void *arg)
 			 * no catchup_from: the app starts with the period of its first
 			 * tick
 			 */
-			d->first_period = AppPeriodTrunc(d, d->grain, now);
+			d->first_period = AppsPeriodTruncIn(d, d->grain, now);
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
@@ -366,7 +366,7 @@ AppTick(void *arg)
 		}
 		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
 		{
-			switch (TryPeriod(gp, d, p, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
+			switch (AppsTryPeriod(gp, d, p, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
 			{
 				case RUN_CREATED:
 					a->done++;
@@ -383,7 +383,7 @@ AppTick(void *arg)
 				case RUN_UPSTREAM_MISSING:
 					break;
 			}
-			p = AppPeriodNext(d, d->grain, p);
+			p = AppsPeriodNextIn(d, d->grain, p);
 			if (contiguous)
 			{
 				d->next_period = p;
@@ -425,7 +425,7 @@ CoordSignalsTick(TimestampTz at)
 				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading old signals");
 	if (SPI_processed == 0)
 		return 0;
-	LockDefinitions();
+	AppsLockDefinitions();
 	CoordExec(&plan_purge,
 			  "DELETE FROM coord.app_signals AS s "
 			  "WHERE (s.name, s.period_start) IN ("

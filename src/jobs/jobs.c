@@ -285,7 +285,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
 					key, host, max_attempts, group_key, NULL, &fl);
 	CoordSpiEnd(&sw);
-	WakeAtCommit(queue, host);
+	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
 }
 
@@ -400,7 +400,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
 	}
-	WakeAtCommit(queue, host);
+	JobsWakeAtCommit(queue, host);
 	return (Datum) 0;
 }
 
@@ -443,7 +443,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	id = PG_GETARG_INT64(0);
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
-	args[2] = BoolGetDatum(SessionClaimLive(id));
+	args[2] = BoolGetDatum(JobsSessionClaimLive(id));
 
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
@@ -461,11 +461,11 @@ coord_complete(PG_FUNCTION_ARGS)
 				  "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
 				  "     OR $3) RETURNING *",
 				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
-	ok = ArchiveJobs("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
+	ok = JobsArchive("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)
-		DropSessionClaim(id);
+		JobsDropSessionClaim(id);
 	else
-		ForgetClaimIfGone(id);
+		JobsForgetClaimIfGone(id);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
@@ -507,7 +507,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		if (SessionClaimLive(DatumGetInt64(elems[i])))
+		if (JobsSessionClaimLive(DatumGetInt64(elems[i])))
 			held[nheld++] = elems[i];
 	}
 	args[0] = PointerGetDatum(ids);
@@ -537,7 +537,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 
 			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, c_id, &isnull));
 		}
-		(void) ArchiveJobs("done", NULL, (Datum) 0, true);
+		(void) JobsArchive("done", NULL, (Datum) 0, true);
 		/* sorted, so that each id is looked up in O(log n) */
 		qsort(completed, done, sizeof(int64), CmpInt64);
 		for (i = 0; i < n; i++)
@@ -549,9 +549,9 @@ coord_complete_many(PG_FUNCTION_ARGS)
 			was_done = done > 0 &&
 				bsearch(&id, completed, done, sizeof(int64), CmpInt64) != NULL;
 			if (was_done)
-				DropSessionClaim(id);
+				JobsDropSessionClaim(id);
 			else
-				ForgetClaimIfGone(id);
+				JobsForgetClaimIfGone(id);
 		}
 	}
 	CoordSpiEnd(&sw);
@@ -626,7 +626,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	args[4] = BoolGetDatum(false);
 
 	CoordSpiBegin(&sw);
-	args[4] = BoolGetDatum(SessionClaimLive(id));
+	args[4] = BoolGetDatum(JobsSessionClaimLive(id));
 	args[5] = ObjectIdGetDatum(sw.save_userid);
 	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
 	CoordExecLimit(&plan_fail_get,
@@ -671,13 +671,13 @@ coord_fail(PG_FUNCTION_ARGS)
 		if (pause_key && !key_null)
 		{
 			/* the 429 case: the whole key cools down, for every claimer */
-			(void) LimitPause(queue, DatumGetTextPP(limit_key),
-							  CoordTimeAdd(GetCurrentTimestamp(), delay_us, "retry_after"), true);
+			(void) JobsLimitPause(queue, DatumGetTextPP(limit_key),
+								  CoordTimeAdd(GetCurrentTimestamp(), delay_us, "retry_after"), true);
 		}
 
 		if (why != NULL || (uses_attempt && attempt >= max_attempts))
 		{
-			(void) MoveToHistory(id, true, token, "dead", why);
+			(void) JobsMoveToHistory(id, true, token, "dead", why);
 			result = "dead";
 		}
 		else
@@ -700,13 +700,13 @@ coord_fail(PG_FUNCTION_ARGS)
 					  "snoozes = snoozes OPERATOR(pg_catalog.+) (CASE WHEN $5 THEN 1 ELSE 0 END) "
 					  "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2",
 					  5, argtypes, args, nulls, SPI_OK_UPDATE, "fail");
-			LimitJobFinished(queue);
+			JobsLimitJobFinished(queue);
 			result = "scheduled";
 		}
-		DropSessionClaim(id);
+		JobsDropSessionClaim(id);
 	}
 	else
-		ForgetClaimIfGone(id);
+		JobsForgetClaimIfGone(id);
 	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();
@@ -753,7 +753,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	}
 
 	CoordSpiBegin(&sw);
-	if (SessionClaimLive(id))
+	if (JobsSessionClaimLive(id))
 	{
 		CoordExecLimit(&plan_is_claim,
 					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
@@ -785,7 +785,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 		}
 	}
 	if (!found)
-		ForgetClaimIfGone(id);
+		JobsForgetClaimIfGone(id);
 	CoordSpiEnd(&sw);
 	if (!found)
 		PG_RETURN_NULL();
@@ -804,9 +804,9 @@ coord_cancel(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordSpiBegin(&sw);
-	moved = MoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
+	moved = JobsMoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
 	CoordSpiEnd(&sw);
-	DropSessionClaim(PG_GETARG_INT64(0));
+	JobsDropSessionClaim(PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(moved);
 }
 
@@ -850,9 +850,9 @@ coord_retry(PG_FUNCTION_ARGS)
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
-		/* WakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
-		WakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
+		/* JobsWakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
+		JobsWakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 		CoordExec(&plan_retry_drop,
 				  "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
 				  1, argtypes, args, NULL, SPI_OK_DELETE, "retry");
@@ -895,7 +895,7 @@ coord_job_claimed(PG_FUNCTION_ARGS)
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	JobTag(&tag, PG_GETARG_INT64(0));
+	JobsJobTag(&tag, PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(LockWaiterCount(&tag) > 0);
 }
 
@@ -924,7 +924,7 @@ coord_job_state(PG_FUNCTION_ARGS)
 		bool		future = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		LOCKTAG		tag;
 
-		JobTag(&tag, PG_GETARG_INT64(0));
+		JobsJobTag(&tag, PG_GETARG_INT64(0));
 		if (lease_live || LockWaiterCount(&tag) > 0)
 			state = "running";
 		else
@@ -993,7 +993,7 @@ coord_claim_state(PG_FUNCTION_ARGS)
 		bool		leased = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 		LOCKTAG		tag;
 
-		JobTag(&tag, id);
+		JobsJobTag(&tag, id);
 		if (failed)
 			state = "scheduled";
 		else if (leased || LockWaiterCount(&tag) > 0)
@@ -1104,7 +1104,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
 					NULL, host, max_attempts, NULL, rkey, &no_flow);
 	CoordSpiEnd(&sw);
-	WakeAtCommit(queue, host);
+	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
 }
 
@@ -1141,7 +1141,7 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 			  7, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 	if (SPI_processed != 1)
 		return 0;
-	WakeAtCommit(queue, host);
+	JobsWakeAtCommit(queue, host);
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
@@ -1197,7 +1197,7 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 	max_attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (attempt >= max_attempts)
 	{
-		(void) MoveToHistory(id, true, token, "dead", error);
+		(void) JobsMoveToHistory(id, true, token, "dead", error);
 		return 0;
 	}
 	delay->time = BackoffUs(attempt);
@@ -1219,7 +1219,7 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 		char	   *host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
 		int64		newid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-		WakeAtCommit(queue, host);
+		JobsWakeAtCommit(queue, host);
 		return newid;
 	}
 }
@@ -1297,7 +1297,7 @@ TickKill(SPIPlanPtr *slot, const char *sql, TimestampTz asof, TimestampTz stop, 
 		CoordExec(slot, sql, 2, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "tick");
 		tt = SPI_tuptable;
 		n = SPI_processed;
-		killed += ArchiveJobs("dead", error, (Datum) 0, true);
+		killed += JobsArchive("dead", error, (Datum) 0, true);
 		SPI_freetuptable(tt);
 		MemoryContextReset(batch);
 		if (n < (uint64) want)

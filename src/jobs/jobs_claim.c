@@ -63,7 +63,7 @@
  * as it still wants, and runs again after): once it has set aside this many
  * it stops and returns what it found.  Its frontier is then past them, so
  * the next claim goes on from there; the rest die at later claims or at
- * coord.tick.  Jobs this transaction claimed already (ClaimRow) count
+ * coord.tick.  Jobs this transaction claimed already (JobsClaimRow) count
  * here too.  Without it a claim walked and locked the whole backlog to
  * find its one job; reading past them unlocked would still walk it all at
  * every claim (100,000 expired jobs: 0.1-0.3 s a claim).
@@ -240,7 +240,7 @@ static ClaimScan *active_scan = NULL;
 
 /*
  * A job set aside (to die: attempts spent, or past its expires_at; or
- * claimed by this transaction already, ClaimRow) is remembered: a lease
+ * claimed by this transaction already, JobsClaimRow) is remembered: a lease
  * claim holds no lock on it, and the call's next statements see it again,
  * still ready, and skip it (coord_claim_take).
  */
@@ -347,7 +347,7 @@ static SPIPlanPtr plan_group_changing = NULL;
  *
  * $1 queue, $2 host, $3 partition, $4 partitions (or the group's segments),
  * $5 the filter (0 none, 1 partition, 2 partition group), $6..$8 the scan's
- * own, $9 how many jobs ($10, the lease, is ClaimRow's), $11 the segments a
+ * own, $9 how many jobs ($10, the lease, is JobsClaimRow's), $11 the segments a
  * partition group claim may take from (a bit per segment: one test per
  * row, where = ANY of a parameter array would compare with each element).
  */
@@ -514,9 +514,9 @@ coord_claim_free(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		elog(ERROR, "coord.claim_free: null job column");
 	id = PG_GETARG_INT64(0);
-	if (HoldsSessionClaim(id))
+	if (JobsHoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
-	JobTag(&tag, id);
+	JobsJobTag(&tag, id);
 	if (LockWaiterCount(&tag) > 0)
 	{
 		TransactionId xmax = InvalidTransactionId;
@@ -544,7 +544,7 @@ coord_claim_free(PG_FUNCTION_ARGS)
 		PG_RETURN_BOOL(false);
 	/* flow control last: it may take the key's lock */
 	if (scan->limits != NULL)
-		PG_RETURN_BOOL(LimitFree(scan->limits, id, PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4)));
+		PG_RETURN_BOOL(JobsLimitFree(scan->limits, id, PG_ARGISNULL(4) ? NULL : PG_GETARG_TEXT_PP(4)));
 	PG_RETURN_BOOL(true);
 }
 
@@ -581,15 +581,15 @@ coord_claim_take(PG_FUNCTION_ARGS)
 	 * through, but an EvalPlanQual recheck could).  One this call already set
 	 * aside: the aside set (lease) or LockAcquire (session) says so below.
 	 */
-	if (HoldsSessionClaim(id))
+	if (JobsHoldsSessionClaim(id))
 		PG_RETURN_BOOL(false);
 	/* one this call set aside: skipped by id (ClaimSetAside) */
 	if (scan->aside != NULL && hash_search(scan->aside, &id, HASH_FIND, NULL) != NULL)
 		PG_RETURN_BOOL(false);
 	/* the room coord.claim_free found for its key is still there */
-	if (scan->limits != NULL && !spent && !LimitTakeOk(scan->limits, id))
+	if (scan->limits != NULL && !spent && !JobsLimitTakeOk(scan->limits, id))
 		PG_RETURN_BOOL(false);
-	JobTag(&tag, id);
+	JobsJobTag(&tag, id);
 	if (!scan->session_bound)
 	{
 		/*
@@ -630,17 +630,18 @@ coord_claim_take(PG_FUNCTION_ARGS)
 			CoordLockLetGo(&tag, ExclusiveLock, true);
 			PG_RETURN_BOOL(false);
 		}
-		CoordHoldTaken(ClaimKey(id), &tag); /* released if this transaction
-											 * aborts */
+		CoordHoldTaken(JobsClaimKey(id), &tag); /* released if this
+												 * transaction aborts */
 	}
 
 	/*
 	 * A job whose every attempt was lost to crashed or stalled claimers
 	 * counts too, so that the LIMIT bounds how many one statement sets aside:
-	 * ClaimRow finds it spent and it dies, as a job past its expires_at does.
+	 * JobsClaimRow finds it spent and it dies, as a job past its expires_at
+	 * does.
 	 */
 	if (scan->limits != NULL && !spent)
-		LimitTaken(scan->limits, id);
+		JobsLimitTaken(scan->limits, id);
 	scan->ids[scan->got++] = id;
 	if (scan->moves_frontier)
 	{
@@ -684,7 +685,7 @@ static int	RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *sca
 						 HeapTuple *rows, TupleDesc outdesc);
 
 /*
- * A job found past its expires_at or spent is not claimed (ClaimRow sets it
+ * A job found past its expires_at or spent is not claimed (JobsClaimRow sets it
  * aside to die), nor one this transaction claimed already: the scan runs
  * again for the jobs still wanted.  Each round sets aside at least one job,
  * which the next round skips (ClaimSetAside), until CLAIM_DEAD_MAX are set
@@ -765,7 +766,7 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 		SPITupleTable *tt = SPI_tuptable;
 		ClaimWriter w;
 
-		ClaimWriterOpen(&w);
+		JobsClaimWriterOpen(&w);
 		for (r = 0; r < SPI_processed; r++)
 		{
 			HeapTuple	row = tt->vals[r];
@@ -782,8 +783,8 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 			{
 				bool		mine;
 
-				rows[i] = ClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
-								   outdesc, scan->cxt, &mine);
+				rows[i] = JobsClaimRow(&w, tid, scan->session_bound, scan->claimant, args[9],
+									   outdesc, scan->cxt, &mine);
 				if (rows[i] == NULL && mine)
 				{
 					/*
@@ -793,7 +794,7 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 					 * many one call meets
 					 */
 					if (scan->session_bound)
-						CoordHoldDrop(ClaimKey(id));
+						CoordHoldDrop(JobsClaimKey(id));
 					ClaimSetAside(scan, id);
 					scan->ids[i] = -1;
 					scan->ndead++;
@@ -815,7 +816,7 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
 				}
 			}
 		}
-		ClaimWriterClose(&w);
+		JobsClaimWriterClose(&w);
 	}
 	if (expired > 0)
 	{
@@ -968,13 +969,13 @@ ClaimBegin(ClaimCall *c, Oid claimant, MemoryContext callcxt)
 	 */
 	c->blocked = false;
 	{
-		QueueLimits *ql = LimitsFor(c->queue);
+		QueueLimits *ql = JobsLimitsFor(c->queue);
 
 		if (ql != NULL)
 		{
 			bool		claimable;
 
-			c->scan.limits = LimitScanBegin(c->queue, ql, callcxt, c->n, &claimable);
+			c->scan.limits = JobsLimitScanBegin(c->queue, ql, callcxt, c->n, &claimable);
 			c->blocked = !claimable;
 		}
 	}
@@ -1151,10 +1152,10 @@ ClaimBuryExhausted(ClaimCall *c)
 	{
 		int64		id = *(int64 *) lfirst(lc);
 
-		(void) MoveToHistory(id, false, 0, "dead",
-							 JobExpired(id) ? "expired: past its expires_at" : "claim lost after the last attempt");
+		(void) JobsMoveToHistory(id, false, 0, "dead",
+								 JobExpired(id) ? "expired: past its expires_at" : "claim lost after the last attempt");
 		if (c->session_bound)
-			DropSessionClaim(id);
+			JobsDropSessionClaim(id);
 	}
 }
 
@@ -1197,7 +1198,7 @@ ClaimLimitsEnd(ClaimCall *c)
 		ids[i] = pairs[2 * i];
 		tokens[i] = pairs[2 * i + 1];
 	}
-	LimitScanEnd(c->scan.limits, ids, tokens, n);
+	JobsLimitScanEnd(c->scan.limits, ids, tokens, n);
 }
 
 /* Step 7: the claimed jobs, in claim order, into the result set. */
@@ -1215,7 +1216,7 @@ ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
 		{
 			/* taken but not updated (cannot happen): do not keep its claim */
 			if (c->session_bound)
-				DropSessionClaim(c->scan.ids[i]);
+				JobsDropSessionClaim(c->scan.ids[i]);
 			continue;
 		}
 		heap_deform_tuple(c->rows[i], rsinfo->setDesc, values, isnull);
@@ -1230,9 +1231,9 @@ ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
 static void
 ClaimMarkIdle(const ClaimCall *c, bool idle)
 {
-	SetIdle(psprintf("coord:%s", c->queue), idle);
+	JobsSetIdle(psprintf("coord:%s", c->queue), idle);
 	if (c->host != NULL)
-		SetIdle(psprintf("coord:host:%s", c->host), idle);
+		JobsSetIdle(psprintf("coord:host:%s", c->host), idle);
 }
 
 /*
@@ -1296,13 +1297,13 @@ coord_claim(PG_FUNCTION_ARGS)
 	ClaimBegin(&c, sw.save_userid, callcxt);
 	ClaimFromFrontier(&c);
 	ClaimFromHead(&c);
-	if (LimitWaitContended(c.scan.limits, c.scan.got))
+	if (JobsLimitWaitContended(c.scan.limits, c.scan.got))
 	{
 		/* only busy keys held it back: once more, after one of them */
-		QueueLimits *ql = LimitsFor(c.queue);
+		QueueLimits *ql = JobsLimitsFor(c.queue);
 		bool		claimable = true;
 
-		c.scan.limits = ql ? LimitScanBegin(c.queue, ql, callcxt, c.n, &claimable) : NULL;
+		c.scan.limits = ql ? JobsLimitScanBegin(c.queue, ql, callcxt, c.n, &claimable) : NULL;
 		c.blocked = !claimable;
 		ClaimFromHead(&c);
 	}

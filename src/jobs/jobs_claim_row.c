@@ -6,9 +6,9 @@
  * Owns where coord.job's columns are (JobCols, forgotten by
  * JobsClaimRelsInval on a relcache invalidation), the writer a claim opens
  * once per statement (ClaimWriter: the relation, two slots, and an executor
- * state only once an update was not HOT), and ClaimRow, which claims one
+ * state only once an update was not HOT), and JobsClaimRow, which claims one
  * locked row: attempt + 1, a new token, the lease, claimed_at/claimed_by,
- * last_error.  Invariant: ClaimRow is given only rows the claim statement
+ * last_error.  Invariant: JobsClaimRow is given only rows the claim statement
  * has locked FOR UPDATE, by the ctid of the version locked, so any result
  * but success is an error.  Called by jobs_claim.c only.
  *-------------------------------------------------------------------------
@@ -111,11 +111,11 @@ LoadJobCols(Relation rel)
  */
 
 void
-ClaimWriterOpen(ClaimWriter *w)
+JobsClaimWriterOpen(ClaimWriter *w)
 {
-	LookupJobRels();
-	w->token_seq = jobrels.token_seq;
-	w->rel = table_open(jobrels.job, RowExclusiveLock);
+	JobsLookupRels();
+	w->token_seq = jobs_rels.token_seq;
+	w->rel = table_open(jobs_rels.job, RowExclusiveLock);
 	LoadJobCols(w->rel);
 	w->old = table_slot_create(w->rel, NULL);
 	w->new = MakeSingleTupleTableSlot(RelationGetDescr(w->rel), &TTSOpsVirtual);
@@ -124,7 +124,7 @@ ClaimWriterOpen(ClaimWriter *w)
 }
 
 void
-ClaimWriterClose(ClaimWriter *w)
+JobsClaimWriterClose(ClaimWriter *w)
 {
 	if (w->rri != NULL)
 	{
@@ -138,7 +138,7 @@ ClaimWriterClose(ClaimWriter *w)
 }
 
 /*
- * ClaimRow claims the locked row at tid: attempt + 1, a new token, the lease
+ * JobsClaimRow claims the locked row at tid: attempt + 1, a new token, the lease
  * (or none for a session-bound claim), claimed_at, the claiming role
  * (claimed_by), and in last_error why an
  * unfinished previous claim was lost.  Returns the claimed job as a row of
@@ -151,8 +151,8 @@ ClaimWriterClose(ClaimWriter *w)
  * anything but success is an error.
  */
 HeapTuple
-ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
-		 TupleDesc outdesc, MemoryContext cxt, bool *mine)
+JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
+			 TupleDesc outdesc, MemoryContext cxt, bool *mine)
 {
 	TupleDesc	desc = RelationGetDescr(w->rel);
 	Datum	   *v;

@@ -4,8 +4,8 @@
  *		queue's GUCs and callbacks (JobsCommonInit, from jobs.c's module init,
  *		which hands it the caches above), the relations' OIDs, claim-lock tags and
  *		session claims, and both halves of the wake-up protocol: the idle marks
- *		a claim that found nothing takes (SetIdle) and the NOTIFY at PRE_COMMIT
- *		of a transaction that enqueued (WakeAtCommit), which looks for them.
+ *		a claim that found nothing takes (JobsSetIdle) and the NOTIFY at PRE_COMMIT
+ *		of a transaction that enqueued (JobsWakeAtCommit), which looks for them.
  *
  * Per-backend state here: the idle marks (session locks, kept across
  * transactions, at most coord.max_idle_marks) and the channels this
@@ -125,7 +125,7 @@ JobsCommonInit(const JobsCacheHooks *hooks)
 }
 
 void
-JobTag(LOCKTAG *tag, int64 id)
+JobsJobTag(LOCKTAG *tag, int64 id)
 {
 	CoordSetTag(tag, (uint64) id, COORD_NS_JOB);
 }
@@ -147,7 +147,7 @@ AddWakeChannel(char *channel)
 
 /* Remembers, for PRE_COMMIT, the channels of a queue (and host) fed by this transaction. */
 void
-WakeAtCommit(const char *queue, const char *host)
+JobsWakeAtCommit(const char *queue, const char *host)
 {
 	MemoryContext old;
 
@@ -162,7 +162,7 @@ WakeAtCommit(const char *queue, const char *host)
 
 /*
  * The other half: at PRE_COMMIT, NOTIFY the channels this transaction fed
- * on which some session is marked idle (SetIdle, below).
+ * on which some session is marked idle (JobsSetIdle, below).
  */
 static void
 JobsXactCallback(XactEvent event, void *arg)
@@ -206,7 +206,7 @@ JobsXactCallback(XactEvent event, void *arg)
  * claim), rather than failing the claim.
  */
 void
-SetIdle(const char *channel, bool idle)
+JobsSetIdle(const char *channel, bool idle)
 {
 	uint64		key = CoordNameKey(channel, strlen(channel));
 	bool		found;
@@ -257,34 +257,34 @@ SetIdle(const char *channel, bool idle)
 
 /* The hold key of a session-bound claim. */
 char *
-ClaimKey(int64 id)
+JobsClaimKey(int64 id)
 {
 	return psprintf("j:" INT64_FORMAT, id);
 }
 
 /* Does this session hold a session-bound claim on the job (even one being let go)? */
 bool
-HoldsSessionClaim(int64 id)
+JobsHoldsSessionClaim(int64 id)
 {
-	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) != HOLD_NONE;
+	return CoordHoldsAny() && CoordHoldState(JobsClaimKey(id)) != HOLD_NONE;
 }
 
 /* Is this session's session-bound claim on the job live (not being let go)? */
 bool
-SessionClaimLive(int64 id)
+JobsSessionClaimLive(int64 id)
 {
-	return CoordHoldsAny() && CoordHoldState(ClaimKey(id)) == HOLD_ACTIVE;
+	return CoordHoldsAny() && CoordHoldState(JobsClaimKey(id)) == HOLD_ACTIVE;
 }
 
 /*
- * DropSessionClaim lets go of this session's claim lock on a job when the
+ * JobsDropSessionClaim lets go of this session's claim lock on a job when the
  * current transaction commits (the job's row change commits with it).
  */
 void
-DropSessionClaim(int64 id)
+JobsDropSessionClaim(int64 id)
 {
 	if (CoordHoldsAny())
-		CoordHoldRelease(ClaimKey(id));
+		CoordHoldRelease(JobsClaimKey(id));
 }
 
 /*
@@ -293,20 +293,20 @@ DropSessionClaim(int64 id)
  * go of one whose job was cancelled or finished by someone else.  Inside SPI.
  */
 void
-ForgetClaimIfGone(int64 id)
+JobsForgetClaimIfGone(int64 id)
 {
 	static SPIPlanPtr plan_claim_gone = NULL;
 	Oid			argtypes[1] = {INT8OID};
 	Datum		args[1];
 
-	if (!HoldsSessionClaim(id))
+	if (!JobsHoldsSessionClaim(id))
 		return;
 	args[0] = Int64GetDatum(id);
 	CoordExecLimit(&plan_claim_gone,
 				   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1",
 				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
 	if (SPI_processed == 0)
-		DropSessionClaim(id);
+		JobsDropSessionClaim(id);
 }
 
 /*
@@ -316,24 +316,24 @@ ForgetClaimIfGone(int64 id)
  * any of them is invalidated (DDL, DROP and CREATE EXTENSION), so the next
  * call looks again.
  */
-JobRels		jobrels;
-static uint64 jobrels_invals;	/* invalidations seen, for LookupJobRels */
+JobRels		jobs_rels;
+static uint64 jobrels_invals;	/* invalidations seen, for JobsLookupRels */
 
 static void
 JobRelsInval(Datum arg, Oid relid)
 {
-	if (relid == InvalidOid || relid == jobrels.job || relid == jobrels.history ||
-		relid == jobrels.token_seq)
+	if (relid == InvalidOid || relid == jobs_rels.job || relid == jobs_rels.history ||
+		relid == jobs_rels.token_seq)
 	{
 		/*
 		 * Stale, not cleared: this can run at any catalog access of a call in
 		 * flight, which still uses the OIDs it looked up.
 		 */
-		jobrels.valid = false;
+		jobs_rels.valid = false;
 		jobrels_invals++;
 		cache_hooks.rels_inval();
 	}
-	else if (OidIsValid(relid) && (relid == jobrels.limit || relid == jobrels.pause))
+	else if (OidIsValid(relid) && (relid == jobs_rels.limit || relid == jobs_rels.pause))
 	{
 		/*
 		 * a limit or pause changed (jobs_limits.c invalidates them on
@@ -344,12 +344,12 @@ JobRelsInval(Datum arg, Oid relid)
 }
 
 void
-LookupJobRels(void)
+JobsLookupRels(void)
 {
 	JobRels		r;
 	uint64		seen;
 
-	if (jobrels.valid)
+	if (jobs_rels.valid)
 		return;
 
 	/*
@@ -374,5 +374,5 @@ LookupJobRels(void)
 			elog(ERROR, "coord.job, coord.job_history, coord.job_token_seq, coord.job_limit or coord.job_pause does not exist");
 	} while (seen != jobrels_invals);
 	r.valid = true;
-	jobrels = r;
+	jobs_rels = r;
 }

@@ -2,7 +2,7 @@
  * jobs_finish.c
  *		The job queue's finish (see src/jobs/README.md): jobs a DELETE ...
  *		RETURNING took out of coord.job go into coord.job_history through the
- *		table access method (ArchiveJobs), and then what depends on a job
+ *		table access method (JobsArchive), and then what depends on a job
  *		finishing runs in the same transaction: the linked request key, and the
  *		finish hook of the concern the job's origin belongs to, and, in a queue
  *		with a concurrency limit, the queue's idle claimers are woken (its slot
@@ -131,7 +131,7 @@ typedef struct HistoryColumn
 } HistoryColumn;
 
 /*
- * ArchiveJobs' map, valid for hist_desc (the relcache's descriptor of
+ * JobsArchive' map, valid for hist_desc (the relcache's descriptor of
  * coord.job_history) and a RETURNING * of jnatts columns of coord.job;
  * forgotten when either relation's relcache entry is invalidated.
  */
@@ -151,7 +151,7 @@ static ArchiveMap archive_map;
 /*
  * What the map points to (cols) lives in a context of its own, reset
  * wholesale when the map is built again.  An invalidation only marks the
- * map stale: it can arrive while ArchiveJobs reads cols (opening the
+ * map stale: it can arrive while JobsArchive reads cols (opening the
  * history's indexes accepts invalidation messages), so the memory goes at
  * the next LoadArchiveMap, not in the callback.
  */
@@ -232,7 +232,7 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 }
 
 /*
- * ArchiveJobs moves the jobs a DELETE ... RETURNING * has just taken out of
+ * JobsArchive moves the jobs a DELETE ... RETURNING * has just taken out of
  * coord.job (the SPI result) into coord.job_history as state st, then, job
  * by job, settles its request key (requests.c) and calls the finish hook of
  * its origin's prefix, in this same transaction.  error, when given,
@@ -247,7 +247,7 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
  * (state, finished_at, result) are set here.
  */
 uint64
-ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
+JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 {
 	SPITupleTable *tt = SPI_tuptable;
 	uint64		n = SPI_processed;
@@ -277,8 +277,8 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	if (n == 0)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
-	LookupJobRels();
-	rel = table_open(jobrels.history, RowExclusiveLock);
+	JobsLookupRels();
+	rel = table_open(jobs_rels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
 	LoadArchiveMap(hdesc, jdesc);
 	cols = archive_map.cols;
@@ -363,7 +363,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 	 * then what depends on the jobs finishing; flow control only if anything
 	 * is limited
 	 */
-	limited = LimitsAnywhere();
+	limited = JobsLimitsAnywhere();
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
@@ -375,7 +375,7 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 		if (limited)
 		{
 			/* its slot, if it had one, is free: idle claimers wake */
-			LimitJobFinished(SPI_getvalue(row, jdesc, c_queue));
+			JobsLimitJobFinished(SPI_getvalue(row, jdesc, c_queue));
 		}
 		if (rk != NULL)
 			CoordRequestJobFinished(rk, done);
@@ -392,11 +392,11 @@ ArchiveJobs(const char *st, const char *error, Datum result, bool result_null)
 
 
 /*
- * MoveToHistory moves a job (matching token, when given) to the history in
+ * JobsMoveToHistory moves a job (matching token, when given) to the history in
  * state st; inside SPI.  Returns whether it moved.
  */
 bool
-MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
+JobsMoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error)
 {
 	Oid			argtypes[3] = {INT8OID, INT8OID, BOOLOID};
 	Datum		args[3];
@@ -408,5 +408,5 @@ MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char
 			  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
 			  "AND (NOT $3 OR token OPERATOR(pg_catalog.=) $2) RETURNING *",
 			  3, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "moving a job to the history");
-	return ArchiveJobs(st, error, (Datum) 0, true) == 1;
+	return JobsArchive(st, error, (Datum) 0, true) == 1;
 }

@@ -37,7 +37,7 @@ extern int	coord_max_idle_marks;
 
 /*
  * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
- * up by name once (LookupJobRels); marked stale, with the caches built on
+ * up by name once (JobsLookupRels); marked stale, with the caches built on
  * the relations (jobs_claim.c's column numbers, jobs_finish.c's archive
  * map) forgotten, when the relcache entry of any of them is invalidated
  * (DDL, DROP and CREATE EXTENSION, but also statistics updates and cache
@@ -55,7 +55,7 @@ typedef struct JobRels
 	bool		valid;			/* false: look them up again at the next call */
 } JobRels;
 
-extern JobRels jobrels;
+extern JobRels jobs_rels;
 
 /*
  * The caches of jobs_claim.c, jobs_finish.c and jobs_limits.c, called by
@@ -73,15 +73,15 @@ typedef struct JobsCacheHooks
 
 /* jobs_common.c: relations, claim locks, wake-ups, session claims */
 extern void JobsCommonInit(const JobsCacheHooks *hooks);
-extern void LookupJobRels(void);
-extern void JobTag(LOCKTAG *tag, int64 id);
-extern void WakeAtCommit(const char *queue, const char *host);
-extern void SetIdle(const char *channel, bool idle);
-extern char *ClaimKey(int64 id);
-extern bool HoldsSessionClaim(int64 id);
-extern bool SessionClaimLive(int64 id);
-extern void DropSessionClaim(int64 id);
-extern void ForgetClaimIfGone(int64 id);
+extern void JobsLookupRels(void);
+extern void JobsJobTag(LOCKTAG *tag, int64 id);
+extern void JobsWakeAtCommit(const char *queue, const char *host);
+extern void JobsSetIdle(const char *channel, bool idle);
+extern char *JobsClaimKey(int64 id);
+extern bool JobsHoldsSessionClaim(int64 id);
+extern bool JobsSessionClaimLive(int64 id);
+extern void JobsDropSessionClaim(int64 id);
+extern void JobsForgetClaimIfGone(int64 id);
 
 /* jobs_claim.c */
 extern void JobsClaimInit(void);
@@ -97,10 +97,10 @@ typedef struct ClaimWriter
 	EState	   *estate;			/* only once an update was not HOT */
 	ResultRelInfo *rri;
 } ClaimWriter;
-extern void ClaimWriterOpen(ClaimWriter *w);
-extern void ClaimWriterClose(ClaimWriter *w);
-extern HeapTuple ClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
-						  TupleDesc outdesc, MemoryContext cxt, bool *mine);
+extern void JobsClaimWriterOpen(ClaimWriter *w);
+extern void JobsClaimWriterClose(ClaimWriter *w);
+extern HeapTuple JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
+							  TupleDesc outdesc, MemoryContext cxt, bool *mine);
 
 /* jobs_limits.c: flow control (see its header) */
 typedef struct LimitSpec
@@ -139,7 +139,7 @@ typedef struct KeyState
 	int			pending;		/* taken by this call */
 	int32	   *free;			/* free slot numbers (has_conc) */
 	int			nfree;
-	int			used;			/* of free, written by LimitScanEnd */
+	int			used;			/* of free, written by JobsLimitScanEnd */
 	int			nrows;			/* rows of free slots: their numbers, tids */
 	int32	   *row_slot;
 	ItemPointerData *row_tid;
@@ -155,7 +155,7 @@ typedef struct LimitScan
 	TimestampTz now;
 	KeyState	qs;				/* the whole queue (key '') */
 	HTAB	   *keys;			/* KeyState by hash of limit_key */
-	int64		last_id;		/* the job LimitFree let through last */
+	int64		last_id;		/* the job JobsLimitFree let through last */
 	KeyState   *last;
 	int			n;				/* jobs the claim wants */
 	KeyState  **taken;			/* the key of each job taken (NULL: none) */
@@ -168,26 +168,26 @@ typedef struct LimitScan
 
 extern void JobsLimitsInval(void);
 extern void JobsLimitsXactEnd(void);
-extern bool LimitsAnywhere(void);
-extern QueueLimits *LimitsFor(const char *queue);
-extern LimitScan *LimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n,
-								 bool *claimable);
-extern bool LimitFree(LimitScan *ls, int64 id, text *limit_key);
-extern bool LimitTakeOk(LimitScan *ls, int64 id);
-extern void LimitTaken(LimitScan *ls, int64 id);
-extern void LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n);
-extern bool LimitWaitContended(LimitScan *ls, int got);
-extern void LimitJobFinished(const char *queue);
-extern bool LimitPause(const char *queue, text *key, TimestampTz until, bool extend);
-extern void LimitsChanged(bool pauses, const char *queue);
-extern double BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s);
-extern TimestampTz BucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
-extern void KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
+extern bool JobsLimitsAnywhere(void);
+extern QueueLimits *JobsLimitsFor(const char *queue);
+extern LimitScan *JobsLimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n,
+									 bool *claimable);
+extern bool JobsLimitFree(LimitScan *ls, int64 id, text *limit_key);
+extern bool JobsLimitTakeOk(LimitScan *ls, int64 id);
+extern void JobsLimitTaken(LimitScan *ls, int64 id);
+extern void JobsLimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n);
+extern bool JobsLimitWaitContended(LimitScan *ls, int got);
+extern void JobsLimitJobFinished(const char *queue);
+extern bool JobsLimitPause(const char *queue, text *key, TimestampTz until, bool extend);
+extern void JobsLimitsChanged(bool pauses, const char *queue);
+extern double JobsBucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s);
+extern TimestampTz JobsBucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
+extern void JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
 
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);
-extern uint64 ArchiveJobs(const char *st, const char *error, Datum result, bool result_null);
-extern bool MoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
+extern uint64 JobsArchive(const char *st, const char *error, Datum result, bool result_null);
+extern bool JobsMoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
 
 #ifdef __GNUC__
 #pragma GCC visibility pop

@@ -3,8 +3,8 @@
  *		The job queue's flow control (README.md, Flow control): concurrency
  *		and rate limits per queue and per limit_key, pauses, snooze-free
  *		cool-downs of a key (coord.fail's pause_key), and the claim's side of
- *		all of it (LimitsFor, LimitScanBegin, LimitFree, LimitTakeOk/
- *		LimitTaken, LimitScanEnd, called from jobs_claim.c).  The SQL
+ *		all of it (JobsLimitsFor, JobsLimitScanBegin, JobsLimitFree, JobsLimitTakeOk/
+ *		JobsLimitTaken, JobsLimitScanEnd, called from jobs_claim.c).  The SQL
  *		functions (coord.set_limit ... coord.next_due) and the retention
  *		tick are jobs_limits_sql.c.
  *
@@ -55,11 +55,11 @@
  * claim, which commits soon) and scans again: an idle claimer is not left
  * asleep beside a slot that is free.
  *
- * Below the row locks, coord.claim_free asks LimitFree whether the job's key
+ * Below the row locks, coord.claim_free asks JobsLimitFree whether the job's key
  * (and queue) has room now; that decision is made once per key and claim
  * call (KeyState) and the lock is kept while it holds.  Above them,
- * coord.claim_take asks LimitTakeOk again (nothing else ran in between for
- * the same key) and records the take (LimitTaken); LimitScanEnd then writes
+ * coord.claim_take asks JobsLimitTakeOk again (nothing else ran in between for
+ * the same key) and records the take (JobsLimitTaken); JobsLimitScanEnd then writes
  * the slots taken (an update of each free slot's row through the table
  * AM, or one insert for new slot numbers) and the buckets' new tokens.  A claim that
  * left a job behind for its limit forgets its frontier (jobs_claim.c), so
@@ -75,7 +75,7 @@
  *
  * Wake-ups.  A finished or failed job of a queue with a concurrency limit,
  * coord.resume, coord.set_limit and coord.drop_limit wake the queue's idle
- * claimers at commit (WakeAtCommit, jobs_common.c).  A bucket that refills,
+ * claimers at commit (JobsWakeAtCommit, jobs_common.c).  A bucket that refills,
  * a pause that ends by its time and a session-bound claim whose session
  * died change nothing in a transaction: idle workers sleep until
  * coord.next_due, which names the earliest of them.
@@ -192,11 +192,11 @@ JobsLimitsXactEnd(void)
 
 /* Is there any limit or pause in this database?  Inside SPI, as the owner. */
 bool
-LimitsAnywhere(void)
+JobsLimitsAnywhere(void)
 {
 	if (limits_anywhere < 0)
 	{
-		LookupJobRels();
+		JobsLookupRels();
 		CoordExecLimit(&plan_anywhere,
 					   "SELECT 1 FROM coord.job_limit UNION ALL "
 					   "SELECT 1 FROM coord.job_pause LIMIT 1",
@@ -231,7 +231,7 @@ SpecFromRow(LimitSpec *s, HeapTuple row, TupleDesc desc)
  * Inside SPI, as the owner.
  */
 QueueLimits *
-LimitsFor(const char *queue)
+JobsLimitsFor(const char *queue)
 {
 	QueueLimits *q;
 	bool		found;
@@ -240,7 +240,7 @@ LimitsFor(const char *queue)
 	Datum		args[1];
 	uint64		r;
 
-	if (!LimitsAnywhere())
+	if (!JobsLimitsAnywhere())
 		return NULL;
 	memset(key, 0, sizeof(key));
 	strlcpy(key, queue, sizeof(key));
@@ -304,7 +304,7 @@ CountsRunning(const QueueLimits *q)
 
 /* The tokens of a bucket at now, from tokens at refilled_at. */
 double
-BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s)
+JobsBucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s)
 {
 	double		t = tokens;
 
@@ -315,7 +315,7 @@ BucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSp
 
 /* When a bucket holding tokens at now has one token. */
 TimestampTz
-BucketRefill(double tokens, TimestampTz now, const LimitSpec *s)
+JobsBucketRefill(double tokens, TimestampTz now, const LimitSpec *s)
 {
 	if (tokens >= 1.0)
 		return now;
@@ -323,7 +323,7 @@ BucketRefill(double tokens, TimestampTz now, const LimitSpec *s)
 }
 
 void
-KeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen)
+JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen)
 {
 	StringInfoData buf;
 
@@ -355,14 +355,14 @@ LookupRunningRels(void)
 
 	if (running_valid)
 		return;
-	LookupJobRels();
+	JobsLookupRels();
 again:
 	CHECK_FOR_INTERRUPTS();
 	seen = running_invals;
 	nsp = get_namespace_oid(COORD_SCHEMA, false);
 	running_pkey = get_relname_relid("job_running_pkey", nsp);
 	job_pkey = get_relname_relid("job_pkey", nsp);
-	rel = table_open(jobrels.job, AccessShareLock);
+	rel = table_open(jobs_rels.job, AccessShareLock);
 	job_att_token = AttByName(RelationGetDescr(rel), "token");
 	job_att_lease_until = AttByName(RelationGetDescr(rel), "lease_until");
 	table_close(rel, AccessShareLock);
@@ -411,7 +411,7 @@ ClaimLive(Relation jrel, Snapshot snap, int64 id, int64 token, TimestampTz now)
 			{
 				LOCKTAG		tag;
 
-				JobTag(&tag, id);
+				JobsJobTag(&tag, id);
 				live = LockWaiterCount(&tag) > 0;
 			}
 		}
@@ -442,7 +442,7 @@ ReadSlots(LimitScan *ls, KeyState *st, int32 **live, int *running)
 	LookupRunningRels();
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	rrel = table_open(running_rel, AccessShareLock);
-	jrel = table_open(jobrels.job, AccessShareLock);
+	jrel = table_open(jobs_rels.job, AccessShareLock);
 	desc = RelationGetDescr(rrel);
 	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(ls->queue));
 	keys[0].sk_collation = DEFAULT_COLLATION_OID;
@@ -536,7 +536,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 		return;
 	}
 
-	KeyTag(&st->tag, ls->queue, st->key, st->keylen);
+	JobsKeyTag(&st->tag, ls->queue, st->key, st->keylen);
 	r = CoordLockTake(&st->tag, ExclusiveLock, false, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 	{
@@ -598,7 +598,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
 			double		t = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 			TimestampTz at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
-			tokens = BucketNow(t, at, ls->now, spec);
+			tokens = JobsBucketNow(t, at, ls->now, spec);
 
 			/*
 			 * A claim that began after ours may have written a later time
@@ -630,7 +630,7 @@ LimitDecideKey(LimitScan *ls, KeyState *st, const LimitSpec *spec, bool check_pa
  * claimed now (the claim then scans nothing).  Inside SPI, as the owner.
  */
 LimitScan *
-LimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n, bool *claimable)
+JobsLimitScanBegin(const char *queue, QueueLimits *ql, MemoryContext cxt, int n, bool *claimable)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	LimitScan  *ls = palloc0(sizeof(LimitScan));
@@ -717,7 +717,7 @@ LimitKeyState(LimitScan *ls, text *limit_key)
  * (and the queue) have room for one more claim now?
  */
 bool
-LimitFree(LimitScan *ls, int64 id, text *limit_key)
+JobsLimitFree(LimitScan *ls, int64 id, text *limit_key)
 {
 	KeyState   *st = NULL;
 
@@ -742,9 +742,9 @@ LimitFree(LimitScan *ls, int64 id, text *limit_key)
 	return true;
 }
 
-/* coord.claim_take's: may it take job id (which LimitFree let through)? */
+/* coord.claim_take's: may it take job id (which JobsLimitFree let through)? */
 bool
-LimitTakeOk(LimitScan *ls, int64 id)
+JobsLimitTakeOk(LimitScan *ls, int64 id)
 {
 	if (ls->last_id != id)
 		return false;
@@ -755,7 +755,7 @@ LimitTakeOk(LimitScan *ls, int64 id)
 
 /* coord.claim_take took job id: it counts against its key and the queue. */
 void
-LimitTaken(LimitScan *ls, int64 id)
+JobsLimitTaken(LimitScan *ls, int64 id)
 {
 	ls->qs.pending++;
 	if (ls->last != NULL)
@@ -852,7 +852,7 @@ TakeSlotRow(KeyState *sc, int32 slot, int64 job, int64 token)
  * buckets' tokens.  Inside SPI, as the owner.
  */
 void
-LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
+JobsLimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 {
 	HASH_SEQ_STATUS seq;
 	KeyState   *st;
@@ -942,7 +942,7 @@ LimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
  * commits soon) and lets it go: true when the caller should scan again.
  */
 bool
-LimitWaitContended(LimitScan *ls, int got)
+JobsLimitWaitContended(LimitScan *ls, int got)
 {
 	if (ls == NULL || !ls->contended || got > 0 || xact_limit_locks > 0)
 		return false;
@@ -958,25 +958,25 @@ LimitWaitContended(LimitScan *ls, int got)
  * the owner; one flag's test when nothing is limited.
  */
 void
-LimitJobFinished(const char *queue)
+JobsLimitJobFinished(const char *queue)
 {
-	if (!LimitsAnywhere())
+	if (!JobsLimitsAnywhere())
 		return;
-	if (CountsRunning(LimitsFor(queue)))
-		WakeAtCommit(queue, NULL);
+	if (CountsRunning(JobsLimitsFor(queue)))
+		JobsWakeAtCommit(queue, NULL);
 }
 
 /* ---------- pauses (also coord.fail's pause_key) ---------- */
 
 void
-LimitsChanged(bool pauses, const char *queue)
+JobsLimitsChanged(bool pauses, const char *queue)
 {
-	LookupJobRels();
-	CacheInvalidateRelcacheByRelid(pauses ? jobrels.pause : jobrels.limit);
+	JobsLookupRels();
+	CacheInvalidateRelcacheByRelid(pauses ? jobs_rels.pause : jobs_rels.limit);
 	limits_anywhere = -1;
 	JobsLimitsInval();
 	if (queue != NULL)
-		WakeAtCommit(queue, NULL);
+		JobsWakeAtCommit(queue, NULL);
 }
 
 /*
@@ -985,7 +985,7 @@ LimitsChanged(bool pauses, const char *queue)
  * whether it was not paused before.  Inside SPI, as the owner.
  */
 bool
-LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
+JobsLimitPause(const char *queue, text *key, TimestampTz until, bool extend)
 {
 	static SPIPlanPtr plan_was = NULL;
 	static SPIPlanPtr plan_set = NULL;
@@ -995,7 +995,7 @@ LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
 	char		nulls[3] = {' ', ' ', ' '};
 	bool		was;
 
-	LookupJobRels();
+	JobsLookupRels();
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
 	args[2] = TimestampTzGetDatum(until);
@@ -1020,6 +1020,6 @@ LimitPause(const char *queue, text *key, TimestampTz until, bool extend)
 				  "INSERT INTO coord.job_pause AS p (queue, limit_key, until) VALUES ($1, $2, $3) "
 				  "ON CONFLICT (queue, limit_key) DO UPDATE SET until = EXCLUDED.until",
 				  3, argtypes, args, nulls, SPI_OK_INSERT, "pausing");
-	LimitsChanged(true, NULL);
+	JobsLimitsChanged(true, NULL);
 	return !was;
 }

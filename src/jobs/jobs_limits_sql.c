@@ -5,7 +5,7 @@
  *		job_snoozes and bucket_tokens, and the tick's share of it
  *		(CoordLimitsTick).  jobs_limits.c is the claim's side, and its
  *		header the protocol: the tables, the per-backend cache that
- *		LimitsChanged invalidates (and wakes the queue's claimers at
+ *		JobsLimitsChanged invalidates (and wakes the queue's claimers at
  *		commit), the slots and the buckets.  Every function here runs
  *		inside SPI as the owner.
  *
@@ -167,7 +167,7 @@ coord_set_limit(PG_FUNCTION_ARGS)
 	nulls[5] = burst > 0 ? ' ' : 'n';
 
 	CoordSpiBegin(&sw);
-	LookupJobRels();
+	JobsLookupRels();
 	if (conc == 0 && rate == 0)
 		CoordExec(&plan_del,
 				  "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
@@ -207,7 +207,7 @@ coord_set_limit(PG_FUNCTION_ARGS)
 				  "    AND r.job_id OPERATOR(pg_catalog.=) j.id AND r.token OPERATOR(pg_catalog.=) j.token) "
 				  "ON CONFLICT DO NOTHING",
 				  2, argtypes, args, nulls, SPI_OK_INSERT, "set_limit");
-	LimitsChanged(false, queue);
+	JobsLimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_VOID();
 }
@@ -229,7 +229,7 @@ coord_drop_limit(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = PG_GETARG_DATUM(1);
 	CoordSpiBegin(&sw);
-	LookupJobRels();
+	JobsLookupRels();
 	CoordExec(&plan_drop,
 			  "DELETE FROM coord.job_limit WHERE queue OPERATOR(pg_catalog.=) $1 "
 			  "AND per_key OPERATOR(pg_catalog.=) $2",
@@ -240,7 +240,7 @@ coord_drop_limit(PG_FUNCTION_ARGS)
 			  "AND (limit_key OPERATOR(pg_catalog.<>) '') OPERATOR(pg_catalog.=) $2",
 			  2, argtypes, args, NULL, SPI_OK_DELETE, "drop_limit");
 	TidyRunning(args[0]);
-	LimitsChanged(false, queue);
+	JobsLimitsChanged(false, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(found);
 }
@@ -271,7 +271,7 @@ coord_pause(PG_FUNCTION_ARGS)
 			  "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
 			  "AND until OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp()",
 			  1, argtypes, args, NULL, SPI_OK_DELETE, "pause");
-	newly = LimitPause(queue, key, until, false);
+	newly = JobsLimitPause(queue, key, until, false);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(newly);
 }
@@ -297,7 +297,7 @@ coord_resume(PG_FUNCTION_ARGS)
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = key ? PointerGetDatum(key) : CStringGetTextDatum("");
 	CoordSpiBegin(&sw);
-	LookupJobRels();
+	JobsLookupRels();
 	CoordExec(&plan_resume,
 			  "DELETE FROM coord.job_pause WHERE queue OPERATOR(pg_catalog.=) $1 "
 			  "AND (limit_key OPERATOR(pg_catalog.=) $2 "
@@ -327,7 +327,7 @@ coord_resume(PG_FUNCTION_ARGS)
 					 errdetail("No live job, limit or pause names it.")));
 	}
 	else
-		LimitsChanged(true, queue);
+		JobsLimitsChanged(true, queue);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(was);
 }
@@ -349,9 +349,9 @@ ReadBucket(Datum queue, Datum key, const LimitSpec *s, TimestampTz now)
 					  2, argtypes, args, NULL, 1, "reading a token bucket");
 	if (SPI_processed == 0)
 		return s->burst;
-	return BucketNow(DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
-					 DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
-					 now, s);
+	return JobsBucketNow(DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+						 DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)),
+						 now, s);
 }
 
 /*
@@ -398,7 +398,7 @@ ScopeDue(Datum queue, Datum key, bool whole, const LimitSpec *s, TimestampTz now
 	TimestampTz t = now;
 
 	if (s->rate > 0)
-		t = Max(t, BucketRefill(ReadBucket(queue, key, s, now), now, s));
+		t = Max(t, JobsBucketRefill(ReadBucket(queue, key, s, now), now, s));
 	if (s->conc > 0)
 		t = Max(t, SlotFree(queue, key, whole, s, now));
 	return t;
@@ -432,7 +432,7 @@ coord_next_due(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	args[0] = CStringGetTextDatum(queue);
 	CoordSpiBegin(&sw);
-	ql = LimitsFor(queue);
+	ql = JobsLimitsFor(queue);
 	if (ql != NULL)
 	{
 		qcopy = *ql;			/* the cache may be reset by what runs below */
@@ -546,8 +546,8 @@ coord_bucket_tokens(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("refilled_at must be a finite time")));
-	PG_RETURN_FLOAT8(BucketNow(PG_GETARG_FLOAT8(0), PG_GETARG_TIMESTAMPTZ(1),
-							   GetCurrentStatementStartTimestamp(), &s));
+	PG_RETURN_FLOAT8(JobsBucketNow(PG_GETARG_FLOAT8(0), PG_GETARG_TIMESTAMPTZ(1),
+								   GetCurrentStatementStartTimestamp(), &s));
 }
 
 /* ---------- retention ---------- */
@@ -584,7 +584,7 @@ PurgeIdleSlots(HeapTuple row, TupleDesc desc, void *arg)
 	LOCKTAG		tag;
 	LockAcquireResult r;
 
-	KeyTag(&tag, queue, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	JobsKeyTag(&tag, queue, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
 	r = LockAcquire(&tag, ExclusiveLock, false, true);
 	if (r == LOCKACQUIRE_NOT_AVAIL)
 		return;					/* a claim counts there now */
@@ -645,7 +645,7 @@ CoordLimitsTick(TimestampTz horizon)
 			  "LIMIT $2 FOR UPDATE SKIP LOCKED)",
 			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging ended pauses");
 	if (SPI_processed > 0)
-		LimitsChanged(true, NULL);
+		JobsLimitsChanged(true, NULL);
 	n += (int64) SPI_processed;
 
 	args[0] = TimestampTzGetDatum(horizon);

@@ -97,14 +97,14 @@ static void
 PartsXact(XactEvent event, void *arg)
 {
 	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
-		Forget();
+		PartsForget();
 }
 
 static void
 PartsSubXact(SubXactEvent event, SubTransactionId mySubid, SubTransactionId parentSubid, void *arg)
 {
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		Forget();
+		PartsForget();
 }
 
 void
@@ -112,7 +112,7 @@ CoordPartitionsInit(void)
 {
 	RegisterXactCallback(PartsXact, NULL);
 	RegisterSubXactCallback(PartsSubXact, NULL);
-	CacheRegisterRelcacheCallback(MembersInval, (Datum) 0);
+	CacheRegisterRelcacheCallback(PartsMembersInval, (Datum) 0);
 }
 
 /* ---------- SQL-callable functions ---------- */
@@ -179,7 +179,7 @@ JoinArgsRead(FunctionCallInfo fcinfo, JoinArgs *a)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("segments must be between 1 and %d", PART_MAX_SEGMENTS),
 				 errdetail("segments is %d.", segments)));
-	if (assignor != NULL && AssignorOf(assignor) < 0)
+	if (assignor != NULL && PartsAssignorOf(assignor) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid assignor \"%s\"", assignor),
@@ -210,7 +210,7 @@ JoinGroup(JoinArgs *a)
 	bool		big_ok = a->big_ok;
 	PartState  *st;
 
-	st = GetState(group);
+	st = PartsGetState(group);
 	if (st == NULL)
 	{
 		Oid			types[3] = {TEXTOID, INT4OID, TEXTOID};
@@ -242,7 +242,7 @@ JoinGroup(JoinArgs *a)
 					  2, types, args, NULL,
 					  SPI_OK_INSERT, "creating a partition group's segments");
 		}
-		st = GetState(group);
+		st = PartsGetState(group);
 		if (st == NULL)
 		{
 			/*
@@ -263,14 +263,14 @@ JoinGroup(JoinArgs *a)
 				 errmsg("partition group \"%s\" has %d segments, not %d", group, st->segments, segments),
 				 errdetail("A group's segments are fixed at its first join."),
 				 errhint("Omit segments, or pass NULL.")));
-	if (assignor != NULL && AssignorOf(assignor) != (int) st->assignor)
+	if (assignor != NULL && PartsAssignorOf(assignor) != (int) st->assignor)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("partition group \"%s\" uses the %s assignor, not %s", group,
-						AssignorNames[st->assignor], assignor),
+						PartsAssignorNames[st->assignor], assignor),
 				 errdetail("A group's assignor is fixed at its first join."),
 				 errhint("Omit assignor, or pass NULL.")));
-	if (st->member && strcmp(st->me, member) != 0 && MemberLockHeld(st))
+	if (st->member && strcmp(st->me, member) != 0 && PartsMemberLockHeld(st))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("this session is already member \"%s\" of partition group \"%s\"", st->me, group),
@@ -293,10 +293,10 @@ JoinMemberLock(JoinArgs *a, PartState *st)
 
 	/*
 	 * One session per member name: its lock.  Other members probe it for a
-	 * moment now and then (MemberAlive), so a short wait tells such a probe
-	 * from a live holder.
+	 * moment now and then (PartsMemberAlive), so a short wait tells such a
+	 * probe from a live holder.
 	 */
-	hk = MemberLock(group, member, &tag);
+	hk = PartsMemberLock(group, member, &tag);
 	held = CoordHoldState(hk);
 	fresh = (held == HOLD_NONE);
 	if (held == HOLD_NONE && st->member)
@@ -310,7 +310,7 @@ JoinMemberLock(JoinArgs *a, PartState *st)
 		st->member = false;
 		st->nlive = -1;
 		st->settled = false;
-		owned_version++;
+		parts_owned_version++;
 	}
 	if (held == HOLD_RELEASING)
 		CoordHoldKeep(hk);
@@ -356,7 +356,7 @@ JoinSerialise(JoinArgs *a, PartState *st)
 				 errmsg("partition group \"%s\" was dropped by a concurrent transaction", group),
 				 errdetail("The group had no live member, and coord.tick or coord.drop_group deleted it."),
 				 errhint("Join again: the group is made afresh.")));
-	ReadLive(st);
+	PartsReadLive(st);
 	if (st->nlive >= PART_MAX_MEMBERS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -393,9 +393,9 @@ JoinUpsert(JoinArgs *a, bool fresh)
 	/*
 	 * This session holds the name's lock now, so whoever the row names is no
 	 * live member: the row is ours.  A fresh membership starts a new
-	 * joined_at, on the clock: after an abort, ReadMine adopts only segments
-	 * taken since (never one an earlier, lost membership of this session
-	 * left, which a taker may be taking).
+	 * joined_at, on the clock: after an abort, PartsReadMine adopts only
+	 * segments taken since (never one an earlier, lost membership of this
+	 * session left, which a taker may be taking).
 	 */
 	CoordExec(&plan_upsert,
 			  "INSERT INTO coord.partition_members AS m "
@@ -447,7 +447,7 @@ JoinLetGoStale(JoinArgs *a, PartState *st)
 			  SPI_OK_UPDATE, "letting go of an earlier membership's segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
-	owned_version++;
+	parts_owned_version++;
 }
 
 /*
@@ -477,9 +477,9 @@ coord_join(PG_FUNCTION_ARGS)
 	strlcpy(st->me, a.member, sizeof(st->me));
 	st->hk[0] = '\0';
 	st->nlive = -1;				/* our own row changed */
-	Sync(st);
+	PartsSync(st);
 	CoordSpiEnd(&sw);
-	result = OwnedArray(st);
+	result = PartsOwnedArray(st);
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
@@ -494,10 +494,10 @@ coord_leave(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	CoordSpiBegin(&sw);
-	st = GetState(group);
+	st = PartsGetState(group);
 	was = st != NULL && st->member;
 	if (st != NULL)
-		LeaveGroup(st);
+		PartsLeaveGroup(st);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(was);
 }
@@ -513,16 +513,16 @@ coord_owned(PG_FUNCTION_ARGS)
 
 	CoordNotInParallel(fcinfo);
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
-	if (st == NULL || !SyncFast(st))
+	if (st == NULL || !PartsSyncFast(st))
 	{
 		CoordSpiBegin(&sw);
-		st = GetState(group);
+		st = PartsGetState(group);
 		if (st == NULL)
-			UnknownGroup(group);
-		Sync(st);
+			PartsUnknownGroup(group);
+		PartsSync(st);
 		CoordSpiEnd(&sw);
 	}
-	result = OwnedArray(st);
+	result = PartsOwnedArray(st);
 	PG_RETURN_ARRAYTYPE_P(result);
 }
 
@@ -533,25 +533,25 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 	CoordUserSwitch sw;
 
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
-	if (st == NULL || !SyncFast(st))
+	if (st == NULL || !PartsSyncFast(st))
 	{
 		CoordSpiBegin(&sw);
-		st = GetState(group);
+		st = PartsGetState(group);
 		if (st == NULL)
-			UnknownGroup(group);
+			PartsUnknownGroup(group);
 		if (!st->member)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("this session is no member of partition group \"%s\"", group),
 					 errhint("Call coord.join first.")));
-		Sync(st);
+		PartsSync(st);
 		CoordSpiEnd(&sw);
 	}
 	*segments = st->segments;
-	*version = owned_version;
+	*version = parts_owned_version;
 	*n = st->nowned;
 	/* built once per change of what this session owns */
-	if (st->owned_bits == NULL || st->owned_bits_at != owned_version)
+	if (st->owned_bits == NULL || st->owned_bits_at != parts_owned_version)
 	{
 		int			len = (st->segments + 7) / 8;
 		unsigned char *b;
@@ -565,7 +565,7 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 		for (int s = 0; s < st->segments; s++)
 			if (st->token[s] > 0)
 				b[s / 8] |= (unsigned char) (1 << (s % 8));
-		st->owned_bits_at = owned_version;
+		st->owned_bits_at = parts_owned_version;
 	}
 	/* a copy: a subtransaction aborting within the claim resets ours */
 	return (bytea *) pg_detoast_datum_copy((struct varlena *) st->owned_bits);
@@ -574,7 +574,7 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 void
 CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, text *key)
 {
-	MemoryContext cxt = CoordCacheContext(&claims_cxt, "pg_coord partition claims");
+	MemoryContext cxt = CoordCacheContext(&parts_claims_cxt, "pg_coord partition claims");
 	int32		segment;
 
 	/*
@@ -587,19 +587,19 @@ CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, 
 	segment = key ? SegmentOf(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key), segments)
 		: SegmentOf((const char *) &id, sizeof(id), segments);
 
-	if (nclaims == maxclaims)
+	if (parts_nclaims == parts_maxclaims)
 	{
-		int			newmax = maxclaims ? maxclaims * 2 : 64;
+		int			newmax = parts_maxclaims ? parts_maxclaims * 2 : 64;
 
-		claims = claims ? repalloc(claims, sizeof(PartClaim) * newmax)
+		parts_claims = parts_claims ? repalloc(parts_claims, sizeof(PartClaim) * newmax)
 			: MemoryContextAlloc(cxt, sizeof(PartClaim) * newmax);
-		maxclaims = newmax;
+		parts_maxclaims = newmax;
 	}
-	strlcpy(claims[nclaims].group, group, sizeof(claims[nclaims].group));
-	claims[nclaims].id = id;
-	claims[nclaims].token = token;
-	claims[nclaims].segment = segment;
-	nclaims++;
+	strlcpy(parts_claims[parts_nclaims].group, group, sizeof(parts_claims[parts_nclaims].group));
+	parts_claims[parts_nclaims].id = id;
+	parts_claims[parts_nclaims].token = token;
+	parts_claims[parts_nclaims].segment = segment;
+	parts_nclaims++;
 }
 
 /*
@@ -624,15 +624,15 @@ GroupSegmentOf(FunctionCallInfo fcinfo, const char *key, int len)
 
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
 	/* a change of the members (a group dropped, made again) reads it again */
-	if (st != NULL && st->group_gen != members_gen)
+	if (st != NULL && st->group_gen != parts_members_gen)
 		st = NULL;
 	if (st == NULL)
 	{
 		CoordSpiBegin(&sw);
-		st = GetState(group);
+		st = PartsGetState(group);
 		CoordSpiEnd(&sw);
 		if (st == NULL)
-			UnknownGroup(group);
+			PartsUnknownGroup(group);
 	}
 	return SegmentOf(key, len, st->segments);
 }
@@ -686,10 +686,10 @@ coord_segment_token(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 1, "segment");
 	segment = PG_GETARG_INT32(1);
 	CoordSpiBegin(&sw);
-	st = GetState(group);
+	st = PartsGetState(group);
 	CoordSpiEnd(&sw);
 	if (st == NULL)
-		UnknownGroup(group);
+		PartsUnknownGroup(group);
 	if (segment < 0 || segment >= st->segments)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -697,7 +697,7 @@ coord_segment_token(PG_FUNCTION_ARGS)
 				 errdetail("Partition group \"%s\" has %d segments; segment is %d.",
 						   group, st->segments, segment)));
 	/* none is ours once our member lock went (DISCARD ALL, unlock_all) */
-	if (st->token[segment] <= 0 || !st->member || !MemberLockHeld(st))
+	if (st->token[segment] <= 0 || !st->member || !PartsMemberLockHeld(st))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(st->token[segment]);
 }
@@ -719,7 +719,7 @@ coord_member_alive(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo); /* it probes the lock manager */
 	memset(&probe, 0, sizeof(probe));
 	strlcpy(probe.group, group, sizeof(probe.group));
-	PG_RETURN_BOOL(MemberAlive(&probe, member, PG_GETARG_INT32(2), PG_GETARG_TIMESTAMPTZ(3)));
+	PG_RETURN_BOOL(PartsMemberAlive(&probe, member, PG_GETARG_INT32(2), PG_GETARG_TIMESTAMPTZ(3)));
 }
 
 /* ---------- retention ---------- */

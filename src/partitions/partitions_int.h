@@ -9,7 +9,7 @@
  * any (sub)transaction abort (Forget); claims live in claims_cxt and
  * survive aborts (a claim that rolled back is finished anyway).
  * members_gen grows at every relcache invalidation of
- * coord.partition_members (MembersInval); owned_version whenever what this
+ * coord.partition_members (PartsMembersInval); owned_version whenever what this
  * session owns may have changed.
  *-------------------------------------------------------------------------
  */
@@ -84,29 +84,29 @@ typedef struct PartClaim
 
 extern MemoryContext parts_cxt;
 extern HTAB *parts;
-extern uint64 members_gen;
-extern uint64 owned_version;
-extern MemoryContext claims_cxt;
-extern PartClaim *claims;
-extern int	nclaims;
-extern int	maxclaims;
+extern uint64 parts_members_gen;
+extern uint64 parts_owned_version;
+extern MemoryContext parts_claims_cxt;
+extern PartClaim *parts_claims;
+extern int	parts_nclaims;
+extern int	parts_maxclaims;
 
-extern const char *const AssignorNames[3];
+extern const char *const PartsAssignorNames[3];
 
-extern int	AssignorOf(const char *name);
-extern PartState *GetState(const char *group);
-extern void LeaveGroup(PartState *st);
-extern bool MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start);
-extern char *MemberLock(const char *group, const char *member, LOCKTAG *tag);
-extern bool MemberLockHeld(PartState *st);
-extern ArrayType *OwnedArray(PartState *st);
-extern void ReadLive(PartState *st);
-extern void ReadMine(PartState *st);
-extern void Sync(PartState *st);
-extern bool SyncFast(PartState *st);
-extern void UnknownGroup(const char *group);
-extern void Forget(void);
-extern void MembersInval(Datum arg, Oid relid);
+extern int	PartsAssignorOf(const char *name);
+extern PartState *PartsGetState(const char *group);
+extern void PartsLeaveGroup(PartState *st);
+extern bool PartsMemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start);
+extern char *PartsMemberLock(const char *group, const char *member, LOCKTAG *tag);
+extern bool PartsMemberLockHeld(PartState *st);
+extern ArrayType *PartsOwnedArray(PartState *st);
+extern void PartsReadLive(PartState *st);
+extern void PartsReadMine(PartState *st);
+extern void PartsSync(PartState *st);
+extern bool PartsSyncFast(PartState *st);
+extern void PartsUnknownGroup(const char *group);
+extern void PartsForget(void);
+extern void PartsMembersInval(Datum arg, Oid relid);
 
 #pragma GCC visibility pop
 

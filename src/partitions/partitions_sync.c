@@ -10,7 +10,7 @@
  * members (each probed by its member lock), the segments' owners; the
  * sync, which applies partitions_assign.c's target (takes free segments,
  * gives back those no longer ours once their claims finish), and its fast
- * path (SyncFast: a settled group whose members' relcache generation has
+ * path (PartsSyncFast: a settled group whose members' relcache generation has
  * not moved needs no read at all); leaving a group.
  *
  * Called by partitions.c (the SQL entry points) only, through
@@ -48,17 +48,17 @@ HTAB	   *parts = NULL;
  * Grows at every relcache invalidation of coord.partition_members, which
  * coord.join and coord.leave send at their commit (and at any cache reset).
  */
-uint64		members_gen = 1;
+uint64		parts_members_gen = 1;
 static Oid	members_relid = InvalidOid;
 
 /* grows whenever what this session owns may have changed (claim frontiers) */
-uint64		owned_version = 1;
+uint64		parts_owned_version = 1;
 
 /* Claims are kept across aborts: a claim that rolled back is finished anyway. */
-MemoryContext claims_cxt = NULL;
-PartClaim  *claims = NULL;
-int			nclaims = 0;
-int			maxclaims = 0;
+MemoryContext parts_claims_cxt = NULL;
+PartClaim  *parts_claims = NULL;
+int			parts_nclaims = 0;
+int			parts_maxclaims = 0;
 
 static int32 *OwnedList(PartState *st, int *n);
 static void MemberTag(const char *group, const char *member, LOCKTAG *tag);
@@ -80,19 +80,19 @@ static SPIPlanPtr plan_unfinished = NULL;
 
 /* At any (sub)transaction abort: what was read or written may be undone. */
 void
-Forget(void)
+PartsForget(void)
 {
 	if (parts_cxt != NULL)
 		MemoryContextReset(parts_cxt);
 	parts = NULL;
-	owned_version++;
+	parts_owned_version++;
 }
 
 void
-MembersInval(Datum arg, Oid relid)
+PartsMembersInval(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == members_relid || members_relid == InvalidOid)
-		members_gen++;
+		parts_members_gen++;
 }
 
 /* coord.partition_members's oid (inside SPI, as the owner) */
@@ -110,13 +110,13 @@ MembersRelid(void)
  * The assignors by their SQL names, indexed by PartAssignor; -1 for an
  * unknown name.
  */
-const char *const AssignorNames[] = {"sticky", "range", "rendezvous"};
+const char *const PartsAssignorNames[] = {"sticky", "range", "rendezvous"};
 
 int
-AssignorOf(const char *name)
+PartsAssignorOf(const char *name)
 {
-	for (int i = 0; i < (int) lengthof(AssignorNames); i++)
-		if (strcmp(name, AssignorNames[i]) == 0)
+	for (int i = 0; i < (int) lengthof(PartsAssignorNames); i++)
+		if (strcmp(name, PartsAssignorNames[i]) == 0)
 			return i;
 	return -1;
 }
@@ -152,7 +152,7 @@ ReadGroup(PartState *st)
 	st->created_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	st->segments = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	assignor = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	st->assignor = AssignorOf(assignor);
+	st->assignor = PartsAssignorOf(assignor);
 }
 
 /*
@@ -178,7 +178,7 @@ OwnRows(PartState *st)
 
 /* This session's member row and segments, read back after an abort. */
 void
-ReadMine(PartState *st)
+PartsReadMine(PartState *st)
 {
 	Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
 	Oid			mtypes[4] = {TEXTOID, INT4OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
@@ -207,7 +207,7 @@ ReadMine(PartState *st)
 	{
 		strlcpy(st->me, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1), sizeof(st->me));
 		st->hk[0] = '\0';
-		if (MemberLockHeld(st))
+		if (PartsMemberLockHeld(st))
 		{
 			st->member = true;
 			joined_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
@@ -243,7 +243,7 @@ ReadMine(PartState *st)
  * when the group does not exist (nothing is kept then).
  */
 PartState *
-GetState(const char *group)
+PartsGetState(const char *group)
 {
 	PartState  *st;
 	bool		found;
@@ -261,11 +261,11 @@ GetState(const char *group)
 		 * invalidates: then see whether it is still the group we know.
 		 */
 		AcceptInvalidationMessages();
-		if (st->group_gen == members_gen)
+		if (st->group_gen == parts_members_gen)
 			return st;
 		memset(&now, 0, sizeof(now));
 		strlcpy(now.group, group, sizeof(now.group));
-		now.group_gen = members_gen;
+		now.group_gen = parts_members_gen;
 		ReadGroup(&now);
 		if (now.exists && now.created_at == st->created_at && now.segments == st->segments &&
 			now.assignor == st->assignor)
@@ -274,7 +274,7 @@ GetState(const char *group)
 			return st;
 		}
 		/* another group now, or none: everything is read again */
-		Forget();
+		PartsForget();
 		CoordLocalHashIn(&parts, parts_cxt, "pg_coord partition groups", COORD_NAME_MAX + 1,
 						 sizeof(PartState), HASH_STRINGS);
 	}
@@ -282,7 +282,7 @@ GetState(const char *group)
 	st = palloc0(sizeof(PartState));
 	strlcpy(st->group, group, sizeof(st->group));
 	AcceptInvalidationMessages();
-	st->group_gen = members_gen;
+	st->group_gen = parts_members_gen;
 	ReadGroup(st);
 	if (!st->exists)
 	{
@@ -290,7 +290,7 @@ GetState(const char *group)
 		return NULL;
 	}
 	st->nlive = -1;
-	ReadMine(st);
+	PartsReadMine(st);
 	{
 		PartState  *entry = hash_search(parts, group, HASH_ENTER, &found);
 
@@ -312,7 +312,7 @@ GetState(const char *group)
  * never a false "gone".
  */
 bool
-MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
+PartsMemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
 {
 	LOCKTAG		tag;
 	char	   *hk;
@@ -320,7 +320,7 @@ MemberAlive(PartState *st, const char *name, int32 pid, TimestampTz start)
 
 	if (pid == MyProcPid && start == MyStartTimestamp)
 	{
-		hk = MemberLock(st->group, name, &tag);
+		hk = PartsMemberLock(st->group, name, &tag);
 		alive = CoordHoldState(hk) != HOLD_NONE;
 		pfree(hk);
 		return alive;
@@ -344,7 +344,7 @@ CmpLive(const void *a, const void *b)
 
 /*
  * The group's member rows (name, weight, pid, start), read now (in the
- * caller's memory): a fresh snapshot in READ COMMITTED.  ReadLive judges
+ * caller's memory): a fresh snapshot in READ COMMITTED.  PartsReadLive judges
  * them alive or dead; a taker reads them again after its row locks.
  */
 static PartLive *
@@ -380,7 +380,7 @@ ReadMemberRows(PartState *st, int *n)
  * target owners when the live membership differs from the last sync's.
  */
 void
-ReadLive(PartState *st)
+PartsReadLive(PartState *st)
 {
 	Oid			dtypes[4] = {TEXTOID, TEXTOID, INT4OID, TIMESTAMPTZOID};
 	Datum		gname = CStringGetTextDatum(st->group);
@@ -392,7 +392,7 @@ ReadLive(PartState *st)
 
 	/* invalidations up to now are answered by the read below */
 	AcceptInvalidationMessages();
-	st->gen = members_gen;
+	st->gen = parts_members_gen;
 	(void) MembersRelid();
 	rows = ReadMemberRows(st, &n);
 	live = palloc(sizeof(PartLive) * (n > 0 ? n : 1));
@@ -409,7 +409,7 @@ ReadLive(PartState *st)
 		PartLive	m = rows[i];
 
 		CHECK_FOR_INTERRUPTS();
-		if (MemberAlive(st, m.name, m.pid, m.start))
+		if (PartsMemberAlive(st, m.name, m.pid, m.start))
 			live[nlive++] = m;
 		else
 		{
@@ -503,19 +503,19 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 
 	if (n > 0)
 		memset(keep, 0, sizeof(bool) * n);
-	for (int i = 0; i < nclaims; i++)
-		if (strcmp(claims[i].group, st->group) == 0)
+	for (int i = 0; i < parts_nclaims; i++)
+		if (strcmp(parts_claims[i].group, st->group) == 0)
 			k++;
 	if (k == 0)
 		return;
 	ids = palloc(sizeof(Datum) * k);
 	tokens = palloc(sizeof(Datum) * k);
 	k = 0;
-	for (int i = 0; i < nclaims; i++)
-		if (strcmp(claims[i].group, st->group) == 0)
+	for (int i = 0; i < parts_nclaims; i++)
+		if (strcmp(parts_claims[i].group, st->group) == 0)
 		{
-			ids[k] = Int64GetDatum(claims[i].id);
-			tokens[k] = Int64GetDatum(claims[i].token);
+			ids[k] = Int64GetDatum(parts_claims[i].id);
+			tokens[k] = Int64GetDatum(parts_claims[i].token);
 			k++;
 		}
 	args[0] = PointerGetDatum(construct_array(ids, k, INT8OID, sizeof(int64), true, TYPALIGN_DOUBLE));
@@ -529,29 +529,29 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 			  2, types, args, NULL, SPI_OK_SELECT, "reading claims from segments");
 
 	/* keep only the claims still unfinished */
-	for (int i = 0; i < nclaims; i++)
+	for (int i = 0; i < parts_nclaims; i++)
 	{
 		bool		live = true;
 
-		if (strcmp(claims[i].group, st->group) == 0)
+		if (strcmp(parts_claims[i].group, st->group) == 0)
 		{
 			live = false;
 			for (uint64 r = 0; r < SPI_processed; r++)
 			{
 				bool		isnull;
 
-				if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)) == claims[i].id)
+				if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)) == parts_claims[i].id)
 					live = true;
 			}
 			if (live)
 				for (int j = 0; j < n; j++)
-					if (segs[j] == claims[i].segment)
+					if (segs[j] == parts_claims[i].segment)
 						keep[j] = true;
 		}
 		if (live)
-			claims[w++] = claims[i];
+			parts_claims[w++] = parts_claims[i];
 	}
-	nclaims = w;
+	parts_nclaims = w;
 }
 
 /*
@@ -573,7 +573,7 @@ LostMembership(PartState *st)
 	st->member = false;
 	st->nlive = -1;
 	st->settled = false;
-	owned_version++;
+	parts_owned_version++;
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("this session lost its membership \"%s\" of partition group \"%s\"", me, st->group),
@@ -588,20 +588,20 @@ LostMembership(PartState *st)
  * each other live member's lock.
  */
 bool
-SyncFast(PartState *st)
+PartsSyncFast(PartState *st)
 {
-	if (!st->settled || !st->member || nclaims >= 1024)
+	if (!st->settled || !st->member || parts_nclaims >= 1024)
 		return false;
 	AcceptInvalidationMessages();
-	if (st->gen != members_gen)
+	if (st->gen != parts_members_gen)
 		return false;
-	if (!MemberLockHeld(st))
+	if (!PartsMemberLockHeld(st))
 		return false;
 	for (int i = 0; i < st->nlive; i++)
 	{
 		if (i == st->my_index)
 			continue;
-		if (!MemberAlive(st, st->live[i].name, st->live[i].pid, st->live[i].start))
+		if (!PartsMemberAlive(st, st->live[i].name, st->live[i].pid, st->live[i].start))
 			return false;
 	}
 	return true;
@@ -609,7 +609,7 @@ SyncFast(PartState *st)
 
 /*
  * Is the owner (pid, start) of a segment row a live member of st, as the
- * rows read by this sync's ReadLive say?  A member row that is not live
+ * rows read by this sync's PartsReadLive say?  A member row that is not live
  * (gone, or its lock let go) is not; an owner with no member row is no
  * member (its membership ended: its name was taken over by a new session,
  * or its row deleted), so its ownership counts for nothing either.
@@ -631,12 +631,12 @@ OwnerAlive(PartState *st, int32 pid, TimestampTz start)
 static void
 SyncReadMembers(PartState *st)
 {
-	if (!MemberLockHeld(st))
+	if (!PartsMemberLockHeld(st))
 		LostMembership(st);
 	/* a worker that claims much and never moves: forget finished claims */
-	if (nclaims >= 1024)
+	if (parts_nclaims >= 1024)
 		MarkUnfinished(st, NULL, 0, NULL);
-	ReadLive(st);
+	PartsReadLive(st);
 	if (st->my_index < 0)
 	{
 		/* our row is gone (an admin deleted it): we are no member */
@@ -716,7 +716,7 @@ SyncLetGo(PartState *st, const int32 *give, int ngive)
 	for (int i = 0; i < ngive; i++)
 		st->token[give[i]] = 0;
 	st->nowned -= ngive;
-	owned_version++;
+	parts_owned_version++;
 }
 
 /* ReadSegments's statement; locked, it ends FOR UPDATE SKIP LOCKED */
@@ -768,7 +768,7 @@ SegmentRow(PartState *st, SPITupleTable *tt, uint64 i, int32 *s, int32 *pid, Tim
 /*
  * Sync, step 5: first a read, so that a taker row-locks only the segments
  * it may take: no owner, or one that was no live member at this sync's
- * ReadLive.  Returns how many may be taken, first in take[].
+ * PartsReadLive.  Returns how many may be taken, first in take[].
  */
 static int
 TakeCandidates(PartState *st, int32 *take, int ntake, bool *settled)
@@ -833,7 +833,7 @@ TakeLock(PartState *st, const int32 *take, int ntake, int *ngot, bool *settled)
 				owners = ReadMemberRows(st, &nowners);
 			for (int k = 0; k < nowners && !alive; k++)
 				if (owners[k].pid == pid && owners[k].start == start)
-					alive = MemberAlive(st, owners[k].name, pid, start);
+					alive = PartsMemberAlive(st, owners[k].name, pid, start);
 		}
 		if (alive)
 			*settled = false;	/* locked in vain: its owner lives */
@@ -863,7 +863,7 @@ TakeRows(PartState *st, const int32 *got, int ngot)
 			  "RETURNING segment, token",
 			  4, segment_update_types, args, NULL, SPI_OK_UPDATE_RETURNING, "taking segments");
 	OwnRows(st);
-	owned_version++;
+	parts_owned_version++;
 }
 
 /*
@@ -872,7 +872,7 @@ TakeRows(PartState *st, const int32 *got, int ngot)
  * Settled at the end only when nothing was left for a later sync.
  */
 void
-Sync(PartState *st)
+PartsSync(PartState *st)
 {
 	int32	   *take;
 	int32	   *give;
@@ -927,7 +927,7 @@ ReleaseAll(PartState *st)
 			  3, types, args, NULL, SPI_OK_UPDATE, "letting go of segments");
 	memset(st->token, 0, sizeof(int64) * st->segments);
 	st->nowned = 0;
-	owned_version++;
+	parts_owned_version++;
 }
 
 /*
@@ -936,7 +936,7 @@ ReleaseAll(PartState *st)
  * is left.
  */
 void
-LeaveGroup(PartState *st)
+PartsLeaveGroup(PartState *st)
 {
 	LOCKTAG		tag;
 
@@ -945,7 +945,7 @@ LeaveGroup(PartState *st)
 	{
 		Oid			types[3] = {TEXTOID, INT4OID, TIMESTAMPTZOID};
 		Datum		args[3];
-		char	   *hk = MemberLock(st->group, st->me, &tag);
+		char	   *hk = PartsMemberLock(st->group, st->me, &tag);
 
 		args[0] = CStringGetTextDatum(st->group);
 		args[1] = Int32GetDatum(MyProcPid);
@@ -970,7 +970,7 @@ LeaveGroup(PartState *st)
  * back; the holds notice that (common_lock.c).
  */
 bool
-MemberLockHeld(PartState *st)
+PartsMemberLockHeld(PartState *st)
 {
 	if (st->hk[0] == '\0')
 		snprintf(st->hk, sizeof(st->hk), "p:%s %s", st->group, st->me);
@@ -982,9 +982,9 @@ MemberLockHeld(PartState *st)
  * when what this session owns last changed.
  */
 ArrayType *
-OwnedArray(PartState *st)
+PartsOwnedArray(PartState *st)
 {
-	if (st->owned == NULL || st->owned_at != owned_version)
+	if (st->owned == NULL || st->owned_at != parts_owned_version)
 	{
 		MemoryContext old = MemoryContextSwitchTo(parts_cxt);
 		int32	   *v;
@@ -994,7 +994,7 @@ OwnedArray(PartState *st)
 			pfree(st->owned);
 		v = OwnedList(st, &n);
 		st->owned = IntArray(v, n);
-		st->owned_at = owned_version;
+		st->owned_at = parts_owned_version;
 		pfree(v);
 		MemoryContextSwitchTo(old);
 	}
@@ -1016,7 +1016,7 @@ OwnedList(PartState *st, int *n)
 }
 
 void
-UnknownGroup(const char *group)
+PartsUnknownGroup(const char *group)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -1040,7 +1040,7 @@ MemberTag(const char *group, const char *member, LOCKTAG *tag)
 
 /* The hold key and lock tag of (group, member). */
 char *
-MemberLock(const char *group, const char *member, LOCKTAG *tag)
+PartsMemberLock(const char *group, const char *member, LOCKTAG *tag)
 {
 	MemberTag(group, member, tag);
 	return psprintf("p:%s %s", group, member);
