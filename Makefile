@@ -60,8 +60,8 @@ SQL_FRAGMENTS = \
 	sql/parts/dump.sql
 
 # Released scripts are frozen files, listed in sql/released.sha256 (make test
-# checks them; tools/release.sh adds a release's), and so is every update
-# script: DATA is every committed sql/pg_coord--*.sql.  The install script
+# checks them; tools/release.sh adds a release's): DATA is those, and the
+# hand-written update scripts to the control file's version.  The install script
 # of a version in development is built from the fragments; once the control
 # file's version is released (tools/release.sh freeze), its script is a
 # committed file too, and a change to the fragments fails make test
@@ -73,7 +73,9 @@ EXT_RELEASED := $(shell grep -qs ' sql/$(EXTENSION)--$(EXTVERSION)\.sql$$' sql/r
 ifneq ($(EXT_RELEASED),yes)
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
 endif
-DATA = $(filter-out $(DATA_built),$(sort $(wildcard sql/$(EXTENSION)--*.sql)))
+DATA = $(filter-out $(DATA_built),$(sort \
+	$(filter sql/%,$(shell sed -n 's/^[0-9a-f]\{64\}  //p' sql/released.sha256)) \
+	$(wildcard sql/$(EXTENSION)--*--$(EXTVERSION).sql)))
 
 PG_CPPFLAGS = -Isrc -DCOORD_VERSION='"$(EXTVERSION)"' -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers
