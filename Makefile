@@ -59,15 +59,23 @@ SQL_FRAGMENTS = \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 
+# Released scripts are frozen files, listed in sql/released.sha256 (make test
+# checks them; tools/release.sh adds a release's): DATA is those, and the
+# hand-written update scripts to the control file's version.  The install script
+# of a version in development is built from the fragments; once the control
+# file's version is released (tools/release.sh freeze), its script is a
+# committed file too, and a change to the fragments fails make test
+# (test/static/released.py: later SQL changes open the next version,
+# tools/release.sh open).  0.1.0's install script is not shipped (it granted
+# PUBLIC every function): only the update from it is; test/upgrade/ keeps a
+# copy for the upgrade tests.
+EXT_RELEASED := $(shell grep -qs ' sql/$(EXTENSION)--$(EXTVERSION)\.sql$$' sql/released.sha256 && echo yes)
+ifneq ($(EXT_RELEASED),yes)
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-# Released scripts are frozen files (sql/released.sha256; make test checks
-# them), and so is every update script.  0.1.0's install script is not
-# shipped (it granted PUBLIC every function): only the update from it is;
-# test/upgrade/ keeps a copy for the upgrade tests.
-DATA = \
-	sql/$(EXTENSION)--0.2.0.sql \
-	sql/$(EXTENSION)--0.1.0--0.2.0.sql \
-	sql/$(EXTENSION)--0.2.0--0.3.0.sql
+endif
+DATA = $(filter-out $(DATA_built),$(sort \
+	$(filter sql/%,$(shell sed -n 's/^[0-9a-f]\{64\}  //p' sql/released.sha256)) \
+	$(wildcard sql/$(EXTENSION)--*--$(EXTVERSION).sql)))
 
 PG_CPPFLAGS = -Isrc -DCOORD_VERSION='"$(EXTVERSION)"' -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers
@@ -124,8 +132,10 @@ install-agent: agent
 clean-agent:
 	$(MAKE) -C agent clean
 
+ifneq ($(EXT_RELEASED),yes)
 sql/$(EXTENSION)--$(EXTVERSION).sql: $(SQL_FRAGMENTS) $(EXTENSION).control
 	cat $(SQL_FRAGMENTS) > $@
+endif
 
 # The version lives in the control file only; META.json is made from it
 # (and committed: PGXN reads it from the archive).

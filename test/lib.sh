@@ -22,25 +22,55 @@ coord_pg_major() {
   fi
 }
 
-# The Debian packages `make test` needs for major $1 (test/matrix.sh installs
-# the same list into its chroots).
-coord_packages() {
+# The Debian packages `make demo` runs, for major $1: the server and its
+# headers (the build), libpq-dev, make and gcc (coord-agent, which the demo
+# builds and runs), psycopg2 (the Python workers of S1-S5) and nodejs (S4's
+# Node runners; coord_deps adds npm when no npm comes with it).  The demo's
+# cluster preloads nothing (COORD_PRELOAD=), so no pg_cron.
+coord_demo_packages() {
   local m=$1
-  echo postgresql-$m postgresql-server-dev-$m postgresql-$m-pgtap postgresql-$m-cron \
-       libtap-parser-sourcehandler-pgtap-perl libpq-dev python3-psycopg2 make gcc \
-       python3-psycopg nodejs default-jdk-headless libpostgresql-jdbc-java pgbouncer
+  echo postgresql-$m postgresql-server-dev-$m libpq-dev make gcc python3-psycopg2 nodejs
 }
 
-# Installs what is missing from Debian's packages (once per machine), and
-# the extra packages named as arguments (make test-ha: pg_auto_failover).
+# The Debian packages `make test` needs for major $1 (test/matrix.sh installs
+# the same list into its chroots): the demo's, and pg_cron (every test
+# cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
+# driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer.
+coord_packages() {
+  local m=$1
+  echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
+       libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
+       libpostgresql-jdbc-java pgbouncer
+}
+
+# coord_deps [EXTRA...]: installs what is missing of `make test`'s packages
+# (once per machine), and the extra packages named as arguments (make
+# test-ha: pg_auto_failover).
 coord_deps() {
   local want
   read -ra want <<<"$(coord_packages "$(coord_pg_major)")"
-  want+=("$@")
+  coord_install "${want[@]}" "$@"
+}
+
+# coord_demo_deps: the same for `make demo`'s packages only.
+coord_demo_deps() {
+  local want
+  read -ra want <<<"$(coord_demo_packages "$(coord_pg_major)")"
+  coord_install "${want[@]}"
+}
+
+# coord_install PACKAGE...: apt-get installs those not installed; with
+# nodejs, npm too unless an npm comes with it (NodeSource's nodejs has one,
+# Debian's has not).
+coord_install() {
   local missing=() p
-  for p in "${want[@]}"; do
+  for p in "$@"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
+  if printf '%s\n' "$@" | grep -qx nodejs && ! command -v npm >/dev/null 2>&1 &&
+     ! dpkg -s npm >/dev/null 2>&1; then
+    missing+=(npm)
+  fi
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing: ${missing[*]}"
   local SUDO=""
@@ -160,13 +190,16 @@ coord_cluster_start() {
   export PGDATA=$COORD_TMP/data PGHOST=$COORD_TMP PGPORT=${COORD_PGPORT:-54329}
   export PGUSER=postgres PGDATABASE=postgres COORD_TMP
   as_pg "$PGBIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+  # pg_cron unless COORD_PRELOAD says otherwise (make demo: COORD_PRELOAD=)
+  local preload="shared_preload_libraries = '${COORD_PRELOAD-pg_cron}'"
+  case ",${COORD_PRELOAD-pg_cron}," in
+    *,pg_cron,*) preload+=$'\ncron.database_name = \'postgres\'\ncron.use_background_workers = on' ;;
+  esac
   cat >>"$PGDATA/postgresql.conf" <<CONF
 listen_addresses = ''
 unix_socket_directories = '$COORD_TMP'
 port = $PGPORT
-shared_preload_libraries = 'pg_cron'
-cron.database_name = 'postgres'
-cron.use_background_workers = on
+$preload
 max_worker_processes = 16
 max_connections = 100
 shared_buffers = 256MB

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one entry point behind `make test`, `make demo` and `make bench`:
-# installs missing packages, builds and installs pg_coord, starts a private
-# cluster, runs the chosen job, stops the cluster.
+# installs missing packages (make demo: only those the demo runs,
+# test/lib.sh coord_demo_packages), builds and installs pg_coord, starts a
+# private cluster, runs the chosen job, stops the cluster.
 #
 #   test/run.sh test    every suite; ends with "N passed, M failed"
 #   test/run.sh demo    the S1-S5 scenarios with real worker processes
@@ -12,9 +13,15 @@ set -u
 cd "$COORD_ROOT"
 mode=${1:-test}
 
-coord_deps
-# test/static/indent.py checks the layout once the tree has been reindented
-[ -e .indent-enforced ] && coord_indent_tool
+if [ "$mode" = demo ]; then
+  # only what the demo runs: no pgTAP, JDK, PgBouncer, pg_cron or indent tool
+  coord_demo_deps
+  COORD_PRELOAD=
+else
+  coord_deps
+  # test/static/indent.py checks the layout once the tree has been reindented
+  [ "$mode" = test ] && [ -e .indent-enforced ] && coord_indent_tool
+fi
 # warnings are errors in every build a test run makes (the extension, the agent)
 export WERROR=1
 coord_build

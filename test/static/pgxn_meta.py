@@ -29,7 +29,10 @@ And for this project: the version is the control file's default_version,
 META.json is META.json.in with that version filled in, every provides file
 and docfile exists (or the Makefile builds it), a maintainer has an
 <address>, pg_cron is a recommended runtime prerequisite; for an archive,
-every entry is under one directory <name>-<version>/.  Placeholder
+every entry is under one directory <name>-<version>/, the build's files and
+every file of sql/released.sha256 are in it (and, for a stable release, the
+provides file itself), and nothing a build, a test run or a developer's
+machine leaves (.env.sh, test/results/, deb/, objects, archives).  Placeholder
 addresses (example.org, .example) are listed, not refused: the project has
 no public URL.
 
@@ -366,6 +369,28 @@ def project_errors(root, m, raw, archive_names=None):
             errs.append("archive entries outside %s: %s" % (top, ", ".join(stray[:5])))
         if top + "META.json" not in archive_names:
             errs.append("the archive has no %sMETA.json" % top)
+        # what a build needs is in it, and nothing a build, a test run or a
+        # developer's machine leaves (git archive takes tracked files only)
+        inner = {n[len(top):] for n in archive_names if n.startswith(top)}
+        for need in ("Makefile", "pg_coord.control", "LICENSE", "README.md", "sql/released.sha256"):
+            if need not in inner:
+                errs.append("the archive has no %s" % need)
+        released = os.path.join(root, "sql/released.sha256")
+        if os.path.exists(released):
+            for line in open(released, encoding="utf-8"):
+                parts = line.split()
+                if len(parts) == 2 and not line.startswith("#") and parts[1] not in inner:
+                    errs.append("the archive lacks the released file %s" % parts[1])
+        if m.get("release_status") == "stable":
+            for ext, e in (m.get("provides") or {}).items():
+                if isinstance(e, dict) and e.get("file") not in inner:
+                    errs.append("provides.%s.file %r: a stable release ships it, not a rule to build it"
+                                % (ext, e.get("file")))
+        junk = re.compile(r"^(\.env\.sh$|results/|test/results/|deb/|tmp_check/|regression\.(diffs|out)$)"
+                          r"|(^|/)node_modules/|\.(o|so|bc|zip)$")
+        bad = sorted(n for n in inner if junk.search(n))
+        if bad:
+            errs.append("the archive has what no release ships: %s" % ", ".join(bad[:5]))
     return errs
 
 
