@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * election.c
- *		Leader election (README.md, Leader election): coord.campaign,
+ *		Leader election (docs/election.md): coord.campaign,
  *		coord.leader, coord.resign.
  *
  * Leadership.  The leader of an election holds two session locks:
@@ -511,7 +511,7 @@ coord_leader(PG_FUNCTION_ARGS)
 	"(" e ".pid IS NULL OR NOT EXISTS (SELECT 1 FROM coord.leader(" e ".election)))"
 
 /*
- * CoordElectionsTick: the tick's share (README.md, Retention).  Deletes up to
+ * CoordElectionsTick: the tick's share (docs/operations/sizing.md).  Deletes up to
  * a batch of rows without a live leader whose term began before horizon;
  * rows a campaign or resign has locked are skipped (coord.leader reads the
  * row again with a fresh snapshot, and probes the term lock).

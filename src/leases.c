@@ -2,8 +2,8 @@
  * leases.c
  *		Lease locks: locks that live in a row of coord.lease until a TTL
  *		passes on the server's clock, for callers that have no session of
- *		their own (transaction poolers, serverless functions; README.md,
- *		Lease locks).
+ *		their own (transaction poolers, serverless functions;
+ *		docs/lease-locks.md).
  *
  * Liveness.  A lease is live while expires_at > clock_timestamp().  Only
  * the server's clock counts, and its clock_timestamp(), not now(): now() is
@@ -294,7 +294,7 @@ coord_lease_unlock(PG_FUNCTION_ARGS)
 }
 
 /*
- * CoordLeasesTick: the tick's share (README.md, Retention).  Deletes up to a
+ * CoordLeasesTick: the tick's share (docs/operations/sizing.md).  Deletes up to a
  * batch of leases that expired before horizon (which is never later than
  * the real clock, so none of them is live); rows a lease_lock has locked
  * are skipped, and their expiry is checked again on the row deleted.

@@ -1,7 +1,6 @@
 /*-------------------------------------------------------------------------
  * locks.c
- *		Named hierarchical locks on PostgreSQL's lock manager (README.md,
- *		Locks).
+ *		Named hierarchical locks on PostgreSQL's lock manager (docs/locks.md).
  *
  * Tags.  A path /a/b/c maps to one advisory lock tag per prefix (/a, /a/b,
  * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the
@@ -1129,7 +1128,7 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 }
 
 /*
- * CoordLocksTick: the tick's share (README.md, Retention; the header
+ * CoordLocksTick: the tick's share (docs/operations/sizing.md; the header
  * above).  Fences first: a lease row the tick deleted just before keeps
  * none.  Up to a batch of rows of each table; rows being written (a fence
  * or lease_lock upserting the path's fence) are skipped, and a fence

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * requests.c
- *		The duplicate-work coordinator (README.md, Requests): request,
+ *		The duplicate-work coordinator (docs/requests.md): request,
  *		mark_queued, mark_done, release, with takeover when an owner's session
  *		ends.
  *
@@ -546,7 +546,7 @@ PurgeRequested(HeapTuple row, TupleDesc desc, void *arg)
 }
 
 /*
- * CoordRequestsTick: the tick's share (README.md, Retention; the header
+ * CoordRequestsTick: the tick's share (docs/operations/sizing.md; the header
  * above).  Up to a batch of requested keys requested before horizon, each
  * deleted when its lock is free now (its owner is gone).
  */

@@ -18,7 +18,7 @@ extern void CoordRequestMarkQueued(const char *key);
 /* inside SPI, as the owner, in the transaction that finished the job */
 extern void CoordRequestJobFinished(const char *request_key, bool done);
 
-/* the tick's purge of requested keys whose owner is gone (README.md, Retention) */
+/* the tick's purge of requested keys whose owner is gone (docs/operations/sizing.md) */
 extern int64 CoordRequestsTick(TimestampTz horizon);
 
 #endif							/* PG_COORD_REQUESTS_H */

@@ -1,7 +1,6 @@
 /*-------------------------------------------------------------------------
  * semaphores.c
- *		Counting semaphores on PostgreSQL's lock manager (README.md,
- *		Semaphores): coord.acquire_permit, coord.release_permit and the
+ *		Counting semaphores on PostgreSQL's lock manager (docs/semaphores.md): coord.acquire_permit, coord.release_permit and the
  *		lock status behind the coord.semaphores view.
  *
  * Tags.  A semaphore at a path has a 48-bit key: the path's 64-bit name key

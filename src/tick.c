@@ -11,7 +11,7 @@
  * apps' runs, timeouts and repairs, in that order and in one transaction;
  * then housekeeping that nobody waits for and that is not counted in the
  * result: the labels of semaphore holders that are gone, and the purge of
- * what is dead and older than coord.retention (README.md, Retention):
+ * what is dead and older than coord.retention (docs/operations/sizing.md):
  * expired leases, then fences and lock names nobody uses, elections without
  * a leader, partition groups without members, idle token buckets, ended
  * pauses and free slots, requested keys whose owner is gone, and signals
@@ -57,7 +57,7 @@ CoordTickInit(void)
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
 }
 
-/* The purges, one share each (README.md, Retention). */
+/* The purges, one share each (docs/operations/sizing.md). */
 typedef enum PurgeShare
 {
 	PURGE_LEASES,

@@ -1,5 +1,5 @@
 
--- ---------- apps: period-keyed dependency scheduling (README.md, Apps) ----------
+-- ---------- apps: period-keyed dependency scheduling (docs/apps.md) ----------
 
 CREATE TABLE coord.app_defs (
     name         text PRIMARY KEY,

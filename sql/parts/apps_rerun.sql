@@ -1,5 +1,5 @@
 
--- ---------- apps: reruns and backfills (README.md, Reruns and backfills) ----------
+-- ---------- apps: reruns and backfills (docs/apps.md, Reruns and backfills) ----------
 
 CREATE TABLE coord.app_run_history (
     app          text NOT NULL REFERENCES coord.app_defs (name) ON DELETE CASCADE,

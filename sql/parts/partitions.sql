@@ -1,5 +1,5 @@
 
--- ---------- partition groups (README.md, Partition groups) ----------
+-- ---------- partition groups (docs/partition-groups.md) ----------
 -- A group divides segments 0 .. segments-1 among its live members in
 -- proportion to their weights (src/partitions/partitions_assign.c).
 -- Membership is session-bound: a member row counts while the backend it

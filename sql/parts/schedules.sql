@@ -1,5 +1,5 @@
 
--- ---------- schedules (README.md, Schedules) and coord.tick ----------
+-- ---------- schedules (docs/schedules.md) and coord.tick ----------
 
 CREATE TABLE coord.schedule_defs (
     id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,5 +1,5 @@
 
--- ---------- signals: external inputs of apps (README.md, Apps) ----------
+-- ---------- signals: external inputs of apps (docs/apps.md) ----------
 -- A dependency written "@name": "<grain>" in coord.define_app's depends is
 -- met, for each period of that grain, by a row of coord.app_signals whose
 -- period_start lies in it (src/apps/apps.c, section "signals").

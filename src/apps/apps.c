@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * apps.c
- *		Apps: period-keyed dependency scheduling (README.md, Apps) and
+ *		Apps: period-keyed dependency scheduling (docs/apps.md) and
  *		coord.runs; apps_int.h is what the family shares.
  *
  * The runs engine.  By section: checking and creating runs under the

@@ -17,7 +17,7 @@ extern void CoordAppsInit(void);
 /* inside SPI, as the owner */
 extern int64 CoordAppsTick(TimestampTz now);
 
-/* the tick's purge of signals no app depends on (README.md, Retention) */
+/* the tick's purge of signals no app depends on (docs/operations/sizing.md) */
 extern int64 CoordSignalsTick(TimestampTz at);
 
 #endif							/* PG_COORD_APPS_H */

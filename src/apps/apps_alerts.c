@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * apps_alerts.c
- *		Alerts of app runs (README.md, Alerts): coord.app_alerts, read
+ *		Alerts of app runs (docs/apps.md, Alerts): coord.app_alerts, read
  *		through the view coord.alerts, and the NOTIFY "coord:alerts".
  *
  * Three kinds, each at most one open per run (app, period_start): the

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * apps_define.c
- *		coord.define_app and coord.drop_app (README.md, Apps).
+ *		coord.define_app and coord.drop_app (docs/apps.md).
  *
  * Owns the writes to coord.app_defs: parsing and validating a definition
  * (ParseDefinition, ParseDepends, ValidateDefinition, CheckDeadline), the
@@ -179,7 +179,7 @@ typedef struct AppDefinition
 /*
  * A deadline is a positive span of finite length; like timeout, a month
  * counts 30 days.  Only stored for now: the alerts that use it are future
- * work (README, Apps).
+ * work (docs/apps.md).
  */
 static Interval *
 CheckDeadline(Interval *span, const char *app)

@@ -24,7 +24,7 @@
  * zone database, test/apps a table.  Every loop here is bounded by a small
  * constant whatever the zone says.
  *
- * Where runs start (coord_app_periods; README, "Apps"):
+ * Where runs start (coord_app_periods; docs/apps.md):
  *	- a new app, or one whose grain or zone changed (another period
  *	  length, or other period boundaries: its old periods mean nothing
  *	  now), starts over: at catchup_from's period

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * apps_rerun.c
- *		coord.rerun: reruns and backfills of app runs (README.md, Reruns and
- *		backfills), and the tick's share of them (AppsRerunTick).
+ *		coord.rerun: reruns and backfills of app runs (docs/apps.md, Reruns
+ *		and backfills), and the tick's share of them (AppsRerunTick).
  *
  * A rerun resets runs: a finished run (done, dead or cancelled) is copied
  * to coord.app_run_history as an earlier attempt, its coord.app_runs row is

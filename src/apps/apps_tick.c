@@ -12,7 +12,7 @@
  *
  * The family's top file in its order: it calls the runs engine (apps.c)
  * and the reruns (apps_rerun.c), and nothing in the family calls it; tick.c
- * does.  Lock order as in README.md: the definitions lock, then a
+ * does.  Lock order as in src/apps/README.md: the definitions lock, then a
  * period's lock, then rows.
  *-------------------------------------------------------------------------
  */
@@ -405,7 +405,7 @@ AppTick(void *arg)
 	"WHERE d.depends OPERATOR(pg_catalog.?) ('@' OPERATOR(pg_catalog.||) x.name))"
 
 /*
- * CoordSignalsTick: the tick's share (README.md, Retention; section
+ * CoordSignalsTick: the tick's share (docs/operations/sizing.md; section
  * "signals" above).  Up to a batch of signals signalled before at less
  * coord.job_history_retention (0 keeps them) whose name no app depends on;
  * read again under the definitions lock, taken only when there are some.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * jobs.c
- *		The job queue (README.md, Jobs): enqueue, claims that are leases or are
+ *		The job queue (docs/jobs.md): enqueue, claims that are leases or are
  *		bound to the claiming session, fencing tokens, retries, history.
  *
  * The family's top file: the SQL entry points other than the claim

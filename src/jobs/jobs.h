@@ -53,7 +53,7 @@ extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int narg
 /* The queue's share of coord.tick (tick.c); inside SPI, as the owner */
 extern int64 CoordJobsTick(TimestampTz now);
 
-/* the tick's purge of idle flow-control rows (jobs_limits_sql.c; README.md, Retention) */
+/* the tick's purge of idle flow-control rows (jobs_limits_sql.c; docs/operations/sizing.md) */
 extern int64 CoordLimitsTick(TimestampTz horizon);
 
 #endif							/* PG_COORD_JOBS_H */

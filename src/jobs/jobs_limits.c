@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * jobs_limits.c
- *		The job queue's flow control (README.md, Flow control): concurrency
+ *		The job queue's flow control (docs/flow-control.md): concurrency
  *		and rate limits per queue and per limit_key, pauses, snooze-free
  *		cool-downs of a key (coord.fail's pause_key), and the claim's side of
  *		all of it (JobsLimitsFor, JobsLimitScanBegin, JobsLimitFree, JobsLimitTakeOk/

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  * jobs_limits_sql.c
- *		The SQL functions of the queue's flow control (README.md, Flow
- *		control): coord.set_limit, drop_limit, pause, resume, next_due,
- *		job_snoozes and bucket_tokens, and the tick's share of it
+ *		The SQL functions of the queue's flow control
+ *		(docs/flow-control.md): coord.set_limit, drop_limit, pause,
+ *		resume, next_due, job_snoozes and bucket_tokens, and the tick's
+ *		share of it
  *		(CoordLimitsTick).  jobs_limits.c is the claim's side, and its
  *		header the protocol: the tables, the per-backend cache that
  *		JobsLimitsChanged invalidates (and wakes the queue's claimers at
@@ -606,7 +607,7 @@ PurgeIdleSlots(HeapTuple row, TupleDesc desc, void *arg)
 }
 
 /*
- * CoordLimitsTick: the tick's share (README.md, Retention; the header
+ * CoordLimitsTick: the tick's share (docs/operations/sizing.md; the header
  * above): idle full buckets, pauses ended before horizon, and the slots of
  * scopes whose claims all ended before it.  Returns how many rows it
  * deleted.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * partitions.c
- *		Partition groups (README.md, Partition groups): coord.join,
+ *		Partition groups (docs/partition-groups.md): coord.join,
  *		coord.leave, coord.owned, coord.segment_of, coord.segment_token, and
  *		what coord.claim(..., partition_group) asks of them.
  *
@@ -767,7 +767,7 @@ LockGroups(Datum *names, int n, bool wait, int *got)
 }
 
 /*
- * CoordPartitionsTick: the tick's share (README.md, Retention;
+ * CoordPartitionsTick: the tick's share (docs/operations/sizing.md;
  * src/partitions/README.md).  Reads the groups without a live member that are
  * unmarked or marked before horizon (up to a batch, and those to delete up to
  * PART_TICK_SEGMENTS segment rows), locks their rows (skipping those a joiner

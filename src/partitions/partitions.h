@@ -45,7 +45,7 @@ extern bytea *CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segm
 extern void CoordPartitionClaimed(const char *group, int32 segments, int64 id, int64 token, text *key);
 
 /*
- * The tick's share (README.md, Retention): marks groups found without a live
+ * The tick's share (docs/operations/sizing.md): marks groups found without a live
  * member empty as of at, and deletes those marked before horizon.
  */
 extern int64 CoordPartitionsTick(TimestampTz at, TimestampTz horizon);

@@ -10,7 +10,7 @@
  * segments, W the total weight); it gets a quota of floor(f_i) or
  * ceil(f_i) segments by largest remainder (ties to the first name), so
  * |count_i - f_i| < 1 for every member: within max(5% of f_i, 1 segment),
- * the bound README.md states and test/parts checks.
+ * the bound docs/partition-groups.md states and test/parts checks.
  *
  * sticky: weighted rendezvous preference, bounded by the quotas.  Member i
  * scores segment s with E(i, s) / w_i, E = -log2(u), u a uniform draw from

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * partitions_sync.c
  *		A backend's view of its partition groups and the sync that keeps it
- *		true (README.md, Partition groups).
+ *		true (docs/partition-groups.md).
  *
  * By section: backend memory (this session's view of its groups, kept in
  * parts_cxt and forgotten at any (sub)transaction abort: Forget, called by

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * schedules.c
- *		Recurring events (README.md, Schedules); their share of coord.tick
+ *		Recurring events (docs/schedules.md); their share of coord.tick
  *		(tick.c).
  *
  * Owns coord.schedule, coord.unschedule and coord.cron_next (the SQL
