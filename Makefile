@@ -96,11 +96,30 @@ ISOLATION_OPTS = --inputdir=test --outputdir=. --load-extension=$(EXTENSION)
 
 EXTRA_CLEAN = results/ regression.diffs regression.out test/results/ bench/out/ $(EXTENSION)-*.zip .build-flags
 
+# The documentation: PGXS installs DOCS into $(docdir)/extension/pg_coord/
+# (a folder of its own: other extensions have a README.md too), and the
+# manual's pages keep their tree below it, so the README's links and the
+# pages' links to each other still work there.
+DOCS = README.md SECURITY.md CHANGELOG.md
+DOC_PAGES = $(sort $(wildcard docs/*.md docs/*/*.md))
+
 PG_CONFIG ?= pg_config
 # No JIT bitcode: it needs clang, which a fresh machine may not have.
 override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+docmoduledir := extension/$(EXTENSION)
+.PHONY: install-doc-pages uninstall-doc-pages
+install: install-doc-pages
+uninstall: uninstall-doc-pages
+install-doc-pages: installdirs
+	@set -e; for f in $(DOC_PAGES); do \
+		$(MKDIR_P) '$(DESTDIR)$(docdir)/$(docmoduledir)/'"$$(dirname $$f)"; \
+		$(INSTALL_DATA) $(srcdir)/$$f '$(DESTDIR)$(docdir)/$(docmoduledir)/'"$$f"; \
+	done
+uninstall-doc-pages:
+	rm -rf '$(DESTDIR)$(docdir)/$(docmoduledir)'
 
 # PGXS tracks no header dependencies: every object depends on every header
 # (src/ and its family folders).
