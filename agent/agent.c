@@ -6,59 +6,20 @@
  *
  * One thread, one poll().  Signals only write a byte into a self-pipe;
  * children are started and read in the loop; the database session is
- * db.c's (it connects without blocking, so that a database that is down or
- * slow never stops timeouts, kills or a SIGTERM from being handled), and
- * every statement is one of protocol.c's.  The short statements (claim,
- * complete, fail, heartbeat) are one round trip each, and bounded: the
- * session runs with statement_timeout and lock_timeout (a few seconds; a
- * statement that hits them is an error like any other, logged and tried
- * again on a later loop), and db.c waits for an answer at most
- * statement_timeout plus a grace period before it gives the connection up
- * as broken.  So no lock held by someone else and no stuck server stops
- * the loop for longer.
+ * db.c's, and every statement is one of protocol.c's, one bounded round
+ * trip each: no lock held by someone else and no stuck server stops the
+ * loop for longer.
  *
- * Claims and wake-ups follow the protocol docs/jobs.md ("Waking idle workers")
- * describes: LISTEN on "coord:<queue>" for every queue and on
- * "coord:host:<host>" first (db.c, at every connect, with protocol.c's
- * proto_open_session), then claim; a claim that finds nothing marks the
- * session idle on that channel, and enqueue NOTIFYs only idle sessions.  So
- * while it has free slots the agent claims from a queue until a claim comes
- * back empty (a claim that found work drops the idle mark), and it polls
- * every `poll` as docs/jobs.md asks, in case a wake-up is lost.  A notification
- * or a new session calls agent_wake() (db.c's wake callback): claim now.
- * Some things make a job claimable without a commit, so without a NOTIFY: its
- * run_at coming, a pause ending by its time, a bucket refilling.  So a round
- * that leaves slots free asks coord.next_due of all the queues (one
- * statement, the wait computed on the server's clock) and claims again then
- * if that is before the poll, though not sooner than NEXT_DUE_FLOOR_MS.  A
- * time that is due already, right after claims that found nothing, means
- * something next_due does not see holds the job (a busy group_key, another
- * host's or another member's job): the agent backs off, from the floor
- * doubling up to the poll, until a hint names a later time or none.
+ * Claims follow docs/jobs.md ("Waking idle workers"): LISTEN first, then
+ * claim until a claim comes back empty, and poll every `poll`.  A claim
+ * whose result cannot be read, or whose outcome is unknown, drops the
+ * connection.  A complete or fail whose outcome is unknown keeps its job
+ * in_doubt until coord.claim_state says what became of it.  A child whose
+ * claim is gone (its session lost, its lease run out) is killed.
  *
- * Claims are session-bound by default: if the agent dies or its connection
- * does, the jobs are claimable again at once, and the agent kills the
- * children of those jobs (db.c calls agent_session_lost(), its session_lost
- * callback).  In lease mode the claims outlive the connection until their
- * lease runs out, so the children go on running through a reconnect and are
- * reported afterwards; a child whose lease ran out (by our own clock, which
- * starts before the server's) is killed, connected or not: its job may be
- * claimed again by anyone.
- *
- * A claim whose result cannot be read (the wrong shape, a row without id or
- * token), or whose outcome is unknown (db.c: no whole answer), may have
- * claimed jobs we know nothing of: the agent drops the connection, which
- * releases session-bound claims at once (lease claims come back when their
- * lease runs out).
- *
- * A complete or fail whose outcome is unknown is not an outcome: the job is
- * kept, marked in_doubt (its child gone, its slot held), and never dropped
- * as lost with the session; once connected, coord.claim_state says exactly
- * what became of the claim, in a transaction whose commit also waits for
- * the synchronous standby (protocol.c): committed (the end line says so),
- * released with its session (lost: it runs again), claimed still (report
- * again, same token), or no longer ours (stale).  A heartbeat whose outcome
- * is unknown renews nothing by the agent's clock.
+ * The loop, wake-ups and next_due's floor and back-off, session-bound and
+ * lease claims, unreadable claims and unknown outcomes: agent/README.md,
+ * "The loop (agent.c)".
  *-------------------------------------------------------------------------
  */
 #include <errno.h>
@@ -752,7 +713,7 @@ claim_from(const char *queue, int n)
 /*
  * After a round that left slots free (every queue came back empty): the
  * next round at coord.next_due of the queues, if that comes before the poll
- * (header comment: the floor and the back-off).
+ * (agent/README.md, The loop: the floor and the back-off).
  */
 static void
 sleep_until_due(void)

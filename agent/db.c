@@ -5,43 +5,22 @@
  *		LISTEN at connect, notices and notifications, and the reconnect with
  *		backoff after the session is lost.
  *
- * States: DB_DOWN -> (db_tick, when reconnect_at has come) DB_CONNECTING ->
- * (PQconnectPoll, driven by db_socket_ready) DB_READY, or back to DB_DOWN
- * when the connect fails or takes longer than CONNECT_TIMEOUT_MS.  Once
- * connected, session_ready opens the session with protocol.c's statements
- * (statement_timeout and lock_timeout, the extension check, LISTEN on every
- * channel: the open callback; and coord.join of the partition group when
- * there is one: a group's membership ends with its session, so every
- * connect joins again) and only then counts as up: the backoff starts
- * again from zero.  Each
- * session joins under a new, unguessable member name (member_name).  A
- * failed join does not fail the session, which goes on reporting and
- * heartbeating its jobs: the loop claims nothing until a join succeeds
- * (db_group_ready), db_tick tries again with backoff, and a refused name
- * (23505) is replaced by a new one.
  * The connection is opened with PQconnectStartParams/PQconnectPoll, so that
- * a database that is down or slow never stops the loop.
+ * a database that is down or slow never stops the loop.  A session counts
+ * as up only once protocol.c's statements have opened it, and every
+ * connect joins the partition group (if any) again, under a new name.
  *
  * db_run is the only way a statement goes out: one round trip, at most
- * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer (then
- * the connection is given up as broken), notifications read after each.
- * A result counts only once the answer is whole (ReadyForQuery): with the
- * extended protocol the rows come before the commit, so a result followed
- * by a lost connection, a FATAL, no answer at all, or a notice that the
- * commit's wait for a synchronous standby was cancelled (committed here
- * only, and lost at a failover) is an unknown outcome: db_run returns
- * NULL and db_doubt() says why (the callers that change a claim resolve it:
- * protocol.c, agent.c).
- * Whenever the session is lost (db_lost: a broken connection, no answer in
- * time, or the loop's own decision), the loop's session_lost callback is
- * called before the reconnect is scheduled: session-bound claims went with
- * the session.  Any notification means "claim now": the wake callback.
+ * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer.  A
+ * result counts only once the answer is whole (ReadyForQuery); else its
+ * outcome is unknown: db_run returns NULL and db_doubt() says why.  A lost
+ * session calls the loop's session_lost before the reconnect is scheduled.
  *
  * db.c sits below protocol.c and agent.c and calls neither: what it needs
- * of them (the statements that open, reload, join and leave; the loop's
- * wake and session_lost) are the DbCallbacks agent.c gives db_init (db.h).
- * The session uses the configuration db_init and db_reload were last given
- * (agent.c owns it and replaces it on SIGHUP).
+ * of them are the DbCallbacks agent.c gives db_init (db.h).
+ *
+ * The states, a session's opening and join, the round trip, unknown
+ * outcomes and the configuration: agent/README.md, "The database session".
  *-------------------------------------------------------------------------
  */
 #include <errno.h>

@@ -4,59 +4,23 @@
  *		the agent's contract with the extension, readable in one place.
  *
  * The agent's session (through db_run, on db.c's connection; each is one
- * round trip, bounded by statement_timeout and STATEMENT_GRACE_MS):
- *   proto_open_session     a new session's: proto_set_limits
- *                          (set_config('statement_timeout'/'lock_timeout')),
- *                          proto_extension_installed (pg_extension: is
- *                          pg_coord there?), proto_listen_all (LISTEN
- *                          "coord:<queue>" for every queue and
- *                          "coord:host:<host>": the channels enqueue
- *                          NOTIFYs; docs/jobs.md, "Waking idle workers")
- *   proto_reload_session   after a reload: proto_set_limits, and
- *                          proto_unlisten_all (UNLISTEN *) then
- *                          proto_listen_all if the channels changed
- *   proto_join             coord.join of the partition group as db.c's
- *                          member name (HOST:PID:random) with the
- *                          weight, at every connect (membership is the
- *                          session's), after a reload changed it, and
- *                          again after a failed join
- *   proto_leave            coord.leave of the old group after such a reload
- *   proto_claim            coord.claim: up to n jobs, session-bound or with
- *                          a lease, of the group's owned segments when
- *                          there is a group; n = 0 only drops the idle marks
- *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
- *   proto_complete         coord.complete with the result, and once more
- *                          with NULL if the server refuses it (22xxx)
- *   proto_fail             coord.fail, with retry_after or the default;
- *                          retry_after cut to coord.max_retry_after (a
- *                          longer one is refused, and would be forever)
- *   proto_claim_state      coord.claim_state of a job's claim, in a
- *                          transaction that writes a logical message: a
- *                          complete or fail with an unknown outcome
- *                          (db_doubt()), resolved
- *   proto_next_due         min(coord.next_due) of every queue, as the
- *                          milliseconds from the server's clock_timestamp()
- *                          (so the agent's clock does not matter): how long
- *                          an idle agent may sleep before it claims again
- * A claim result is checked before anything of it is used
- * (proto_claim's CLAIM_UNREADABLE): a claim we cannot read may have claimed
- * jobs we know nothing of, and the caller must drop the session.  The
- * statements that change a claim (claim, heartbeat, complete, fail) say
- * when their outcome is unknown (db.c's db_run: no whole answer, or the
- * synchronous standby's wait cancelled): CLAIM_UNKNOWN, HEARTBEAT_UNKNOWN,
- * "unknown".  Every
- * parameter is sent as text with no type (ids and tokens in decimal), and
- * the statement casts it where the function's argument is not text.
+ * round trip, bounded by statement_timeout and STATEMENT_GRACE_MS): a
+ * session's opening and reload, the partition group's join and leave, and
+ * claim, heartbeat, complete, fail, claim_state and next_due.  "coord-agent
+ * status" (its own blocking connection, status.c): reads of coord_monitor's
+ * views, whose columns status.c reads in the order the statements give.
  *
- * "coord-agent status" (a blocking connection of its own, status.c): the
- * same set_config, then reads of coord_monitor's views (coord.queue_stats,
- * coord.jobs, coord.locks) and coord.grid() if it exists; each returns
- * PQexec's result, and status.c reads the columns in the order given here.
+ * A claim result is checked before anything of it is used; the statements
+ * that change a claim say when their outcome is unknown.  Every parameter
+ * is sent as text with no type (ids and tokens in decimal), and the
+ * statement casts it where the function's argument is not text.
  *
- * Apart from that second complete, nothing here decides what to do about a
- * failure: that is the loop's (agent.c) or the session's (db.c).  db.c,
- * below this file, reaches the session's statements (open, reload, join,
- * leave) through the DbCallbacks agent.c gives it (db.h).
+ * Apart from a second complete when the server refuses a result, nothing
+ * here decides what to do about a failure: that is the loop's (agent.c)
+ * or the session's (db.c).
+ *
+ * Each statement, and what an unreadable or unknown result means:
+ * agent/README.md, "The statements (protocol.c)".
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>

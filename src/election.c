@@ -1,66 +1,26 @@
 /*-------------------------------------------------------------------------
  * election.c
  *		Leader election (docs/election.md): coord.campaign,
- *		coord.leader, coord.resign.
+ *		coord.leader, coord.resign, coord.drop_election and the tick's
+ *		share (CoordElectionsTick).
  *
- * Leadership.  The leader of an election holds two session locks:
- *	- the election lock, (COORD_NS_ELECTION, name key of the election), in
- *	  exclusive mode.  Candidates wait for it in the lock manager's FIFO
- *	  queue, which is the first-come-first-served order of candidates;
- *	  waiting runs through CoordAcquire (timeout, interrupts, deadlock
- *	  detection);
- *	- the term lock, (COORD_NS_TERM, the term), in exclusive mode.  Only the
- *	  leader of a term ever takes it, so "is the term lock of the row's term
- *	  held?" is "does that term's leader still lead?": a one-partition
- *	  conditional probe, without reading every backend's status or the
- *	  whole lock table.
- * Both are holds (common_lock.c): taken by the campaign's transaction, let
- * go by the resign's, each following its transaction (and savepoints).  A
- * session that ends for any reason (SIGKILL, pg_terminate_backend, a dropped
- * connection, a server crash) loses both at once: no code of ours has to
- * run.  A hash collision between two election names (1 in 2^64 per pair)
- * would make them share a waiting queue.
+ * The leader of an election holds two session locks, both holds
+ * (common_lock.c): the election lock (COORD_NS_ELECTION), which candidates
+ * wait for first come first served, and the term lock (COORD_NS_TERM),
+ * which only the term's leader ever takes.  A session that ends for any
+ * reason loses both at once: no code of ours has to run.
  *
- * State.  coord.elections keeps one row per election: the newest committed
- * term, the value, pid, backend start and since of its leader; pid and
- * backend_start are NULL after a resign.  Terms come from one sequence,
- * coord.election_term_seq, written in the campaign's transaction: its commit
- * makes the term durable (and, with synchronous replication, present on the
- * standby), so a term issued after a crash or failover is larger than every
- * committed one; a term handed out by a campaign that rolled back is never
- * handed out again.
+ * coord.elections keeps one row per election.  Terms come from one
+ * sequence, written in the campaign's transaction: a term is never handed
+ * out twice, and one issued after a crash or failover is larger than every
+ * committed one.  coord.leader reports a row only while its term lock is
+ * held.  Observers get a NOTIFY on "coord:leader:<election>" at the commit
+ * of a change of this session's leadership.  campaign and resign refuse
+ * during recovery and in read-only transactions, leader during recovery
+ * (25006).
  *
- * coord.leader reads the row and reports it only while its term lock is
- * held.  A leader that resigned has cleared pid in the committed row before
- * its locks go (after commit), and a leader whose session ended has lost
- * its term lock, so neither is ever reported.  A campaign not yet committed
- * is not reported either: its row is not visible.
- *
- * What wakes whom.  A candidate sleeps in the lock manager and is woken by
- * the release of the election lock: after the commit of the leader's
- * resign, or when the leader's session ends.  Observers get a NOTIFY on
- * "coord:leader:<election>" at the commit of every transaction that changed
- * this session's leadership of the election: one per election, describing
- * the state at commit (payload: the term of a campaign won, empty after a
- * resign).  The pre-commit callback decides from the holds as they stand
- * then (savepoints settled), so a resign undone by a campaign in the same
- * transaction, or a campaign rolled back to a savepoint, sends nothing.  A
- * leader whose session ends sends nothing; the next leader's campaign, when
- * it commits, does.
- *
- * Retention.  A row whose leader is gone (resigned, or its session ended)
- * is deleted by the first coord.tick once its term began more than
- * coord.retention ago (CoordElectionsTick), or at once by
- * coord.drop_election, coord_admin's; both refuse nothing else and skip or
- * wait for a row a campaign or resign has locked.  The next campaign
- * inserts the row again with a term from the sequence, larger than every
- * one before.  Neither ever deletes the row of a live leader, whose own
- * campaign again reads it.  A value has at most 8 kB, 64 kB when the
- * caller is coord_admin's (CoordIsAdmin).
- *
- * Where it works.  campaign and resign refuse during recovery and in
- * read-only transactions (25006); leader refuses during recovery (a
- * standby's lock manager does not know the primary's leaders).
+ * Leadership, state, what wakes whom, retention and where it works:
+ * src/README.md, "Election (election.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -5,56 +5,21 @@
  *		their own (transaction poolers, serverless functions;
  *		docs/lease-locks.md).
  *
- * Liveness.  A lease is live while expires_at > clock_timestamp().  Only
- * the server's clock counts, and its clock_timestamp(), not now(): now() is
- * the start of the caller's transaction, so a long transaction would see
- * (and renew) a lease that has already run out.  A new expiry is
- * clock_timestamp() + ttl when the statement runs.
+ * A lease is live while expires_at > clock_timestamp(): only the server's
+ * clock counts, never now().  A lease on a path conflicts with live leases
+ * on the path, its ancestors and its descendants, and with session or
+ * transaction locks on them: coord.lease_lock first try-locks the path as
+ * coord.try_xact_lock would, then locks the conflicting lease rows FOR
+ * UPDATE, and refuses REPEATABLE READ and SERIALIZABLE (0A000).  Its tokens
+ * come from coord.fence_seq, as coord.fence's do, so a path's tokens only
+ * grow across both kinds of lock.
  *
- * Hierarchy.  The path rules are those of session locks (CoordParsePath).
- * A lease on /a/b conflicts with live leases on /a/b itself, on its
- * ancestors (/a) and on its descendants (/a/b/...): the ancestors are
- * looked up by their exact paths, the descendants by one range scan of the
- * primary key, whose collation is "C" (every string that starts with
- * "/a/b/" sorts in ["/a/b/", "/a/b0"), since '0' follows '/').
+ * Nothing here waits but for a row lock or a writer under the path's
+ * previous token; nothing survives an abort; a lease does not end with the
+ * session that took it.
  *
- * Lock order and races.  coord.lease_lock first try-locks the path in the
- * lock manager for its own transaction, exactly as coord.try_xact_lock
- * would (intention exclusive on the ancestors, exclusive on the path).
- * Two lease_lock calls on conflicting paths are thereby serialized (the
- * later one gets NULL at once), so neither misses the other's row, and a
- * lease is refused while a session or transaction lock conflicts with it.
- * Then it locks the rows of the conflicting leases (FOR UPDATE), which
- * serializes it with a concurrent coord.renew or coord.lease_unlock of
- * those rows: a renewal that commits first is seen (the lease is live), one
- * that comes second finds its row gone (lease_lock deletes the expired
- * conflicting rows it locked).  Under REPEATABLE READ or SERIALIZABLE the
- * transaction's snapshot may predate a lease committed by the time the
- * path lock is had, so lease_lock refuses them (0A000).  renew and
- * lease_unlock touch their own row only.  Session locks do not look at
- * leases: a coord.lock on a path whose lease is live succeeds.
- *
- * Tokens.  A lease's token comes from coord.fence_seq, the sequence of
- * coord.fence's tokens, and is stored in coord.fences as the newest token
- * of the path, so tokens only grow per path across both kinds of lock and
- * coord.fence_ok accepts a lease's token until the path's next lease or
- * fence.
- *
- * Retention.  The row of a lease that ran out stays (coord.leases shows it
- * not live) until a conflicting lease_lock, its lease_unlock, or the first
- * coord.tick once it has been expired for coord.retention
- * (CoordLeasesTick); its fence row stays after it (locks.c).  The tick
- * skips rows a lease_lock has locked.
- *
- * What wakes whom.  Nothing: these functions never wait, except for the
- * row lock of a renew or unlock that is running at that moment, and
- * lease_lock for the end of each transaction that coord.fence_ok let write
- * under the path's previous token (it holds the fence row; locks.c,
- * Fencing).
- *
- * What survives an abort.  Nothing: a lease, a renewal or an unlock rolled
- * back is as if never asked for (a token drawn from the sequence is then
- * never used).  A lease does not end with the session that took it.
+ * Liveness, the hierarchy, the lock order and races, tokens, retention and
+ * what wakes whom: src/README.md, "Lease locks (leases.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

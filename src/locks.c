@@ -1,80 +1,25 @@
 /*-------------------------------------------------------------------------
  * locks.c
- *		Named hierarchical locks on PostgreSQL's lock manager (docs/locks.md).
+ *		Named hierarchical locks on PostgreSQL's lock manager (docs/locks.md):
+ *		coord.lock and its kin (try_, xact_ and unlock forms, lock_all), the
+ *		name registry (coord.lock_names), fencing tokens (coord.fence,
+ *		coord.fence_ok) and the tick's share (CoordLocksTick).
  *
- * Tags.  A path /a/b/c maps to one advisory lock tag per prefix (/a, /a/b,
- * /a/b/c): field1 = database, field2/field3 = the 64-bit name key of the
- * prefix, field4 = COORD_NS_PATH, so no pg_advisory_lock() key can collide.
- * USER_LOCKMETHOD tags survive transaction abort when taken at session
- * level and join PostgreSQL's deadlock detector.
+ * A path /a/b/c is one advisory lock tag per prefix, in namespace
+ * COORD_NS_PATH, taken in the IS/IX/S/X modes of multi-granularity locking.
+ * Lock order: ancestors first, from the root down, then the path; release
+ * in the reverse order (coord.lock_all: one total order, of which each
+ * path's is a part).  Waiters sleep in the lock manager; nothing of ours
+ * wakes them.  Every function that takes a lock refuses during recovery
+ * (25006), and the intention locks of a call that fails are released by
+ * CoordAcquire's abort callback (common_lock.c).
  *
- * Where locks work.  A lock lives in one server's lock manager, so every
- * function that takes one refuses to run during recovery (25006, in
- * CoordAcquire): a lock taken on a standby would coordinate nothing with
- * the primary's sessions.  A read-only transaction on the primary takes
- * locks like any other, but registers no names (below) and gets no fencing
- * token (coord.fence writes; 25006).  coord.fence_ok locks the path's fence
- * row where the transaction can write (coord_fence_ok) and only reads where
- * it cannot, so it works on a standby too, as coord.path_key does.
+ * A path's fencing tokens only grow, and coord.fence_ok holds the path's
+ * fence row until its transaction ends, so a new token waits for every
+ * transaction still writing under the old one.
  *
- * Fencing.  coord.fence stores the path's newest token in its coord.fences
- * row (INSERT ... ON CONFLICT DO UPDATE), as coord.lease_lock does; a
- * successful coord.fence_ok locks that row FOR SHARE for the rest of its
- * transaction.  So a new token waits (on the locker's transaction id, in
- * the lock manager: the deadlock detector sees it) for every transaction
- * still writing under the old one, and a check made while a new token is uncommitted waits for it.
- * The holder's own check and fence in one transaction never wait for each
- * other; checks of the same token share the row (a MultiXact when two
- * overlap).  Only a waiter takes lock-table entries (its tuple and xid
- * locks); a granted row lock lives in the tuple.
- *
- * Modes.  Multi-granularity locking maps onto four PostgreSQL lock modes
- * whose conflict table is exactly the IS/IX/S/X matrix:
- *		intention shared	= RowShareLock		conflicts with X
- *		intention exclusive = RowExclusiveLock	conflicts with S, X
- *		shared				= ShareLock			conflicts with IX, X
- *		exclusive			= ExclusiveLock		conflicts with IS, IX, S, X
- * Locking /a/b/c exclusively takes IX on /a and /a/b, then X on /a/b/c.
- *
- * Lock order.  Ancestors first, from the root down, then the path; release
- * in the reverse order.  Every session takes the same order, so the
- * hierarchy adds no deadlock of its own; cycles between user paths (and with
- * row or table locks) are found by PostgreSQL's deadlock detector.
- * coord.lock_all takes the tags of all its paths in one total order (by
- * depth, then name key, then the stronger mode first), of which each single
- * path's root-down order is a part: two lock_all calls, or lock_all and
- * coord.lock, never wait for each other in a cycle unless a session already
- * held other locks.
- *
- * What wakes whom.  Nothing of ours: waiters sleep in the lock manager's
- * per-tag FIFO queue and are woken by LockRelease, at unlock, at commit or
- * abort (transaction locks), or when a session ends for any reason.
- *
- * Names.  coord.lock_names maps each key to its path, written the first time
- * any session locks the path, so coord.locks shows readable paths and a
- * second path with the same key is refused instead of silently sharing a
- * lock.  Each backend caches the names it has checked, and forgets them on
- * a relcache invalidation of coord.lock_names, which coord.purge_lock_names
- * sends when it deletes rows (so no backend goes on trusting a purged name:
- * it registers the name again at its next use).  Registration never
- * waits on another registrar that is still running (it takes a per-key
- * try-lock first; only a waiter whose registrar's transaction has ended
- * waits for it to let go of the key) and is skipped in read-only
- * transactions and under REPEATABLE READ or SERIALIZABLE (RegisterNames).
- *
- * Retention (CoordLocksTick, from coord.tick).  A fence row goes once its
- * newest token is older than coord.retention, no lease row of its path is
- * left and no session holds or awaits a lock on the path: tokens come from
- * one sequence, so the path's next token is still larger than every one
- * before, and coord.fence_ok, finding no row, says false to every old
- * token (it fails closed).  A registry row goes once it is older than
- * coord.retention and nobody holds or awaits its key, as
- * coord.purge_lock_names would delete it (and forget the caches the same
- * way).
- *
- * Error safety.  Session locks survive abort, so the intention locks a call
- * has taken before it fails (timeout, cancel, deadlock) are released by the
- * (sub)transaction abort callback of CoordAcquire (common_lock.c).
+ * Tags, modes, where locks work, fencing, the lock order, names, retention
+ * and error safety: src/README.md, "Locks (locks.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -1128,11 +1073,12 @@ coord_purge_lock_names(PG_FUNCTION_ARGS)
 }
 
 /*
- * CoordLocksTick: the tick's share (docs/operations/sizing.md; the header
- * above).  Fences first: a lease row the tick deleted just before keeps
- * none.  Up to a batch of rows of each table; rows being written (a fence
- * or lease_lock upserting the path's fence) are skipped, and a fence
- * written since the candidates were read fails the age test again.
+ * CoordLocksTick: the tick's share (docs/operations/sizing.md;
+ * src/README.md, Locks, Retention).  Fences first: a lease row the tick
+ * deleted just before keeps none.  Up to a batch of rows of each table;
+ * rows being written (a fence or lease_lock upserting the path's fence) are
+ * skipped, and a fence written since the candidates were read fails the
+ * age test again.
  */
 int64
 CoordLocksTick(TimestampTz horizon)

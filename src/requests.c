@@ -7,46 +7,18 @@
  * State.  One row per key in coord.request_keys: requested, queued or done,
  * with the owner's pid and backend start time.
  *
- * Ownership.  The owner of a requested key holds a session-level advisory
- * lock on (COORD_NS_REQUEST, name key of the key), one hold per key it owns.  The lock, not the row, says
- * whether the owner is still there: a backend that ends for any reason
- * (disconnect, SIGKILL of the client, pg_terminate_backend, server restart)
- * loses its locks at once, so no timer or heartbeat is involved.
+ * The owner of a requested key holds a session-level advisory lock on
+ * (COORD_NS_REQUEST, name key of the key), a hold (common_lock.c) per key
+ * it owns: the lock, not the row, says whether the owner is still there.
+ * Waiters queue for that lock in the lock manager, first come first
+ * served.  It is released after the commit of mark_queued, mark_done or
+ * release (so a waiter never reads state the owner has not committed), at
+ * the abort of the request that took it, or when the owner's session ends.
+ * request() refuses REPEATABLE READ and SERIALIZABLE.
  *
- * Waiting.  request(wait => true) blocks in the lock manager on that lock;
- * its FIFO queue is the first-come-first-served waiting list.  Whoever is
- * granted the lock reads the row with a fresh snapshot and answers from the
- * contract's table: no row -> insert, true; requested (by a session that no
- * longer holds the lock, so it has ended) -> take over, true; queued -> false;
- * done -> true and requested again if older than stale_after, else false.
- * A false answer releases the lock at once, so the next waiter reads next.
- *
- * What wakes whom.  The owner's lock is released
- *	- at COMMIT of the transaction in which it called mark_queued, mark_done or
- *	  release, from the commit callback, which runs after the commit is
- *	  visible (and, with synchronous replication, replicated): a waiter never
- *	  reads state the owner has not committed, and a rollback keeps the owner;
- *	- at ABORT of the transaction in which request() took it, so a rolled-back
- *	  request leaves no owner behind;
- *	- when the owner's session ends, by PostgreSQL.
- * The owner's lock is a hold (common_lock.c), whose taking and letting go
- * follow the transaction and its savepoints.
- *
- * Snapshots.  request() refuses REPEATABLE READ and SERIALIZABLE: their
- * snapshot can predate the commit that woke the waiter.
- *
- * Retention.  done keys stay until coord.purge_requests; queued keys until
- * marked done.  A requested key whose owner is gone (its lock free) means
- * what no row means to the next request (take over, true), so coord.tick
- * deletes such rows once requested coord.retention ago (CoordRequestsTick):
- * it try-locks the key, so a live owner's row is never touched, and reads
- * the row again after the lock; a request that read the row before the
- * tick deleted it finds it gone at its takeover and inserts it again
- * (Decide).
- *
- * Name keys are 64-bit hashes.  Two keys that collide share a waiting queue
- * (one may wait for the other's owner), never an owner: state is keyed by
- * the text, and each owned key is its own hold of the lock.
+ * Ownership, waiting and the contract's table, what wakes whom, snapshots,
+ * retention and name-key collisions: src/README.md, "Requests
+ * (requests.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -546,9 +518,10 @@ PurgeRequested(HeapTuple row, TupleDesc desc, void *arg)
 }
 
 /*
- * CoordRequestsTick: the tick's share (docs/operations/sizing.md; the header
- * above).  Up to a batch of requested keys requested before horizon, each
- * deleted when its lock is free now (its owner is gone).
+ * CoordRequestsTick: the tick's share (docs/operations/sizing.md;
+ * src/README.md, Requests, Retention).  Up to a batch of requested keys
+ * requested before horizon, each deleted when its lock is free now (its
+ * owner is gone).
  */
 int64
 CoordRequestsTick(TimestampTz horizon)

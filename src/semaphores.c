@@ -3,55 +3,21 @@
  *		Counting semaphores on PostgreSQL's lock manager (docs/semaphores.md): coord.acquire_permit, coord.release_permit and the
  *		lock status behind the coord.semaphores view.
  *
- * Tags.  A semaphore at a path has a 48-bit key: the path's 64-bit name key
- * (CoordNameKey) with its low 16 bits cleared.  Permit k (0 <= k < permits
- * <= COORD_PERMITS_MAX) is the advisory lock whose key is that key with k in
- * the low 16 bits, in namespace COORD_NS_PERMIT; the gate is the key itself
- * in COORD_NS_PERMIT_GATE.  Semaphores live in a namespace of their own: a
- * semaphore at /a and a lock on /a are unrelated, and semaphores take no
- * intention locks (a permit is not a lock on a subtree).  A permit is held
- * in ExclusiveLock; only try-locks are ever taken on it.
+ * Permit k of a path is an advisory lock (COORD_NS_PERMIT, the path's key
+ * with k in its low 16 bits), held in ExclusiveLock and only ever
+ * try-locked; a gate (COORD_NS_PERMIT_GATE) serves the acquirers first
+ * come first served.  Semaphores take no intention locks and are unrelated
+ * to locks on the same path.
  *
- * Lock order and waiting.  An acquirer takes the gate exclusively at
- * transaction level, waiting in the lock manager's FIFO queue (so waiters
- * are served first come first served, with deadlock detection, interrupts
- * and lock_timeout), then, holding it, try-locks permits 0 .. permits-1.
- * If none is free it waits in the lock manager for one permit for a short
- * step (1 ms doubling to 10 ms; each step waits on the next permit in
- * turn), then tries them all again, checking interrupts and its timeout;
- * with a permit it lets go of the gate.  What wakes it: the release of the
- * permit it waits on (at commit, at transaction end, or at the holder's
- * session end), else the end of its step.  Its steps are far shorter than
- * deadlock_timeout, so a cycle through a full semaphore is not seen by the
- * deadlock detector: use a timeout where such a cycle can arise.
+ * Lock order: the gate (transaction level, waited for in the lock
+ * manager), then, holding it, permits 0 .. permits-1; with a permit the
+ * acquirer lets go of the gate.  A session permit is a hold (common_lock.c),
+ * a transaction permit a transaction lock; session end frees every permit.
+ * A label (coord.permit_holders) counts only where it names a live holder.
  *
- * Scopes.  A session permit is a session lock kept as a hold (common_lock.c):
- * taken by a transaction that rolls back, it is let go; let go by
- * coord.release_permit, it is freed when that transaction commits.  A
- * transaction permit (xact => true) is a transaction lock.  Re-acquiring a
- * path this session holds a permit of is reentrant: it returns the same
- * permit, and n session acquisitions need n releases.  Session end frees
- * every permit at once, whatever the cause: there is nothing else to clean.
- *
- * Labels.  coord.permit_holders (unlogged) keeps, per (key, permit), the
- * path, the size the holder asked for, its pid, backend start and since, as
- * written by the permit's latest holder in the acquiring transaction.  The
- * lock table says who holds what; a label counts only where it names a live
- * holder of that very lock, so a stale one is harmless and is overwritten
- * by the permit's next holder.  coord.tick deletes the labels of backends
- * that are gone (CoordSemaphoresTick), so labels of paths used once do not
- * accumulate; a live backend's label is kept, as a session that writes its
- * label once (coord.permit_since off) does not write it again.  No label is
- * written in read-only
- * transactions or under REPEATABLE READ or SERIALIZABLE (whose snapshot may
- * not see the previous holder's row): the view shows such a holder
- * without its since.  A label that names another path with the same key is
- * refused (23505), as the lock name registry refuses one.
- *
- * Sizes.  Callers of one path should pass the same permits: a caller
- * competes for permits 0 .. permits-1 only.  A caller is refused (22023)
- * when permit number `permits` is held, that is when a live holder asked
- * for a larger semaphore.
+ * Tags, the lock order and waiting (why a cycle through a full semaphore
+ * needs a timeout), scopes, labels and sizes: src/README.md, "Semaphores
+ * (semaphores.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -244,8 +210,8 @@ CheckSize(uint64 skey, int permits, const char *path)
 }
 
 /*
- * Writes the label of permit k (see the header).  A label of another path
- * with the same key is a collision.
+ * Writes the label of permit k (src/README.md, Semaphores, Labels).  A
+ * label of another path with the same key is a collision.
  */
 static void
 WriteLabel(uint64 skey, int k, int permits, const char *path)

@@ -11,8 +11,9 @@
  * and coord.drop_app apps_define.c, coord.tick's share apps_tick.c,
  * coord.rerun apps_rerun.c, coord.grid apps_grid.c, alerts apps_alerts.c.
  *
- * The family's protocol -- who creates runs, upstream windows, the lock
- * order, timeouts, alerts, isolation, memory -- is src/apps/README.md.
+ * The family's protocol -- periods in a time zone, who creates runs,
+ * upstream windows, the lock order, timeouts, reruns, alerts, isolation,
+ * memory -- is src/apps/README.md.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -3,50 +3,18 @@
  *		Alerts of app runs (docs/apps.md, Alerts): coord.app_alerts, read
  *		through the view coord.alerts, and the NOTIFY "coord:alerts".
  *
- * Three kinds, each at most one open per run (app, period_start): the
- * unique index app_alerts_open makes a second raise a no-op (INSERT ... ON
- * CONFLICT DO NOTHING), so neither many ticks nor concurrent ones (which
- * coord.tick serialises anyway) duplicate one.
- *	- deadline: raised by coord.tick(now) (AppsAlertsTick) for each live run
- *	  of an app with a deadline whose period ended more than `deadline`
- *	  before now, raised_at = now; so it is raised while the run is late,
- *	  never by the run finishing.  Cleared by the finish hook when the run
- *	  finishes (done, dead or cancelled), cleared_at = the finish time.
- *	- timeout: raised when a tick revokes a run's claim past its timeout and
- *	  the run is retried (AppsAlertTimeout); one per run while open, its
- *	  events counting the timeouts.  Cleared like deadline.  A timeout on the
- *	  last attempt kills the run: that is a dead alert, whose detail says so.
- *	- dead: raised by the finish hook when the run dies after its last
- *	  attempt (raised_at = the finish time); cleared when the same run later
- *	  finishes done (coord.retry of its job, or a rerun).
- * A rerun that makes a finished run live again is a new run for alerts:
- * past its deadline already, it is late at once and raises a new deadline
- * alert, cleared when it finishes.
+ * Three kinds (deadline, timeout, dead), each at most one open per run
+ * (app, period_start): the unique index app_alerts_open makes a second
+ * raise a no-op.  Every raise that inserts a row sends NOTIFY
+ * "coord:alerts" in the same statement, so a listener hears of an alert
+ * exactly when it becomes visible; clearing notifies nobody.
  *
- * Every raise that inserts a row sends NOTIFY "coord:alerts" with the
- * payload {"app", "period_start", "kind"} (the start in UTC, as in a run's
- * payload) in the same statement: PostgreSQL
- * delivers it at the commit of the raising transaction and drops it with
- * an aborted (sub)transaction, so a listener hears of an alert exactly when
- * it becomes visible.  Clearing notifies nobody.
+ * All statements run inside SPI as the owner, in the caller's transaction
+ * (the tick's, or the finishing one's); nothing here takes a lock of its
+ * own beyond the rows and the index entries.
  *
- * A deadline raised as its run finishes: the tick locks the live runs it
- * raises alerts for (FOR UPDATE, re-checked on the latest row version), and
- * a finishing transaction updates the run's row before it clears its
- * alerts.  So either the run finished first and the tick skips it, or the
- * tick commits its alert first and the finisher, which waited for the row,
- * clears it with a fresh snapshot.  SKIP LOCKED: a run whose row is locked
- * is being finished (or given a job) right now; waiting for it could close
- * a cycle with the (app, period) locks a finisher takes for its dependents
- * while the tick holds some, and the next tick raises it if it is still
- * late.
- *
- * Retention: cleared alerts older than coord.job_history_retention (before
- * the tick's now) go with each tick, as the runs' jobs go from the history;
- * open ones stay until their run finishes; drop_app deletes an app's
- * alerts with its runs.  All statements run inside SPI as the owner, in
- * the caller's transaction (the tick's, or the finishing one's); nothing
- * here takes a lock of its own beyond the rows and the index entries.
+ * Who raises and clears each kind, a deadline raised as its run finishes,
+ * and retention: src/apps/README.md, "Alerts (apps_alerts.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -3,42 +3,22 @@
  *		An app's periods in its time zone, their labels, and where its runs
  *		start when coord.define_app stores it.
  *
- * Periods in a time zone.  An app's periods are local calendar periods of
- * its zone (UTC when none): a local day, an ISO week from local Monday
- * 00:00, a local month or year.  A period starts when the local clock first
- * reaches or jumps past its local start: the smallest instant u with
- * u + offset(u) >= that local time (FirstReach).  So a day whose midnight a
- * spring-forward skips starts at the end of the gap, and one whose midnight
- * a fall-back repeats at its first occurrence; the periods still partition
- * time, and a day has 23, 24 or 25 hours.  Hourly periods are the real
- * hours: the hours of local wall time within one UTC offset, split where the
- * offset changes.  A fall-back night has two 01:00 hours (a day of 25 hourly
- * periods), a spring-forward one none at 02:00 (23); in a zone whose change
- * is 30 minutes (Australia/Lord_Howe) the hour of the change is split into
- * a 30-minute period.  Every day boundary is an hour boundary, and every
- * week, month and year boundary a day boundary, so a coarser period is
- * exactly a union of finer ones.  Labels carry the UTC offset in a zone
- * (coord_period_label), so the two 01:00 hours differ.
+ * A period starts when the local clock first reaches or jumps past its
+ * local start (FirstReach); the periods partition time, a coarser period
+ * is exactly a union of finer ones, and labels carry the UTC offset in a
+ * zone, so the two 01:00 hours of a fall-back differ.
  *
  * The zone is a callback (AppZone): the extension asks PostgreSQL's time
  * zone database, test/apps a table.  Every loop here is bounded by a small
  * constant whatever the zone says.
  *
- * Where runs start (coord_app_periods; docs/apps.md):
- *	- a new app, or one whose grain or zone changed (another period
- *	  length, or other period boundaries: its old periods mean nothing
- *	  now), starts over: at catchup_from's period
- *	  when it is given, else at the period of its first tick (both periods
- *	  NULL until then);
- *	- a stored app with the same grain keeps its periods, unless
- *	  catchup_from's period is earlier than its first period (or it has
- *	  none yet): then both move there, and the periods from there on that
- *	  have no run get one.  A later catchup_from changes nothing: runs
- *	  created are never taken back.
- *
  * Pure: inputs in, the answer out; no catalog, no SPI, no allocation, no
  * error.  define_app reads the inputs (as the owner, under the definitions
  * lock) and writes the answer.
+ *
+ * Periods in a time zone (days of 23 or 25 hours, split hours) and where
+ * runs start (coord_app_periods): src/apps/README.md, "Periods in a time
+ * zone (apps_periods.c)".
  *-------------------------------------------------------------------------
  */
 #include <stdio.h>

@@ -5,36 +5,17 @@
  *
  * A rerun resets runs: a finished run (done, dead or cancelled) is copied
  * to coord.app_run_history as an earlier attempt, its coord.app_runs row is
- * deleted, and its period goes into coord.app_reruns.  A period without a
- * run is then created again by the one check-and-create path of apps.c
- * (AppsTryPeriod, under the period's (D, P) lock, upstreams checked for an app
- * with dependencies): by the completion of its last upstream run, as any
- * run is, or by coord.tick (AppsRerunTick), which walks each app's
- * reset periods in time order and creates at most APP_MAX_LIVE_RUNS
- * unfinished runs per app, like catch-up; coord.rerun itself does the same
- * for the app it reruns.  A reset period whose run exists again leaves
- * coord.app_reruns at the app's next tick.
+ * deleted, and its period goes into coord.app_reruns.  The period's run is
+ * made again only by apps.c's one check-and-create path (AppsTryPeriod),
+ * at most APP_MAX_LIVE_RUNS unfinished runs per app.  An unfinished run is
+ * never reset, and an unfinished downstream one is an error (55000).
  *
- * Which runs.  Of the app: every finished run whose period starts in
- * [from, to); unfinished ones (scheduled, ready, running, waiting) are
- * skipped, as they will finish with what is there now.  With downstream:
- * every period of every app depending on it, transitively, that contains
- * one of those periods (the windows of DependentRuns in apps.c); a finished
- * run there is reset, a period without a run is left to its upstreams, and
- * an unfinished one is an error (55000): it is computing from the results
- * being replaced, and would not be redone.
+ * Lock order: the tick lock, the definitions lock, the rows of the app's
+ * finished runs, then the (D, P) locks in (app name, period) order, kept
+ * to the end of the transaction (at most RERUN_MAX_LOCKS per call).
  *
- * Lock order.  coord.rerun takes the tick lock (COORD_NS_TICK: reruns run
- * one at a time, never during a tick, and a second one sees the first's
- * work), then the definitions lock (the graph does not change under it),
- * then the rows of the app's finished runs (FOR UPDATE), then the (D, P)
- * locks of every downstream period and of the app's periods it creates at
- * once, all in (app name, period) order, as completions take theirs, and
- * only then reads the downstream rows (a fresh snapshot: a completion that
- * created a downstream run before is seen, one after waits for the commit
- * and then sees the reset upstream runs as not done).  Those locks are kept
- * to the end of the transaction, so at most RERUN_MAX_LOCKS downstream
- * periods per call (54000 beyond: a shorter range).
+ * Who makes the runs again, which runs a rerun resets, and why the locks
+ * come in this order: src/apps/README.md, "Reruns (apps_rerun.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -406,8 +387,9 @@ AppsRerunTick(AppGraph *g, AppDef *d)
 }
 
 /*
- * coord.rerun(app, from, to, downstream): see the header.  Returns how many
- * runs it reset (those of app and, with downstream, of its dependents).
+ * coord.rerun(app, from, to, downstream): see the header and
+ * src/apps/README.md, "Reruns (apps_rerun.c)".  Returns how many runs it
+ * reset (those of app and, with downstream, of its dependents).
  */
 Datum
 coord_rerun(PG_FUNCTION_ARGS)

@@ -13,18 +13,11 @@
  * ancestors before descendants (locks.c).  Nothing here takes a lock of
  * its own.
  *
- * What survives an abort.  Session locks do, so the ones a call takes
- * before it fails (timeout, cancel, deadlock) are recorded as in flight and
- * released by the (sub)transaction abort callback, and so is the one it was
- * waiting for when the error came just as the lock manager granted it.  A hold taken by a
- * (sub)transaction that aborts is released; a hold let go by one is kept;
- * a hold let go by a transaction that commits is released after the commit.
- * Transaction locks go with their transaction, and the cap's count forgets
- * them at its end.  A transaction that took or let go of a pg_coord lock
- * cannot PREPARE.
- *
  * Recovery.  CoordAcquire refuses during recovery (25006): a lock taken on
  * a standby is not seen by the primary's sessions.
+ *
+ * What survives an abort (session locks in flight, holds, the cap's count,
+ * PREPARE): src/common/README.md, "Lock-manager helpers (common_lock.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

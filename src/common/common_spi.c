@@ -10,20 +10,14 @@
  *
  * Protocol.  Every statement pg_coord runs as the owner goes between
  * CoordSpiBegin (SPI_connect, then the owner switch) and CoordSpiEnd (the
- * reverse).  The switch runs as the owner with SECURITY_RESTRICTED_OPERATION
- * and search_path pinned, so the tables behind the functions need no grants
- * to callers, and every statement names its objects and operators with a
- * schema, so the caller's search_path can never substitute objects of its
- * own.  The two statements that must run as the caller (common.h says
+ * reverse).  The two statements that must run as the caller (common.h says
  * which and why) go between CoordSpiConnectAsCaller and
- * CoordSpiFinishAsCaller instead.
+ * CoordSpiFinishAsCaller instead.  Nothing of the switch or the connection
+ * survives an abort; what is per backend does.
  *
- * What survives an abort.  Nothing of the switch or the connection:
- * (sub)transaction abort restores the user id and security context, pops
- * the GUC nest level and closes the SPI connection.  What is per backend
- * survives: saved plans (revalidated by the plan cache after DDL), the
- * owner's and coord_admin's OIDs (forgotten on syscache invalidation), and
- * the caches' memory contexts.
+ * Why the switch needs no grants and no trust in the caller's search_path,
+ * and what survives an abort: src/common/README.md, "Running SQL as the
+ * owner (common_spi.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

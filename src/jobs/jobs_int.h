@@ -102,7 +102,7 @@ extern void JobsClaimWriterClose(ClaimWriter *w);
 extern HeapTuple JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, Datum lease,
 							  TupleDesc outdesc, MemoryContext cxt, bool *mine);
 
-/* jobs_limits.c: flow control (see its header) */
+/* jobs_limits.c: flow control (its header; src/jobs/README.md) */
 typedef struct LimitSpec
 {
 	int32		conc;			/* 0: no concurrency limit */

@@ -8,80 +8,18 @@
  *		functions (coord.set_limit ... coord.next_due) and the retention
  *		tick are jobs_limits_sql.c.
  *
- * Tables.  coord.job_limit (queue, per_key) holds the limits, coord.job_pause
- * (queue, limit_key; '' for the whole queue) the pauses, coord.job_bucket
- * the token buckets, coord.job_running the slots of concurrency
- * limits: a row per (queue, scope, slot number) naming the job and claim
- * token that took the slot last (scope: the whole queue, per_key false and
- * limit_key '', or one limit_key).  A slot is taken only while that claim is
- * live: the job is in coord.job with that token, and its lease has not
- * passed or a session holds its claim lock (coord.job_claimed).  So a dead
- * worker never leaks a slot -- a session-bound claim's slot frees the moment
- * the session's lock goes, a lease claim's when the lease passes -- and
- * finishing a job writes nothing here: a claim takes a free slot by
- * overwriting its row (an upsert, HOT: the slot's key does not change).  A
- * scope has at most `concurrency` rows (more only for the claims running
- * when its limit was set or lowered); coord.set_limit and drop_limit delete
- * the free ones.
- *
- * The fast path.  Each backend caches, per queue, what applies to it
- * (QueueLimits), and whether the database has any limit or pause at all
- * (limits_anywhere).  Every function that changes coord.job_limit or
- * coord.job_pause invalidates that table's relcache entry
- * (CacheInvalidateRelcacheByRelid): the message reaches every backend at
- * commit, and its relcache callback (JobsLimitsInval, through jobs_common.c)
- * forgets the cache.  With no limit and no pause in the database a claim
- * and a completion test one boolean; with none on the claim's queue, one
- * hash lookup.  The cache is filled from a fresh snapshot taken after the
- * tables' locks (which is when invalidations are read): an invalidation
- * sent by a commit that snapshot does not see is read later, and empties
- * the cache again.  Under a transaction snapshot nothing is kept.
- *
- * Exactness.  Claims are READ COMMITTED: two claimers that counted the same
- * slots from their own snapshots could both take the last one.  So the count
- * and the take of a (queue, key) are serialised by a transaction-level lock
- * on (COORD_NS_LIMIT, hash of queue and key), taken without waiting: a
- * claimer that finds it busy skips the key, as it skips a busy group_key.
- * The holder reads the slots with the latest snapshot, taken after the lock
- * (ReadSlots; the bucket with SPI's non-read-only execution, which takes one
- * too), so it sees every claim committed before it got the lock; a
- * claimer's lock is released after its commit is visible (PostgreSQL
- * releases locks after ProcArrayEndTransaction), and the slots it took and
- * its bucket update commit with its claim.  A key found
- * full, paused or out of tokens has its lock let go at once; a key the
- * claim took from keeps it until commit.  The whole queue's limit works the
- * same with key ''.  A claim that found nothing only because keys were busy,
- * and holds no limit lock, waits for one busy lock once (the holder is a
- * claim, which commits soon) and scans again: an idle claimer is not left
- * asleep beside a slot that is free.
- *
- * Below the row locks, coord.claim_free asks JobsLimitFree whether the job's key
- * (and queue) has room now; that decision is made once per key and claim
- * call (KeyState) and the lock is kept while it holds.  Above them,
- * coord.claim_take asks JobsLimitTakeOk again (nothing else ran in between for
- * the same key) and records the take (JobsLimitTaken); JobsLimitScanEnd then writes
- * the slots taken (an update of each free slot's row through the table
- * AM, or one insert for new slot numbers) and the buckets' new tokens.  A claim that
- * left a job behind for its limit forgets its frontier (jobs_claim.c), so
- * that its next claim scans from the head and finds the job once its key
- * has room again.
- *
- * Buckets.  tokens as of refilled_at, refilled lazily on the server's clock
- * (rate per `per`, at most burst); written only under the key's lock, so a
- * bucket is never contended on a row lock: a busy key reads as "not now".
- * A claim writes its tokens as of the later of its start and the stored
- * time: a claim that began earlier but reached the key later never moves
- * refilled_at back (which would refill that gap twice).
- *
- * Wake-ups.  A finished or failed job of a queue with a concurrency limit,
- * coord.resume, coord.set_limit and coord.drop_limit wake the queue's idle
- * claimers at commit (JobsWakeAtCommit, jobs_common.c).  A bucket that refills,
- * a pause that ends by its time and a session-bound claim whose session
- * died change nothing in a transaction: idle workers sleep until
- * coord.next_due, which names the earliest of them.
+ * Invariants.  A slot of a concurrency limit is taken only while its claim
+ * is live, so a dead worker never leaks one, and finishing a job writes
+ * nothing here.  The count and the take of a (queue, key) are serialised
+ * by a transaction-level lock (COORD_NS_LIMIT) taken without waiting: a
+ * busy key is skipped, and a bucket is written only under its key's lock.
+ * With no limit and no pause in the database a claim tests one boolean.
  *
  * Per-backend state: the QueueLimits cache (CoordLocalHash), and the count
  * of limit locks this transaction keeps (forgotten at transaction end).
+ *
+ * The tables, the fast path, why a limit stays exact, buckets and
+ * wake-ups: src/jobs/README.md, "Flow control (jobs_limits.c)".
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -3,12 +3,11 @@
  *		The SQL functions of the queue's flow control
  *		(docs/flow-control.md): coord.set_limit, drop_limit, pause,
  *		resume, next_due, job_snoozes and bucket_tokens, and the tick's
- *		share of it
- *		(CoordLimitsTick).  jobs_limits.c is the claim's side, and its
- *		header the protocol: the tables, the per-backend cache that
- *		JobsLimitsChanged invalidates (and wakes the queue's claimers at
- *		commit), the slots and the buckets.  Every function here runs
- *		inside SPI as the owner.
+ *		share of it (CoordLimitsTick).  jobs_limits.c is the claim's side,
+ *		and src/jobs/README.md (Flow control) the protocol: the tables,
+ *		the per-backend cache that JobsLimitsChanged invalidates (and wakes
+ *		the queue's claimers at commit), the slots and the buckets.  Every
+ *		function here runs inside SPI as the owner.
  *
  * Retention (CoordLimitsTick, from coord.tick).  A bucket row idle for
  * coord.retention (refilled_at) that is full again, or whose rate limit is

@@ -4,61 +4,23 @@
  *
  * Every session computes the assignment alone, from the live members it
  * reads (no leader), so it must be a deterministic function of the
- * members' names and weights.
+ * members' names and weights: the same answer on every platform (our own
+ * hash, integer scores and quotas, no libm).
  *
- * Quotas (both assignors).  Member i's fair share is f_i = S w_i / W (S
- * segments, W the total weight); it gets a quota of floor(f_i) or
- * ceil(f_i) segments by largest remainder (ties to the first name), so
- * |count_i - f_i| < 1 for every member: within max(5% of f_i, 1 segment),
- * the bound docs/partition-groups.md states and test/parts checks.
+ * Three assignors: sticky (weighted rendezvous preference bounded by
+ * quotas within 1 of each member's fair share), range (contiguous slices
+ * in member-name order, of the same quotas) and rendezvous (no quotas).
  *
- * sticky: weighted rendezvous preference, bounded by the quotas.  Member i
- * scores segment s with E(i, s) / w_i, E = -log2(u), u a uniform draw from
- * a fixed 64-bit hash of (name, s): the lowest score is an exponential race
- * that i wins with probability w_i / W, and i's score does not depend on
- * the others.  The pairs are taken in increasing score order (a heap of
- * each segment's best member that still has quota left); a pair whose
- * member is full is skipped and its segment goes to its next member with
- * quota left.  That is the one stable assignment of segments to quotas (no
- * segment and member both prefer each other to what they got), so most
- * segments stay with their rendezvous winner, and a join or leave moves the
- * newcomer's or leaver's segments plus the short chains that the changed
- * quotas set off.  No rule of this kind can do with no chain at all: a
- * function of the membership alone that never moves a segment the leaver
- * did not own is a fixed preference order per segment (Sen's property
- * alpha), and no such orders keep every member set within bounds (a
- * Ramsey argument; hashed orders give binomial shares) (test/parts
- * measures the chains: at 1024 segments joins and leaves move 1.25x the
- * minimum in all, with 40-50 members up to twice; at 65536 segments 1.03x).
- *
- * range: the segments split into contiguous slices in member-name order,
- * each of its member's quota.
- *
- * rendezvous (PART_RENDEZVOUS; assignor => 'rendezvous'): the same preference with
- * no quotas, each segment to its lowest score: a join moves only what the
- * newcomer takes and a leave only the leaver's segments, but the shares
- * are binomial (at 1024 segments a 10% share is 102 +- 10 segments, one
- * sigma).  The other side of the trade, for a caller that wants it.
- *
- * Same answer everywhere.  The hash is our own (FNV-1a over the name, a
- * splitmix64 finaliser with the segment), not the server's; -log2 is
- * integer arithmetic (a table built with integer squarings), not libm;
- * scores and quotas are 64-bit integers.  The one floating-point step is
- * each weight divided by the largest (or the reverse) and scaled by a power
- * of two, which IEEE rounds alike on every platform; ties break by segment
- * and member index.
- *
- * Cost.  segments x members hashes, once per membership change (the
- * caller caches the result); a score whose cheap lower bound cannot beat
- * the best so far skips the log.  A segment whose best member is full is
- * scored again against the members with quota left.  1000 members x 65536
- * segments take about 0.2 s; members x segments above
- * COORD_ASSIGN_MAX_WORK is an ERROR (54000) in the backend.
+ * Cost: segments x members hashes, once per membership change; members x
+ * segments above COORD_ASSIGN_MAX_WORK is an ERROR (54000) in the backend;
  * CHECK_FOR_INTERRUPTS every 256 segments and at every re-score.
  *
  * Pure: no catalog; work memory of 12 bytes a segment (palloc in the
  * backend, freed before returning, also on error; malloc in the standalone
  * harness, built with -DCOORD_ASSIGN_STANDALONE).
+ *
+ * Quotas, what a join or leave moves, why every platform agrees, and the
+ * cost: src/partitions/README.md, "The assignment (partitions_assign.c)".
  *-------------------------------------------------------------------------
  */
 #ifndef COORD_ASSIGN_STANDALONE

@@ -4,80 +4,21 @@
  *		day-of-week): parsing, and the next fire time in UTC or in the
  *		local wall time of a time zone.
  *
- * Syntax.  Fields are separated by spaces or tabs, and blanks before the
- * first or after the last are ignored; expressions over COORD_CRON_MAX_LEN
- * bytes are rejected unread.  A field is a comma-separated list of items:
- *		*			every value of the field
- *		N			one value
- *		N-M			N through M; N <= M, ranges never wrap around
- *		N/S			N through the field's maximum, every S-th value
- * and '*' or N-M may also be followed by /S to keep every S-th value of the
- * range, starting with its first.  Ranges: minute 0-59, hour 0-23,
- * day-of-month 1-31, month 1-12, day-of-week 0-7 with 0 and 7 both Sunday.
- * The open-ended forms ('*' and N/S) end day-of-week at 6, so that "1/2" is
- * Mon, Wed, Fri and not Sunday as well.  A step runs from 1 to the field's
- * maximum, as in cronie.  Month and day-of-week take three-letter English
- * names (jan..dec, sun..sat) in any case wherever a number may stand.  The
- * macros @yearly (@annually), @monthly, @weekly, @daily (@midnight) and
- * @hourly stand alone, in any case; @reboot is rejected, since a schedule
- * here is a set of clock times.
+ * Plain C99 that calls nothing of the extension: everything is UTC on the
+ * proleptic Gregorian calendar, computed here rather than with
+ * gmtime/timegm, and a zone is a callback (CoordCronZone) that tells where
+ * its offset changes: cron.c knows no time zone database.  Expressions
+ * over COORD_CRON_MAX_LEN bytes are rejected unread, and @reboot always.
  *
- * Days.  As in Vixie cron, when both day fields are restricted (neither text
- * begins with '*'), a day matches when EITHER field matches it.  When one
- * begins with '*', a day must match BOTH: for a plain '*' only the other
- * field counts, and a stepped '*' keeps its step (day-of-month '*' with step
- * 2 and day-of-week "mon" mean Mondays with an odd day of month).
+ * The search moves a month at a time with bit masks, never through minutes,
+ * and a zone adds one callback per offset change crossed.  In a zone,
+ * wildcard expressions follow the wall clock and fixed-time ones fire once
+ * per local time reached.  coord_cron_next returns -1 exactly for the
+ * expressions that can never fire.
  *
- * Time.  Everything is UTC on the proleptic Gregorian calendar, computed
- * here (days-from-civil and back) rather than with gmtime/timegm, whose
- * ranges differ between platforms.  The search for the next fire time moves
- * a month at a time and finds a month's matching days with bit masks, so it
- * costs a few dozen operations per month and never steps through minutes.
- *
- * Zones.  coord_cron_next_tz matches the fields against local wall time,
- * local = UTC + offset, where the zone's offset is a step function told by
- * a callback (CoordCronZone): cron.c knows no time zone database.  Between
- * two changes (a span) local time runs with UTC, so the UTC search above,
- * run on local seconds, finds a span's matches.  Two rules, chosen as
- * cronie chooses (its MIN_STAR and HR_STAR), by the text:
- *
- * Wildcard expressions, whose minute or hour field begins with '*' ('*',
- * '*' with a step, @hourly), follow the wall clock: they fire at every
- * instant the local clock shows a matching minute.  A fall-back's repeated
- * times fire at both occurrences and a spring-forward's skipped ones not
- * at all, so "0 * * * *" fires on the real hours, 25 on a fall-back day and
- * 23 on a spring-forward one, like hourly app periods, and a minute '*'
- * with step 15 keeps every 15 minutes of elapsed time: such an expression
- * says "every so often", which the hours that exist answer.  The walk
- * tries the spans in turn from the one holding `after`.
- *
- * Fixed-time expressions, all others (including "0 0-23 * * *", which
- * cronie also counts fixed), name times of day: a matching local time
- * fires once, at the first instant the local clock reaches it or jumps
- * past it.  So a time that a spring-forward skips fires at the change, the
- * first instant after the gap (02:30 on a day that jumps from 02:00 to
- * 03:00 fires at 03:00, once however many skipped times match), and a
- * time that a fall-back repeats fires at its first occurrence only.
- * (cronie does this for changes under 3 hours and runs by the new clock
- * after larger ones; here the rule holds for every change.)  The walk
- * goes span by span keeping `reached`, the latest local second the clock
- * has shown, and a span's candidates lie after it.  It starts a few days
- * before `after` to know what the clock showed before (a fall-back repeats
- * at most a day, in 1867 Alaska).
- *
- * Either way, the first match after a bound only grows with the bound, so
- * it is searched for again only when the bound has passed it (or, for a
- * wildcard, gone back at a fall-back): one UTC search plus one callback
- * per span crossed, a few per year of distance to the next fire time.
- *
- * Impossible expressions.  The calendar repeats every 400 years (146097
- * days, a whole number of weeks), so every (month, day, weekday) that can
- * exist at all, 29 February included, occurs in any 400-year window.
- * Whether an expression can ever fire is therefore decided from its masks
- * alone, and coord_cron_next returns -1 exactly for those that cannot.  Any
- * other expression fires at least every 40 years (29 February on a given
- * weekday is the sparsest), and at least every 8 years (29 February) unless
- * a stepped '*' in one day field meets a restriction in the other.
+ * The syntax, the day fields, the rules for offset changes and why an
+ * expression that can fire fires at least every 40 years:
+ * src/schedules/README.md, "Cron expressions (cron.c)".
  *-------------------------------------------------------------------------
  */
 #include <stdint.h>

@@ -5,7 +5,8 @@
  *
  * Plain C99 with no PostgreSQL headers and no allocation, so that the
  * extension and the standalone harness in test/cron link the same code.
- * cron.c describes the accepted syntax and the matching rules.
+ * src/schedules/README.md ("Cron expressions") describes the accepted
+ * syntax and the matching rules.
  *-------------------------------------------------------------------------
  */
 #ifndef PG_COORD_CRON_H

@@ -522,11 +522,12 @@ run_api_checks(void)
 }
 
 /*
- * The sparsity claims of cron.c's header.  Every possible expression fires
- * on some (month, day, weekday), so the gaps between the occurrences of a
- * single such combination bound every expression's gaps: each must occur
- * within 400 years, on that day, and at most 40 years after the last.  And
- * 29 February alone is at most 8 years apart.
+ * The sparsity claims of src/schedules/README.md (cron.c, Impossible
+ * expressions).  Every possible expression fires on some (month, day,
+ * weekday), so the gaps between the occurrences of a single such
+ * combination bound every expression's gaps: each must occur within 400
+ * years, on that day, and at most 40 years after the last.  And 29
+ * February alone is at most 8 years apart.
  */
 static void
 run_calendar_checks(void)
