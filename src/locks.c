@@ -1147,35 +1147,32 @@ CoordLocksTick(TimestampTz horizon)
 {
 	static SPIPlanPtr plan_fences = NULL;
 	static SPIPlanPtr plan_names = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
-	int64		n;
+	int64		fences;
+	int64		names;
 
-	args[0] = TimestampTzGetDatum(horizon);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	n = CoordExec(&plan_fences,
-				  "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
-				  "DELETE FROM coord.fences AS f "
-				  "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
-				  "SELECT x.path FROM coord.fences AS x "
-				  "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
-				  "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
-				  "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
-				  "AND NOT EXISTS (SELECT 1 FROM held AS h "
-				  "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
-				  "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
-				  "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
-				  2, argtypes, args, NULL, SPI_OK_DELETE, "purging fences");
-	CoordExec(&plan_names,
-			  "DELETE FROM coord.lock_names AS n "
-			  "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
-			  "SELECT x.key FROM coord.lock_names AS x "
-			  "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
-			  "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
-			  "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
-			  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging lock names");
-	if (SPI_processed > 0)
+	fences = CoordPurge(&plan_fences,
+						"WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
+						"DELETE FROM coord.fences AS f "
+						"WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+						"SELECT x.path FROM coord.fences AS x "
+						"WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
+						"AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
+						"WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
+						"AND NOT EXISTS (SELECT 1 FROM held AS h "
+						"WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
+						"LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
+						"AND f.fenced_at OPERATOR(pg_catalog.<) $1",
+						horizon, "purging fences");
+	names = CoordPurge(&plan_names,
+					   "DELETE FROM coord.lock_names AS n "
+					   "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
+					   "SELECT x.key FROM coord.lock_names AS x "
+					   "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
+					   "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+					   "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
+					   "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+					   horizon, "purging lock names");
+	if (names > 0)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
-	return n + (int64) SPI_processed;
+	return fences + names;
 }

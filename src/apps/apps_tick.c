@@ -415,22 +415,20 @@ CoordSignalsTick(TimestampTz at)
 {
 	static SPIPlanPtr plan_any = NULL;
 	static SPIPlanPtr plan_purge = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
 
 	args[0] = TimestampTzGetDatum(at);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
 	CoordExecLimit(&plan_any,
 				   "SELECT 1 FROM coord.app_signals AS x WHERE " SIGNAL_GONE " LIMIT 1",
 				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading old signals");
 	if (SPI_processed == 0)
 		return 0;
 	AppsLockDefinitions();
-	CoordExec(&plan_purge,
-			  "DELETE FROM coord.app_signals AS s "
-			  "WHERE (s.name, s.period_start) IN ("
-			  "SELECT x.name, x.period_start FROM coord.app_signals AS x "
-			  "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging signals");
-	return (int64) SPI_processed;
+	return CoordPurge(&plan_purge,
+					  "DELETE FROM coord.app_signals AS s "
+					  "WHERE (s.name, s.period_start) IN ("
+					  "SELECT x.name, x.period_start FROM coord.app_signals AS x "
+					  "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
+					  at, "purging signals");
 }
