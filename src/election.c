@@ -480,19 +480,14 @@ int64
 CoordElectionsTick(TimestampTz horizon)
 {
 	static SPIPlanPtr plan_purge = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
 
-	args[0] = TimestampTzGetDatum(horizon);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordExec(&plan_purge,
-			  "DELETE FROM coord.elections AS e "
-			  "WHERE e.election OPERATOR(pg_catalog.=) ANY (ARRAY("
-			  "SELECT x.election FROM coord.elections AS x "
-			  "WHERE x.since OPERATOR(pg_catalog.<) $1 AND " ELECTION_GONE("x") " "
-			  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging elections");
-	return (int64) SPI_processed;
+	return CoordPurge(&plan_purge,
+					  "DELETE FROM coord.elections AS e "
+					  "WHERE e.election OPERATOR(pg_catalog.=) ANY (ARRAY("
+					  "SELECT x.election FROM coord.elections AS x "
+					  "WHERE x.since OPERATOR(pg_catalog.<) $1 AND " ELECTION_GONE("x") " "
+					  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+					  horizon, "purging elections");
 }
 
 /*

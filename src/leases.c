@@ -268,18 +268,13 @@ int64
 CoordLeasesTick(TimestampTz horizon)
 {
 	static SPIPlanPtr plan_purge = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
 
-	args[0] = TimestampTzGetDatum(horizon);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	CoordExec(&plan_purge,
-			  "DELETE FROM coord.lease AS l "
-			  "WHERE l.path OPERATOR(pg_catalog.=) ANY (ARRAY("
-			  "SELECT x.path FROM coord.lease AS x "
-			  "WHERE x.expires_at OPERATOR(pg_catalog.<) $1 "
-			  "LIMIT $2 FOR UPDATE SKIP LOCKED)) "
-			  "AND l.expires_at OPERATOR(pg_catalog.<) $1",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging expired leases");
-	return (int64) SPI_processed;
+	return CoordPurge(&plan_purge,
+					  "DELETE FROM coord.lease AS l "
+					  "WHERE l.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+					  "SELECT x.path FROM coord.lease AS x "
+					  "WHERE x.expires_at OPERATOR(pg_catalog.<) $1 "
+					  "LIMIT $2 FOR UPDATE SKIP LOCKED)) "
+					  "AND l.expires_at OPERATOR(pg_catalog.<) $1",
+					  horizon, "purging expired leases");
 }

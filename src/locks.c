@@ -563,46 +563,48 @@ TimeoutArg(FunctionCallInfo fcinfo, int argno)
 
 /* ---------- SQL-callable functions ---------- */
 
+/*
+ * The four single-path lock functions: (path, timeout, shared) for the
+ * waiting ones, (path, shared) for the try_ ones, which never wait.
+ */
+static Datum
+LockEntry(FunctionCallInfo fcinfo, bool session, bool wait)
+{
+	int			shared_arg = wait ? 2 : 1;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "path");
+	CoordRequireArg(fcinfo, shared_arg, "shared");
+	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(shared_arg), session,
+							wait ? TimeoutArg(fcinfo, 1) : 0));
+}
+
 /* coord.lock(path text, timeout interval DEFAULT NULL, shared boolean DEFAULT false) */
 Datum
 coord_lock(PG_FUNCTION_ARGS)
 {
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "path");
-	CoordRequireArg(fcinfo, 2, "shared");
-	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), true,
-							TimeoutArg(fcinfo, 1)));
+	return LockEntry(fcinfo, true, true);
 }
 
 /* coord.try_lock(path text, shared boolean DEFAULT false) */
 Datum
 coord_try_lock(PG_FUNCTION_ARGS)
 {
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "path");
-	CoordRequireArg(fcinfo, 1, "shared");
-	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), true, 0));
+	return LockEntry(fcinfo, true, false);
 }
 
 /* coord.xact_lock(path text, timeout interval DEFAULT NULL, shared boolean DEFAULT false) */
 Datum
 coord_xact_lock(PG_FUNCTION_ARGS)
 {
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "path");
-	CoordRequireArg(fcinfo, 2, "shared");
-	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(2), false,
-							TimeoutArg(fcinfo, 1)));
+	return LockEntry(fcinfo, false, true);
 }
 
 /* coord.try_xact_lock(path text, shared boolean DEFAULT false) */
 Datum
 coord_try_xact_lock(PG_FUNCTION_ARGS)
 {
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "path");
-	CoordRequireArg(fcinfo, 1, "shared");
-	PG_RETURN_BOOL(LockPath(PG_GETARG_TEXT_PP(0), PG_GETARG_BOOL(1), false, 0));
+	return LockEntry(fcinfo, false, false);
 }
 
 /*
@@ -693,6 +695,37 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The paths argument (argument 0) of lock_first and lock_all: its elements
+ * and their nulls, *n of them; a multidimensional array is refused.
+ */
+static Datum *
+PathsArg(FunctionCallInfo fcinfo, bool **nulls, int *n)
+{
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
+	Datum	   *elems;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("paths must be a one-dimensional array")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, nulls, n);
+	return elems;
+}
+
+/* Element i of PathsArg's answer, parsed into *p; a null one is 22004. */
+static void
+PathElem(Datum *elems, bool *nulls, int i, CoordPath *p)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (nulls[i])
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("paths must not contain null elements"),
+				 errdetail("Element %d is null.", i + 1)));
+	CoordParsePath(DatumGetTextPP(elems[i]), p);
+}
+
+/*
  * coord.lock_first(paths text[], shared boolean DEFAULT false): a session
  * lock on the first path, in array order, that is free without waiting; NULL
  * when none is.  Every path is validated before any is tried.  A candidate it
@@ -703,7 +736,6 @@ coord_unlock_all(PG_FUNCTION_ARGS)
 Datum
 coord_lock_first(PG_FUNCTION_ARGS)
 {
-	ArrayType  *arr;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
@@ -714,26 +746,15 @@ coord_lock_first(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "paths");
 	CoordRequireArg(fcinfo, 1, "shared");
-	arr = PG_GETARG_ARRAYTYPE_P(0);
 	shared = PG_GETARG_BOOL(1);
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("paths must be a one-dimensional array")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	elems = PathsArg(fcinfo, &nulls, &n);
 	if (n == 0)
 		PG_RETURN_NULL();
 
 	/* validate all first; parsed again below, so memory stays one path's */
 	for (i = 0; i < n; i++)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("paths must not contain null elements"),
-					 errdetail("Element %d is null.", i + 1)));
-		CoordParsePath(DatumGetTextPP(elems[i]), &p);
+		PathElem(elems, nulls, i, &p);
 		pfree(p.path);
 	}
 
@@ -743,8 +764,7 @@ coord_lock_first(PG_FUNCTION_ARGS)
 		LOCKMODE	modes[COORD_PATH_MAX_DEPTH];
 		CoordPath  *pp = &p;
 
-		CHECK_FOR_INTERRUPTS();
-		CoordParsePath(DatumGetTextPP(elems[i]), &p);
+		PathElem(elems, nulls, i, &p);
 		PathTags(&p, shared, tags, modes);
 		/* in flight until registered, so a collision found then lets it go */
 		if (CoordAcquire(tags, modes, p.depth, true, 0, true))
@@ -834,7 +854,6 @@ PathCmp(const void *a, const void *b)
 Datum
 coord_lock_all(PG_FUNCTION_ARGS)
 {
-	ArrayType  *arr;
 	Datum	   *elems;
 	bool	   *nulls;
 	int			n;
@@ -853,14 +872,9 @@ coord_lock_all(PG_FUNCTION_ARGS)
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "paths");
 	CoordRequireArg(fcinfo, 2, "shared");
-	arr = PG_GETARG_ARRAYTYPE_P(0);
 	timeout_us = TimeoutArg(fcinfo, 1);
 	shared = PG_GETARG_BOOL(2);
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("paths must be a one-dimensional array")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	elems = PathsArg(fcinfo, &nulls, &n);
 	if (n > COORD_LOCK_ALL_MAX_PATHS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -874,14 +888,8 @@ coord_lock_all(PG_FUNCTION_ARGS)
 	paths = palloc(sizeof(CoordPath *) * n);
 	for (i = 0; i < n; i++)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (nulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("paths must not contain null elements"),
-					 errdetail("Element %d is null.", i + 1)));
 		paths[i] = palloc(sizeof(CoordPath));
-		CoordParsePath(DatumGetTextPP(elems[i]), paths[i]);
+		PathElem(elems, nulls, i, paths[i]);
 	}
 
 	/* a path given twice is one lock of it */
@@ -1085,35 +1093,32 @@ CoordLocksTick(TimestampTz horizon)
 {
 	static SPIPlanPtr plan_fences = NULL;
 	static SPIPlanPtr plan_names = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
-	int64		n;
+	int64		fences;
+	int64		names;
 
-	args[0] = TimestampTzGetDatum(horizon);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
-	n = CoordExec(&plan_fences,
-				  "WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
-				  "DELETE FROM coord.fences AS f "
-				  "WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
-				  "SELECT x.path FROM coord.fences AS x "
-				  "WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
-				  "AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
-				  "WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
-				  "AND NOT EXISTS (SELECT 1 FROM held AS h "
-				  "WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
-				  "LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
-				  "AND f.fenced_at OPERATOR(pg_catalog.<) $1",
-				  2, argtypes, args, NULL, SPI_OK_DELETE, "purging fences");
-	CoordExec(&plan_names,
-			  "DELETE FROM coord.lock_names AS n "
-			  "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
-			  "SELECT x.key FROM coord.lock_names AS x "
-			  "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
-			  "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
-			  "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
-			  "LIMIT $2 FOR UPDATE SKIP LOCKED))",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging lock names");
-	if (SPI_processed > 0)
+	fences = CoordPurge(&plan_fences,
+						"WITH held AS MATERIALIZED (SELECT s.key FROM coord.lock_status() AS s) "
+						"DELETE FROM coord.fences AS f "
+						"WHERE f.path OPERATOR(pg_catalog.=) ANY (ARRAY("
+						"SELECT x.path FROM coord.fences AS x "
+						"WHERE x.fenced_at OPERATOR(pg_catalog.<) $1 "
+						"AND NOT EXISTS (SELECT 1 FROM coord.lease AS l "
+						"WHERE l.path OPERATOR(pg_catalog.=) (x.path COLLATE pg_catalog.\"C\")) "
+						"AND NOT EXISTS (SELECT 1 FROM held AS h "
+						"WHERE h.key OPERATOR(pg_catalog.=) coord.path_key(x.path)) "
+						"LIMIT $2 FOR UPDATE OF x SKIP LOCKED)) "
+						"AND f.fenced_at OPERATOR(pg_catalog.<) $1",
+						horizon, "purging fences");
+	names = CoordPurge(&plan_names,
+					   "DELETE FROM coord.lock_names AS n "
+					   "WHERE n.key OPERATOR(pg_catalog.=) ANY (ARRAY("
+					   "SELECT x.key FROM coord.lock_names AS x "
+					   "WHERE x.registered_at OPERATOR(pg_catalog.<) $1 "
+					   "AND NOT EXISTS (SELECT 1 FROM coord.lock_status() AS s "
+					   "WHERE s.key OPERATOR(pg_catalog.=) x.key) "
+					   "LIMIT $2 FOR UPDATE SKIP LOCKED))",
+					   horizon, "purging lock names");
+	if (names > 0)
 		CacheInvalidateRelcacheByRelid(LockNamesRelid());
-	return n + (int64) SPI_processed;
+	return fences + names;
 }

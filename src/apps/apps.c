@@ -42,6 +42,7 @@
 
 static SPIPlanPtr plan_finish = NULL;
 static SPIPlanPtr plan_run_exists = NULL;
+static SPIPlanPtr plan_live_count = NULL;
 static SPIPlanPtr plan_upstream = NULL;
 static SPIPlanPtr plan_upstream_results = NULL;
 static SPIPlanPtr plan_upstream_array = NULL;
@@ -80,6 +81,62 @@ RunExists(const char *app, TimestampTz start)
 }
 
 /*
+ * How many more unfinished runs app may have (APP_MAX_LIVE_RUNS less its
+ * live ones; 0 or less: none): the tick's catch-up and the reruns both
+ * stop there.
+ */
+int64
+AppsLiveBudget(const char *app, const char *what)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(app);
+	CoordExec(&plan_live_count,
+			  "SELECT pg_catalog.count(*) FROM coord.app_runs "
+			  "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, what);
+	return APP_MAX_LIVE_RUNS -
+		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Column 1 of the n rows in SPI_tuptable (jsonb, in order) as one JSON
+ * array, within *budget: each costs 8 bytes and its uncompressed size (no
+ * detoasting to count it); over the budget, 0 and *budget negative.
+ */
+static Datum
+JsonArrayWithin(uint64 n, int64 *budget, const char *what)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *enulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {(int) n};
+	int			lbs[1] = {1};
+	Oid			argtypes[1] = {JSONBARRAYOID};
+	Datum		args[1];
+	bool		isnull;
+
+	for (uint64 r = 0; r < n; r++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &enulls[r]);
+		*budget -= enulls[r] ? 8 : (int64) toast_raw_datum_size(elems[r]) + 8;
+		if (*budget < 0)
+			return (Datum) 0;
+		if (!enulls[r])
+			elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
+	}
+	args[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
+												 TYPALIGN_INT));
+	CoordExecLimit(&plan_upstream_array,
+				   "SELECT pg_catalog.to_jsonb($1)",
+				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, what);
+	return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
+							 false, -1);
+}
+
+/*
  * UpstreamResults: the results of app's done runs starting at starts (a
  * timestamptz[]), as a JSON array in period order; inside SPI.  Results can
  * each be up to COORD_RESULT_MAX_BYTES and a window can hold thousands of
@@ -94,12 +151,7 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 {
 	Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZARRAYOID};
 	Datum		args[2];
-	Datum	   *elems;
-	bool	   *enulls;
-	uint64		n,
-				r;
-	bool		isnull;
-	Datum		out;
+	uint64		n;
 
 	if (*budget < 0)
 		return (Datum) 0;
@@ -110,33 +162,62 @@ UpstreamResults(const char *app, Datum starts, int64 *budget)
 				  "AND period_start OPERATOR(pg_catalog.=) ANY ($2) "
 				  "AND state OPERATOR(pg_catalog.=) 'done' ORDER BY period_start",
 				  2, argtypes, args, NULL, SPI_OK_SELECT, "reading upstream results");
-	elems = palloc(sizeof(Datum) * Max(n, 1));
-	enulls = palloc(sizeof(bool) * Max(n, 1));
-	for (r = 0; r < n; r++)
+	return JsonArrayWithin(n, budget, "reading upstream results");
+}
+
+/*
+ * The window of d's period [start, end) for a dependency of grain g: the
+ * g-period of d's zone around start when g is coarser than d's grain, else
+ * the period itself (docs/apps.md).
+ */
+static void
+DepWindow(const AppDef *d, Grain g, TimestampTz start, TimestampTz end,
+		  TimestampTz *wstart, TimestampTz *wend)
+{
+	if (g > d->grain)
+	{
+		*wstart = AppsPeriodTruncIn(d, g, start);
+		*wend = AppsPeriodNextIn(d, g, *wstart);
+	}
+	else
+	{
+		*wstart = start;
+		*wend = end;
+	}
+}
+
+/*
+ * The starts of the g-periods in z's zone from the first at or after from
+ * to the last before to, *n of them; with ends, each one's end in *ends.
+ */
+static Datum *
+PeriodStarts(const AppDef *z, Grain g, TimestampTz from, TimestampTz to, Datum **ends, int *n)
+{
+	int			cap = 64;
+	Datum	   *starts = palloc(sizeof(Datum) * cap);
+	TimestampTz s,
+				next;
+
+	if (ends)
+		*ends = palloc(sizeof(Datum) * cap);
+	*n = 0;
+	for (s = AppsPeriodCeilIn(z, g, from); s < to; s = next)
 	{
 		CHECK_FOR_INTERRUPTS();
-		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &enulls[r]);
-		*budget -= enulls[r] ? 8 : (int64) toast_raw_datum_size(elems[r]) + 8;
-		if (*budget < 0)
-			return (Datum) 0;
-		if (!enulls[r])
-			elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
+		if (*n == cap)
+		{
+			cap *= 2;
+			starts = repalloc(starts, sizeof(Datum) * cap);
+			if (ends)
+				*ends = repalloc(*ends, sizeof(Datum) * cap);
+		}
+		next = AppsPeriodNextIn(z, g, s);
+		starts[*n] = TimestampTzGetDatum(s);
+		if (ends)
+			(*ends)[*n] = TimestampTzGetDatum(next);
+		(*n)++;
 	}
-	{
-		int			dims[1] = {(int) n};
-		int			lbs[1] = {1};
-		Oid			jargtypes[1] = {JSONBARRAYOID};
-		Datum		jargs[1];
-
-		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
-													  TYPALIGN_INT));
-		CoordExecLimit(&plan_upstream_array,
-					   "SELECT pg_catalog.to_jsonb($1)",
-					   1, jargtypes, jargs, NULL, 1, SPI_OK_SELECT, "reading upstream results");
-		out = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
-								false, -1);
-	}
-	return out;
+	return starts;
 }
 
 static UpstreamState CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz end,
@@ -164,11 +245,9 @@ AppsCheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz 
 		const AppDep *dep = &d->deps[i];
 		AppDef	   *u = AppsFind(g, dep->app);
 		TimestampTz wstart,
-					wend,
-					s;
+					wend;
 		Datum	   *starts;
-		int			nstarts = 0,
-					cap = 64;
+		int			nstarts;
 		Oid			argtypes[2] = {TEXTOID, TIMESTAMPTZARRAYOID};
 		Datum		args[2];
 		bool		isnull;
@@ -193,28 +272,8 @@ AppsCheckUpstreams(AppGraph *g, const AppDef *d, TimestampTz start, TimestampTz 
 		if (u->first_null)
 			return UPSTREAM_PENDING;	/* not started yet: it gets a first
 										 * period at the next tick */
-		if (dep->grain > d->grain)
-		{
-			wstart = AppsPeriodTruncIn(d, dep->grain, start);
-			wend = AppsPeriodNextIn(d, dep->grain, wstart);
-		}
-		else
-		{
-			wstart = start;
-			wend = end;
-		}
-		s = AppsPeriodCeilIn(u, u->grain, Max(wstart, u->first_period));
-		starts = palloc(sizeof(Datum) * cap);
-		for (; s < wend; s = AppsPeriodNextIn(u, u->grain, s))
-		{
-			CHECK_FOR_INTERRUPTS();
-			if (nstarts == cap)
-			{
-				cap *= 2;
-				starts = repalloc(starts, sizeof(Datum) * cap);
-			}
-			starts[nstarts++] = TimestampTzGetDatum(s);
-		}
+		DepWindow(d, dep->grain, start, end, &wstart, &wend);
+		starts = PeriodStarts(u, u->grain, Max(wstart, u->first_period), wend, NULL, &nstarts);
 		if (nstarts == 0)
 			return UPSTREAM_MISSING;	/* the upstream started after this
 										 * period */
@@ -658,11 +717,7 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 {
 	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
-	Datum	   *elems;
-	bool	   *enulls;
-	uint64		n,
-				r;
-	bool		isnull;
+	uint64		n;
 
 	if (*budget < 0)
 		return (Datum) 0;
@@ -675,31 +730,7 @@ SignalPayloads(const char *signal, TimestampTz from, TimestampTz to, int64 *budg
 					   "AND period_start OPERATOR(pg_catalog.>=) $2 "
 					   "AND period_start OPERATOR(pg_catalog.<) $3 ORDER BY period_start",
 					   3, argtypes, args, NULL, *budget / 8 + 2, SPI_OK_SELECT, "reading signals");
-	elems = palloc(sizeof(Datum) * Max(n, 1));
-	enulls = palloc0(sizeof(bool) * Max(n, 1));
-	for (r = 0; r < n; r++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		elems[r] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull);
-		*budget -= (int64) toast_raw_datum_size(elems[r]) + 8;
-		if (*budget < 0)
-			return (Datum) 0;
-		elems[r] = PointerGetDatum(PG_DETOAST_DATUM(elems[r]));
-	}
-	{
-		int			dims[1] = {(int) n};
-		int			lbs[1] = {1};
-		Oid			jargtypes[1] = {JSONBARRAYOID};
-		Datum		jargs[1];
-
-		jargs[0] = PointerGetDatum(construct_md_array(elems, enulls, 1, dims, lbs, JSONBOID, -1, false,
-													  TYPALIGN_INT));
-		CoordExecLimit(&plan_upstream_array,
-					   "SELECT pg_catalog.to_jsonb($1)",
-					   1, jargtypes, jargs, NULL, 1, SPI_OK_SELECT, "reading signals");
-		return SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull),
-								 false, -1);
-	}
+	return JsonArrayWithin(n, budget, "reading signals");	/* payload is NOT NULL */
 }
 
 /*
@@ -712,12 +743,10 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 			 Datum *name, Datum *result, int64 *budget)
 {
 	TimestampTz wstart,
-				wend,
-				s;
+				wend;
 	Datum	   *starts;
 	Datum	   *ends;
-	int			nstarts = 0,
-				cap = 64;
+	int			nstarts;
 	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
 	Datum		args[3];
 	bool		isnull;
@@ -727,30 +756,8 @@ CheckSignals(const AppDef *d, const AppDep *dep, TimestampTz start, TimestampTz 
 	 * the window, as for an app upstream of this grain; the signal's periods
 	 * are d's, in d's zone (a signal source has no zone of its own)
 	 */
-	if (dep->grain > d->grain)
-	{
-		wstart = AppsPeriodTruncIn(d, dep->grain, start);
-		wend = AppsPeriodNextIn(d, dep->grain, wstart);
-	}
-	else
-	{
-		wstart = start;
-		wend = end;
-	}
-	starts = palloc(sizeof(Datum) * cap);
-	ends = palloc(sizeof(Datum) * cap);
-	for (s = AppsPeriodCeilIn(d, dep->grain, wstart); s < wend; s = AppsPeriodNextIn(d, dep->grain, s))
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (nstarts == cap)
-		{
-			cap *= 2;
-			starts = repalloc(starts, sizeof(Datum) * cap);
-			ends = repalloc(ends, sizeof(Datum) * cap);
-		}
-		starts[nstarts] = TimestampTzGetDatum(s);
-		ends[nstarts++] = TimestampTzGetDatum(AppsPeriodNextIn(d, dep->grain, s));
-	}
+	DepWindow(d, dep->grain, start, end, &wstart, &wend);
+	starts = PeriodStarts(d, dep->grain, wstart, wend, &ends, &nstarts);
 	if (nstarts == 0)
 		return UPSTREAM_MISSING;
 	args[0] = CStringGetTextDatum(dep->app + 1);

@@ -387,13 +387,45 @@ GridMark(const Grid *g, GridRow *row, TimestampTz ps, TimestampTz pe, char sym, 
 	}
 }
 
+static int
+GridRowNameCmp(const void *a, const void *b)
+{
+	return strcmp((*(GridRow *const *) a)->app, (*(GridRow *const *) b)->app);
+}
+
+/* The first of byname[0 .. n) (sorted by name) named app or after it. */
+static int
+GridFirstNamed(GridRow **byname, int n, const char *app)
+{
+	int			lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (strcmp(byname[mid]->app, app) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * The runs in the grid's time, each marked in its app's row; an unfinished
- * run with an open deadline alert shows as late.
+ * The runs in the grid's time, each marked in its app's row (in each of
+ * them, for an app named twice), found by name in a sorted index of the
+ * rows: (runs + apps) log apps, not runs x apps.  An unfinished run with an
+ * open deadline alert shows as late.
  */
 static void
 GridReadRuns(Grid *g)
 {
+	GridRow   **byname = palloc(sizeof(GridRow *) * Max(g->nrows, 1));
+
+	for (int r = 0; r < g->nrows; r++)
+		byname[r] = &g->rows[r];
+	qsort(byname, g->nrows, sizeof(GridRow *), GridRowNameCmp);
 	CoordExec(&plan_grid_runs,
 			  "SELECT r.app, r.period_start, r.period_end, "
 			  "CASE WHEN r.state OPERATOR(pg_catalog.=) ANY (ARRAY['scheduled', 'ready', 'running']) "
@@ -416,9 +448,9 @@ GridReadRuns(Grid *g)
 		char		sym = StateSymbol(SPI_getvalue(row, SPI_tuptable->tupdesc, 4), &rank);
 
 		CHECK_FOR_INTERRUPTS();
-		for (int r = 0; r < g->nrows; r++)
-			if (strcmp(g->rows[r].app, app) == 0)
-				GridMark(g, &g->rows[r], ps, pe, sym, rank);
+		for (int r = GridFirstNamed(byname, g->nrows, app);
+			 r < g->nrows && strcmp(byname[r]->app, app) == 0; r++)
+			GridMark(g, byname[r], ps, pe, sym, rank);
 	}
 }
 

@@ -147,6 +147,7 @@ extern Jsonb *AppsRunPayload(const AppDef *d, TimestampTz start, TimestampTz end
 							 Datum *names, Datum *results, int n);
 extern int64 AppsEnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload);
 extern RunOutcome AppsTryPeriod(AppGraph *g, const AppDef *d, TimestampTz start, int flags);
+extern int64 AppsLiveBudget(const char *app, const char *what);
 extern void AppsSetError(const char *app, const char *error);
 extern bool AppsIsolated(const char *app, const char *what, CoordIsolatedFn fn, void *arg);
 

@@ -59,7 +59,6 @@ static SPIPlanPtr plan_delete_runs = NULL;
 static SPIPlanPtr plan_add_reruns = NULL;
 static SPIPlanPtr plan_pending = NULL;
 static SPIPlanPtr plan_drop_pending = NULL;
-static SPIPlanPtr plan_live = NULL;
 static SPIPlanPtr plan_gone = NULL;
 
 PG_FUNCTION_INFO_V1(coord_rerun);
@@ -325,12 +324,7 @@ CreatePending(void *arg)
 	gone = palloc(sizeof(TimestampTz) * n);
 	for (i = 0; i < n; i++)
 		starts[i] = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-	CoordExec(&plan_live,
-			  "SELECT pg_catalog.count(*) FROM coord.app_runs "
-			  "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
-			  1, argtypes, args, NULL, SPI_OK_SELECT, "rerun");
-	budget = APP_MAX_LIVE_RUNS -
-		DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	budget = AppsLiveBudget(d->name, "rerun");
 	for (i = 0; i < n && budget > 0; i++)
 	{
 		CHECK_FOR_INTERRUPTS();

@@ -3,7 +3,7 @@
  *		coord.tick's share of the apps family (src/apps/README.md).
  *
  * Owns CoordAppsTick: per app, under its isolation (AppsIsolated), the
- * first tick (SetFirstPeriod), catch-up of due periods through AppsTryPeriod
+ * first tick (WritePeriods), catch-up of due periods through AppsTryPeriod
  * (at most APP_TICK_STEPS a tick, APP_MAX_LIVE_RUNS unfinished), the
  * periods coord.rerun reset (AppsRerunTick, apps_rerun.c), repairs of
  * runs whose job is gone (RepairOrphans), run timeouts (TimeOutRuns, with
@@ -41,7 +41,6 @@
 #include "apps/apps_periods.h"
 #include "jobs/jobs.h"
 
-static SPIPlanPtr plan_live_count = NULL;
 static SPIPlanPtr plan_set_next = NULL;
 static SPIPlanPtr plan_set_first = NULL;
 static SPIPlanPtr plan_timeouts = NULL;
@@ -49,9 +48,13 @@ static SPIPlanPtr plan_claim_seen = NULL;
 static SPIPlanPtr plan_orphans = NULL;
 static SPIPlanPtr plan_set_job = NULL;
 
-/* An app's first tick: its first period, and next_period with it. */
+/*
+ * An app's periods in its row: at its first tick (first_tick) its first
+ * period, and next_period with it; else next_period alone, written only when
+ * it changed.  A row written changes the graph.
+ */
 static void
-SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
+WritePeriods(const char *app, bool first_tick, TimestampTz first, TimestampTz next)
 {
 	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		args[3];
@@ -59,29 +62,17 @@ SetFirstPeriod(const char *app, TimestampTz first, TimestampTz next)
 	args[0] = CStringGetTextDatum(app);
 	args[1] = TimestampTzGetDatum(first);
 	args[2] = TimestampTzGetDatum(next);
-	CoordExec(&plan_set_first,
-			  "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
-			  "WHERE name OPERATOR(pg_catalog.=) $1",
-			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
-	if (SPI_processed > 0)
-		AppsGraphChanged();
-}
-
-/* next_period, written only when it changed */
-static void
-SetNextPeriod(const char *app, TimestampTz next)
-{
-	Oid			argtypes[3] = {TEXTOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		args[3];
-
-	args[0] = CStringGetTextDatum(app);
-	args[1] = TimestampTzGetDatum(0);
-	args[2] = TimestampTzGetDatum(next);
-	CoordExec(&plan_set_next,
-			  "UPDATE coord.app_defs SET next_period = $3 "
-			  "WHERE name OPERATOR(pg_catalog.=) $1 "
-			  "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
-			  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
+	if (first_tick)
+		CoordExec(&plan_set_first,
+				  "UPDATE coord.app_defs SET first_period = $2, next_period = $3 "
+				  "WHERE name OPERATOR(pg_catalog.=) $1",
+				  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
+	else
+		CoordExec(&plan_set_next,
+				  "UPDATE coord.app_defs SET next_period = $3 "
+				  "WHERE name OPERATOR(pg_catalog.=) $1 "
+				  "AND NOT COALESCE(next_period OPERATOR(pg_catalog.=) $3, next_period IS NULL AND $3 IS NULL)",
+				  3, argtypes, args, NULL, SPI_OK_UPDATE, "tick");
 	if (SPI_processed > 0)
 		AppsGraphChanged();
 }
@@ -347,23 +338,11 @@ AppTick(void *arg)
 			d->first_null = false;
 			d->next_period = d->first_period;
 			d->next_null = false;
-			SetFirstPeriod(d->name, d->first_period, d->next_period);
+			WritePeriods(d->name, true, d->first_period, d->next_period);
 		}
 		p = d->next_null ? d->first_period : d->next_period;
 		if (d->ndeps == 0)
-		{
-			Oid			argtypes[1] = {TEXTOID};
-			Datum		args[1];
-			bool		isnull;
-
-			args[0] = CStringGetTextDatum(d->name);
-			CoordExec(&plan_live_count,
-					  "SELECT pg_catalog.count(*) FROM coord.app_runs "
-					  "WHERE app OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'live'",
-					  1, argtypes, args, NULL, SPI_OK_SELECT, "tick");
-			budget = APP_MAX_LIVE_RUNS -
-				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		}
+			budget = AppsLiveBudget(d->name, "tick");
 		for (steps = 0; steps < APP_TICK_STEPS && p <= now && budget > 0; steps++)
 		{
 			switch (AppsTryPeriod(gp, d, p, d->ndeps > 0 ? PERIOD_CHECK_UPSTREAMS : 0))
@@ -391,7 +370,7 @@ AppTick(void *arg)
 			}
 		}
 		if (!d->next_null)
-			SetNextPeriod(d->name, d->next_period);
+			WritePeriods(d->name, false, 0, d->next_period);
 	}
 }
 
@@ -415,22 +394,20 @@ CoordSignalsTick(TimestampTz at)
 {
 	static SPIPlanPtr plan_any = NULL;
 	static SPIPlanPtr plan_purge = NULL;
-	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
-	Datum		args[2];
+	Oid			argtypes[1] = {TIMESTAMPTZOID};
+	Datum		args[1];
 
 	args[0] = TimestampTzGetDatum(at);
-	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
 	CoordExecLimit(&plan_any,
 				   "SELECT 1 FROM coord.app_signals AS x WHERE " SIGNAL_GONE " LIMIT 1",
 				   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "reading old signals");
 	if (SPI_processed == 0)
 		return 0;
 	AppsLockDefinitions();
-	CoordExec(&plan_purge,
-			  "DELETE FROM coord.app_signals AS s "
-			  "WHERE (s.name, s.period_start) IN ("
-			  "SELECT x.name, x.period_start FROM coord.app_signals AS x "
-			  "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
-			  2, argtypes, args, NULL, SPI_OK_DELETE, "purging signals");
-	return (int64) SPI_processed;
+	return CoordPurge(&plan_purge,
+					  "DELETE FROM coord.app_signals AS s "
+					  "WHERE (s.name, s.period_start) IN ("
+					  "SELECT x.name, x.period_start FROM coord.app_signals AS x "
+					  "WHERE " SIGNAL_GONE " LIMIT $2 FOR UPDATE SKIP LOCKED)",
+					  at, "purging signals");
 }

@@ -259,6 +259,7 @@ extern void CoordCommonSpiInit(void);
  * the real clock, less the retention) and returns how many rows it deleted.
  */
 #define COORD_PURGE_BATCH	1000
+extern int64 CoordPurge(SPIPlanPtr *slot, const char *sql, TimestampTz horizon, const char *what);
 extern int	coord_retention;
 extern void CoordTickInit(void);
 extern int64 CoordLocksTick(TimestampTz horizon);	/* locks.c: names, fences */

@@ -3,7 +3,8 @@
  *		Running SQL as the owner of schema coord (common family; see
  *		common.c): the owner's id and the check that the catalog is of the
  *		library's version, the owner switch, CoordSpiBegin/CoordSpiEnd,
- *		saved plans, statements run in one call (CoordExec and its kin),
+ *		saved plans, statements run in one call (CoordExec and its kin,
+ *		CoordPurge for a tick's purges),
  *		the one SPI error style, a definition's work in a
  *		subtransaction of its own, and the memory contexts of the
  *		backend-local caches.
@@ -30,6 +31,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -486,6 +488,23 @@ CoordExecPlan(SPIPlanPtr plan, Datum *args, const char *nulls, int expected, con
  * SPI_freetuptable, at the end of the subtransaction that made it, or at
  * SPI_finish.
  */
+/*
+ * CoordPurge: one statement of a tick's share (common.h, "Retention"), a
+ * DELETE whose $1 is the share's time (its horizon) and $2
+ * COORD_PURGE_BATCH (its candidates' LIMIT); returns how many rows it
+ * deleted.
+ */
+int64
+CoordPurge(SPIPlanPtr *slot, const char *sql, TimestampTz horizon, const char *what)
+{
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Datum		args[2];
+
+	args[0] = TimestampTzGetDatum(horizon);
+	args[1] = Int32GetDatum(COORD_PURGE_BATCH);
+	return (int64) CoordExec(slot, sql, 2, argtypes, args, NULL, SPI_OK_DELETE, what);
+}
+
 uint64
 CoordExecEach(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
 			  Datum *args, const char *nulls, const char *what, CoordRowFn fn, void *arg)

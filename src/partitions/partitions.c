@@ -279,6 +279,16 @@ JoinGroup(JoinArgs *a)
 	return st;
 }
 
+/* The member name is another live session's: its lock, or its row. */
+static void
+MemberTaken(const char *group, const char *member)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNIQUE_VIOLATION),
+			 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
+			 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+}
+
 /* This session's lock of the member name; true for a fresh membership. */
 static bool
 JoinMemberLock(JoinArgs *a, PartState *st)
@@ -305,12 +315,7 @@ JoinMemberLock(JoinArgs *a, PartState *st)
 		 * Our member lock went behind our back and no sync has noticed yet:
 		 * the others may have taken our segments.  Join afresh.
 		 */
-		memset(st->token, 0, sizeof(int64) * st->segments);
-		st->nowned = 0;
-		st->member = false;
-		st->nlive = -1;
-		st->settled = false;
-		parts_owned_version++;
+		PartsForgetMembership(st);
 	}
 	if (held == HOLD_RELEASING)
 		CoordHoldKeep(hk);
@@ -318,10 +323,7 @@ JoinMemberLock(JoinArgs *a, PartState *st)
 	{
 		if (!CoordAcquire(&tag, &mode, 1, true, 0, false) &&
 			!CoordAcquire(&tag, &mode, 1, true, PART_JOIN_PROBE_WAIT_US, false))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNIQUE_VIOLATION),
-					 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
-					 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+			MemberTaken(group, member);
 		CoordHoldTaken(hk, &tag);
 	}
 
@@ -409,10 +411,7 @@ JoinUpsert(JoinArgs *a, bool fresh)
 			  "THEN m.joined_at ELSE excluded.joined_at END",
 			  7, types, args, NULL, SPI_OK_INSERT, "joining a partition group");
 	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNIQUE_VIOLATION),
-				 errmsg("member \"%s\" of partition group \"%s\" is another live session's", member, group),
-				 errdetail("A member name belongs to one session at a time, until that session leaves or ends.")));
+		MemberTaken(group, member);
 }
 
 /* A fresh membership: rows an earlier one of this session left, let go. */
@@ -502,32 +501,12 @@ coord_leave(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(was);
 }
 
-/* coord.owned(partition_group text) returns integer[] */
-Datum
-coord_owned(PG_FUNCTION_ARGS)
-{
-	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
-	PartState  *st;
-	CoordUserSwitch sw;
-	ArrayType  *result;
-
-	CoordNotInParallel(fcinfo);
-	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
-	if (st == NULL || !PartsSyncFast(st))
-	{
-		CoordSpiBegin(&sw);
-		st = PartsGetState(group);
-		if (st == NULL)
-			PartsUnknownGroup(group);
-		PartsSync(st);
-		CoordSpiEnd(&sw);
-	}
-	result = PartsOwnedArray(st);
-	PG_RETURN_ARRAYTYPE_P(result);
-}
-
-bytea *
-CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *version)
+/*
+ * group's state, synced: by the fast path when it holds, else by a sync
+ * inside SPI, which a claim (member) allows only to a member.
+ */
+static PartState *
+SyncedState(const char *group, bool member)
 {
 	PartState  *st;
 	CoordUserSwitch sw;
@@ -539,7 +518,7 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 		st = PartsGetState(group);
 		if (st == NULL)
 			PartsUnknownGroup(group);
-		if (!st->member)
+		if (member && !st->member)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("this session is no member of partition group \"%s\"", group),
@@ -547,6 +526,28 @@ CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *
 		PartsSync(st);
 		CoordSpiEnd(&sw);
 	}
+	return st;
+}
+
+/* coord.owned(partition_group text) returns integer[] */
+Datum
+coord_owned(PG_FUNCTION_ARGS)
+{
+	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
+	PartState  *st;
+	ArrayType  *result;
+
+	CoordNotInParallel(fcinfo);
+	st = SyncedState(group, false);
+	result = PartsOwnedArray(st);
+	PG_RETURN_ARRAYTYPE_P(result);
+}
+
+bytea *
+CoordPartitionOwnedForClaim(const char *group, int *n, int32 *segments, uint64 *version)
+{
+	PartState  *st = SyncedState(group, true);
+
 	*segments = st->segments;
 	*version = parts_owned_version;
 	*n = st->nowned;
@@ -614,26 +615,32 @@ SegmentOf(const char *key, int len, int segments)
 	return (int32) ((h & 0x7fffffff) % (uint64) segments);
 }
 
+/* group's state, read inside SPI (no sync); an unknown group is an error */
+static PartState *
+KnownState(const char *group)
+{
+	PartState  *st;
+	CoordUserSwitch sw;
+
+	CoordSpiBegin(&sw);
+	st = PartsGetState(group);
+	CoordSpiEnd(&sw);
+	if (st == NULL)
+		PartsUnknownGroup(group);
+	return st;
+}
+
 /* The segment of key (len bytes) in the group of argument 0. */
 static int32
 GroupSegmentOf(FunctionCallInfo fcinfo, const char *key, int len)
 {
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	PartState  *st;
-	CoordUserSwitch sw;
 
 	st = parts ? hash_search(parts, group, HASH_FIND, NULL) : NULL;
 	/* a change of the members (a group dropped, made again) reads it again */
-	if (st != NULL && st->group_gen != parts_members_gen)
-		st = NULL;
-	if (st == NULL)
-	{
-		CoordSpiBegin(&sw);
-		st = PartsGetState(group);
-		CoordSpiEnd(&sw);
-		if (st == NULL)
-			PartsUnknownGroup(group);
-	}
+	if (st == NULL || st->group_gen != parts_members_gen)
+		st = KnownState(group);
 	return SegmentOf(key, len, st->segments);
 }
 
@@ -681,15 +688,10 @@ coord_segment_token(PG_FUNCTION_ARGS)
 	char	   *group = CoordNameArg(fcinfo, 0, "partition group", false);
 	int32		segment;
 	PartState  *st;
-	CoordUserSwitch sw;
 
 	CoordRequireArg(fcinfo, 1, "segment");
 	segment = PG_GETARG_INT32(1);
-	CoordSpiBegin(&sw);
-	st = PartsGetState(group);
-	CoordSpiEnd(&sw);
-	if (st == NULL)
-		PartsUnknownGroup(group);
+	st = KnownState(group);
 	if (segment < 0 || segment >= st->segments)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

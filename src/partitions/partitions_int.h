@@ -106,6 +106,7 @@ extern void PartsSync(PartState *st);
 extern bool PartsSyncFast(PartState *st);
 extern void PartsUnknownGroup(const char *group);
 extern void PartsForget(void);
+extern void PartsForgetMembership(PartState *st);
 extern void PartsMembersInval(Datum arg, Oid relid);
 
 #pragma GCC visibility pop

@@ -555,6 +555,22 @@ MarkUnfinished(PartState *st, const int32 *segs, int n, bool *keep)
 }
 
 /*
+ * This session is no member of st any more and owns none of its segments:
+ * what LostMembership forgets, and a coord.join that finds its member lock
+ * gone before any sync noticed (JoinMemberLock).
+ */
+void
+PartsForgetMembership(PartState *st)
+{
+	memset(st->token, 0, sizeof(int64) * st->segments);
+	st->nowned = 0;
+	st->member = false;
+	st->nlive = -1;
+	st->settled = false;
+	parts_owned_version++;
+}
+
+/*
  * The member lock went behind pg_coord's back (DISCARD ALL, a pooler's reset
  * query, or pg_advisory_unlock_all): other sessions count this member gone
  * from that moment and take its segments, so none is ours any more.  Forget
@@ -568,12 +584,7 @@ LostMembership(PartState *st)
 	char		me[COORD_NAME_MAX + 1];
 
 	strlcpy(me, st->me, sizeof(me));
-	memset(st->token, 0, sizeof(int64) * st->segments);
-	st->nowned = 0;
-	st->member = false;
-	st->nlive = -1;
-	st->settled = false;
-	parts_owned_version++;
+	PartsForgetMembership(st);
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("this session lost its membership \"%s\" of partition group \"%s\"", me, st->group),
@@ -685,34 +696,35 @@ SyncKeepClaimed(PartState *st, int32 *give, int ngive, bool *settled)
 }
 
 /*
- * The parameters of the sync's updates (SyncLetGo, TakeRows): the group,
- * the segments segs[0 .. n), and this session (pid, backend start).
+ * One of the sync's updates (SyncLetGo, TakeRows), sql, with its parameters:
+ * $1 the group, $2 the segments segs[0 .. n), $3 and $4 this session (pid,
+ * backend start).
  */
-static const Oid segment_update_types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
-
 static void
-SegmentUpdateArgs(PartState *st, const int32 *segs, int n, Datum *args)
+SegmentUpdate(SPIPlanPtr *slot, const char *sql, PartState *st, const int32 *segs, int n,
+			  int expected, const char *what)
 {
+	Oid			types[4] = {TEXTOID, INT4ARRAYOID, INT4OID, TIMESTAMPTZOID};
+	Datum		args[4];
+
 	args[0] = CStringGetTextDatum(st->group);
 	args[1] = PointerGetDatum(IntArray(segs, n));
 	args[2] = Int32GetDatum(MyProcPid);
 	args[3] = TimestampTzGetDatum(MyStartTimestamp);
+	CoordExec(slot, sql, 4, types, args, NULL, expected, what);
 }
 
 /* Sync, step 4: our rows of give[0 .. ngive) name no owner any more. */
 static void
 SyncLetGo(PartState *st, const int32 *give, int ngive)
 {
-	Datum		args[4];
-
-	SegmentUpdateArgs(st, give, ngive, args);
-	CoordExec(&plan_release,
-			  "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
-			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-			  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-			  "AND owner_pid OPERATOR(pg_catalog.=) $3 "
-			  "AND owner_start OPERATOR(pg_catalog.=) $4",
-			  4, segment_update_types, args, NULL, SPI_OK_UPDATE, "letting go of segments");
+	SegmentUpdate(&plan_release,
+				  "UPDATE coord.partition_segments SET owner_pid = NULL, owner_start = NULL "
+				  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+				  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+				  "AND owner_pid OPERATOR(pg_catalog.=) $3 "
+				  "AND owner_start OPERATOR(pg_catalog.=) $4",
+				  st, give, ngive, SPI_OK_UPDATE, "letting go of segments");
 	for (int i = 0; i < ngive; i++)
 		st->token[give[i]] = 0;
 	st->nowned -= ngive;
@@ -850,18 +862,15 @@ TakeLock(PartState *st, const int32 *take, int ntake, int *ngot, bool *settled)
 static void
 TakeRows(PartState *st, const int32 *got, int ngot)
 {
-	Datum		args[4];
-
-	SegmentUpdateArgs(st, got, ngot, args);
-	CoordExec(&plan_take,
-			  "UPDATE coord.partition_segments "
-			  "SET owner_pid = $3, owner_start = $4, "
-			  "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
-			  "taken_at = pg_catalog.clock_timestamp() "
-			  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
-			  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
-			  "RETURNING segment, token",
-			  4, segment_update_types, args, NULL, SPI_OK_UPDATE_RETURNING, "taking segments");
+	SegmentUpdate(&plan_take,
+				  "UPDATE coord.partition_segments "
+				  "SET owner_pid = $3, owner_start = $4, "
+				  "token = pg_catalog.nextval('coord.segment_token_seq'::pg_catalog.regclass), "
+				  "taken_at = pg_catalog.clock_timestamp() "
+				  "WHERE partition_group OPERATOR(pg_catalog.=) $1 "
+				  "AND segment OPERATOR(pg_catalog.=) ANY ($2) "
+				  "RETURNING segment, token",
+				  st, got, ngot, SPI_OK_UPDATE_RETURNING, "taking segments");
 	OwnRows(st);
 	parts_owned_version++;
 }
