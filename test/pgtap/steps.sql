@@ -10,7 +10,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(37);
+SELECT plan(43);
 
 SELECT function_returns('coord', 'step', ARRAY['bigint', 'bigint', 'text'], 'jsonb');
 SELECT function_returns('coord', 'step_done', ARRAY['bigint', 'bigint', 'text', 'jsonb'], 'boolean');
@@ -107,6 +107,34 @@ SELECT results_eq($$SELECT name, step_no, attempt FROM coord.job_steps ORDER BY 
 UPDATE coord.job_history SET finished_at = finished_at - interval '1 hour';
 SELECT coord.purge_jobs('0 seconds');
 SELECT is((SELECT count(*) FROM coord.job_steps), 0::bigint, 'purging the job''s history deletes its steps');
+
+-- a job removed without a history row (an unclaimed job of a dropped app,
+-- between two attempts): the tick deletes its steps once older than
+-- coord.job_history_retention, not before
+DO $$ BEGIN PERFORM coord.enqueue('tap-st-orphan', '{}'); END $$;
+INSERT INTO tap_st SELECT 'o', id, token FROM coord.claim('tap-st-orphan', 1, '1 hour');
+SELECT coord.step_done(id, token, 'old', '1') FROM tap_st WHERE what = 'o';
+SELECT coord.step_done(id, token, 'young', '1') FROM tap_st WHERE what = 'o';
+DELETE FROM coord.job WHERE id = (SELECT id FROM tap_st WHERE what = 'o');
+UPDATE coord.job_step SET recorded_at = now() - interval '8 days' WHERE name = 'old';
+SELECT coord.tick();
+SELECT results_eq($$SELECT name FROM coord.job_steps$$, $$VALUES ('young'::text)$$,
+                  'the tick deletes the old steps of a vanished job, not its young ones');
+
+-- at most 10,000 steps per job
+DO $$ BEGIN PERFORM coord.enqueue('tap-st-many', '{}'); END $$;
+INSERT INTO tap_st SELECT 'm', id, token FROM coord.claim('tap-st-many', 1, '1 hour');
+SELECT is(bool_and(coord.step_done(t.id, t.token, 's' || i, 'true')), true, '10,000 steps are recorded')
+  FROM tap_st AS t, generate_series(1, 10000) AS i WHERE t.what = 'm';
+SELECT throws_ok(format($$SELECT coord.step_done(%s, %s, 'one more', 'true')$$, id, token), '54000',
+                 format('job %s has too many steps', id), 'the 10,001st is an error') FROM tap_st WHERE what = 'm';
+SELECT is(coord.step(id, token, 's10000'), 'true'::jsonb, 'the last one recorded reads back') FROM tap_st WHERE what = 'm';
+
+-- a session-bound claim: its session records and reads
+DO $$ BEGIN PERFORM coord.enqueue('tap-st-sb', '{}'); END $$;
+INSERT INTO tap_st SELECT 'sb', id, token FROM coord.claim('tap-st-sb', 1, session_bound => true);
+SELECT is(coord.step_done(id, token, 'sb', '"x"'), true, 'a session-bound claim records a step') FROM tap_st WHERE what = 'sb';
+SELECT is(coord.step(id, token, 'sb'), '"x"'::jsonb, 'and reads it') FROM tap_st WHERE what = 'sb';
 
 SELECT * FROM finish();
 ROLLBACK;
