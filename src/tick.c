@@ -40,6 +40,7 @@
 #include "requests.h"
 #include "schedules/schedules.h"
 #include "semaphores.h"
+#include "workflows/workflows.h"
 
 static SPIPlanPtr plan_tick_state = NULL;
 
@@ -66,12 +67,14 @@ typedef enum PurgeShare
 	PURGE_GROUPS,
 	PURGE_LIMITS,
 	PURGE_REQUESTS,
-	PURGE_SIGNALS
+	PURGE_SIGNALS,
+	PURGE_STEPS
 } PurgeShare;
 
 static const char *const PurgeWhat[] = {
 	"expired leases", "fences and lock names", "elections", "partition groups",
-	"token buckets, pauses and slots", "requested keys", "signals"
+	"token buckets, pauses and slots", "requested keys", "signals",
+	"steps of vanished jobs"
 };
 
 typedef struct PurgeArgs
@@ -109,6 +112,9 @@ PurgeOne(void *arg)
 		case PURGE_SIGNALS:
 			(void) CoordSignalsTick(a->at);
 			break;
+		case PURGE_STEPS:
+			(void) CoordStepsTick(a->at);
+			break;
 	}
 }
 
@@ -125,12 +131,12 @@ Purge(TimestampTz now)
 
 	a.at = Min(now, GetCurrentTimestamp());
 	a.horizon = a.at - (int64) coord_retention * USECS_PER_SEC;
-	for (int s = PURGE_LEASES; s <= PURGE_SIGNALS; s++)
+	for (int s = PURGE_LEASES; s <= PURGE_STEPS; s++)
 	{
 		ErrorData  *e;
 
-		/* signals keep coord.job_history_retention (0 keeps them) */
-		if (coord_retention == 0 && s != PURGE_SIGNALS)
+		/* signals and steps keep coord.job_history_retention (0 keeps them) */
+		if (coord_retention == 0 && s != PURGE_SIGNALS && s != PURGE_STEPS)
 			continue;
 		a.share = (PurgeShare) s;
 		e = CoordIsolated(PurgeOne, &a);

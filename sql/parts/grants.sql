@@ -175,3 +175,8 @@ GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) T
 -- Retention (issue 23): dropping a group or an election at once is the
 -- administrator's (coord.tick drops them by itself once dead and old).
 GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;
+-- Durable steps (issue 27): for workers, acting only for the claims they
+-- hold (the token, and the claimant as complete checks it); coord.job_steps
+-- reaches coord_monitor through the loop above, without result.
+GRANT EXECUTE ON FUNCTION coord.step(bigint, bigint, text), coord.step_done(bigint, bigint, text, jsonb)
+  TO coord_worker;

@@ -406,25 +406,6 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 
 /* ---------- complete, fail, heartbeat ---------- */
 
-/*
- * May the caller complete, fail or heartbeat a lease claim another role
- * made?  A member of coord_admin (with its privileges), a superuser, or the
- * extension owner.  Call it after CoordSpiBegin: caller is the user the
- * switch saved, and GetUserId() is the owner.
- */
-static bool
-ActsForAnyClaimant(Oid caller)
-{
-	Oid			admin;
-
-	if (caller == GetUserId())
-		return true;
-	admin = CoordAdminRoleId();
-	if (!OidIsValid(admin))
-		return superuser_arg(caller);
-	return has_privs_of_role(caller, admin);
-}
-
 /* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
 Datum
 coord_complete(PG_FUNCTION_ARGS)
@@ -448,7 +429,7 @@ coord_complete(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
 	/* the hot path: a statement each, the role test only where it applies */
-	if (ActsForAnyClaimant(sw.save_userid))
+	if (JobsActsForAnyClaimant(sw.save_userid))
 		CoordExec(&plan_complete_any,
 				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
 				  "AND token OPERATOR(pg_catalog.=) $2 "
@@ -516,7 +497,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
-	args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+	args[4] = BoolGetDatum(JobsActsForAnyClaimant(sw.save_userid));
 	done = CoordExec(&plan_complete_many,
 					 "DELETE FROM coord.job AS j USING ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS t(id, token) "
 					 "WHERE j.id OPERATOR(pg_catalog.=) t.id AND j.token OPERATOR(pg_catalog.=) t.token "
@@ -628,7 +609,7 @@ coord_fail(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	args[4] = BoolGetDatum(JobsSessionClaimLive(id));
 	args[5] = ObjectIdGetDatum(sw.save_userid);
-	args[6] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+	args[6] = BoolGetDatum(JobsActsForAnyClaimant(sw.save_userid));
 	CoordExecLimit(&plan_fail_get,
 				   "SELECT attempt, max_attempts, snoozes, max_snoozes, expires_at, queue, limit_key "
 				   "FROM coord.job "
@@ -768,7 +749,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	else
 	{
 		args[3] = ObjectIdGetDatum(sw.save_userid);
-		args[4] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+		args[4] = BoolGetDatum(JobsActsForAnyClaimant(sw.save_userid));
 		CoordExec(&plan_heartbeat,
 				  "UPDATE coord.job SET lease = COALESCE($3, lease), "
 				  "lease_until = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) COALESCE($3, lease) "
@@ -980,7 +961,7 @@ coord_claim_state(PG_FUNCTION_ARGS)
 	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
 	CoordSpiBegin(&sw);
 	args[2] = ObjectIdGetDatum(sw.save_userid);
-	args[3] = BoolGetDatum(ActsForAnyClaimant(sw.save_userid));
+	args[3] = BoolGetDatum(JobsActsForAnyClaimant(sw.save_userid));
 	CoordExecLimit(&plan_claim_live,
 				   "SELECT claimed_at IS NULL, lease_until IS NOT NULL FROM coord.job "
 				   "WHERE id OPERATOR(pg_catalog.=) $1 AND token OPERATOR(pg_catalog.=) $2 "

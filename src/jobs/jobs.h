@@ -50,6 +50,14 @@ extern int64 CoordRevokeJob(int64 id, int64 token, const char *error);
 extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs,
 								   Oid *argtypes, Datum *args);
 
+/*
+ * For concerns that act for the holder of a claim (durable steps): the
+ * attempt of the caller's live claim of job id under token, else 0; with
+ * lock, that claim stays live until the transaction ends (jobs_common.c).
+ * Inside SPI, as the owner; caller is the calling user.
+ */
+extern int32 CoordJobClaimAttempt(int64 id, int64 token, Oid caller, bool lock);
+
 /* The queue's share of coord.tick (tick.c); inside SPI, as the owner */
 extern int64 CoordJobsTick(TimestampTz now);
 

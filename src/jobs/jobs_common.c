@@ -310,6 +310,66 @@ JobsForgetClaimIfGone(int64 id)
 }
 
 /*
+ * May the caller complete, fail or heartbeat a lease claim another role
+ * made?  A member of coord_admin (with its privileges), a superuser, or the
+ * extension owner.  Call it after CoordSpiBegin: caller is the user the
+ * switch saved, and GetUserId() is the owner.
+ */
+bool
+JobsActsForAnyClaimant(Oid caller)
+{
+	Oid			admin;
+
+	if (caller == GetUserId())
+		return true;
+	admin = CoordAdminRoleId();
+	if (!OidIsValid(admin))
+		return superuser_arg(caller);
+	return has_privs_of_role(caller, admin);
+}
+
+/*
+ * CoordJobClaimAttempt (jobs.h): the attempt of the claim of job id under
+ * token when that claim is caller's and live, as heartbeat decides it (a
+ * session-bound claim this session holds, or a lease claim, expired or not
+ * but not taken since, of caller or of a role that acts for any claimant);
+ * else 0, which a wrong role gets too.  With lock, the row is locked FOR NO
+ * KEY UPDATE: a claim skips it and complete, fail and cancel wait, until
+ * this transaction ends, and two such callers for one job go one after the
+ * other.  Inside SPI, as the owner.
+ */
+int32
+CoordJobClaimAttempt(int64 id, int64 token, Oid caller, bool lock)
+{
+	static SPIPlanPtr plan_read = NULL;
+	static SPIPlanPtr plan_lock = NULL;
+	Oid			argtypes[5] = {INT8OID, INT8OID, OIDOID, BOOLOID, BOOLOID};
+	Datum		args[5];
+	bool		isnull;
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = ObjectIdGetDatum(caller);
+	args[3] = BoolGetDatum(JobsActsForAnyClaimant(caller));
+	args[4] = BoolGetDatum(JobsSessionClaimLive(id));
+	if (lock)
+		CoordExecLimit(&plan_lock,
+					   "SELECT attempt FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND ($5 OR (lease_until IS NOT NULL "
+					   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR $4))) FOR NO KEY UPDATE",
+					   5, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	else
+		CoordExecLimit(&plan_read,
+					   "SELECT attempt FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND ($5 OR (lease_until IS NOT NULL "
+					   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR $4)))",
+					   5, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	if (SPI_processed != 1)
+		return 0;
+	return Max(DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)), 1);
+}
+
+/*
  * The OIDs of coord.job, coord.job_history and coord.job_token_seq, looked
  * up by name once; forgotten, with the caches built on them (jobs_claim.c's
  * column numbers, jobs_finish.c's archive map), when the relcache entry of

@@ -80,6 +80,7 @@ extern void JobsSetIdle(const char *channel, bool idle);
 extern char *JobsClaimKey(int64 id);
 extern bool JobsHoldsSessionClaim(int64 id);
 extern bool JobsSessionClaimLive(int64 id);
+extern bool JobsActsForAnyClaimant(Oid caller);
 extern void JobsDropSessionClaim(int64 id);
 extern void JobsForgetClaimIfGone(int64 id);
 

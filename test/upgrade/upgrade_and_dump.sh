@@ -13,6 +13,12 @@
 #    schedules, apps and runs): the same checks; and a pg_dump of that 0.2.0
 #    database restored across the update (into a fresh dev install) keeps
 #    every row, and tokens issued afterwards are larger.
+# 2b. 0.3.0 -> dev, with the live state 0.3.0 wrote (test/upgrade/
+#    state-0.3.0.sql: jobs of every state, lease and session claims, limits,
+#    pauses and buckets, requests, fences, a lease lock, elections, a
+#    partition group with members and segments, schedules in a time zone,
+#    apps with runs, reruns, alerts and a signal): the same checks, and the
+#    0.3.0 features go on working from that state.
 # 3. pg_dump | psql at dev into a second database keeps queues, history,
 #    requests, fences, schedules and apps, and tokens issued afterwards are
 #    larger.
@@ -28,10 +34,10 @@ expect() {  # expect DB SQL WANT WHAT
   checks=$((checks + 1))
 }
 dev=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$(pg_config --sharedir)/extension/pg_coord.control")
-for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst; do
+for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst coord_b030 coord_b030_dst; do
   psql -qX -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null
 done
-trap 'for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done
+trap 'for db in coord_up coord_fresh coord_src coord_dst coord_b020 coord_b020_dst coord_b030 coord_b030_dst; do psql -qX -d postgres -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1; done
       psql -qX -d postgres -c "DROP ROLE IF EXISTS upgrade_worker" >/dev/null 2>&1' EXIT
 
 # ---- 1. update from 0.1.0
@@ -157,6 +163,94 @@ expect coord_b020_dst "SELECT coord.lock('/u/leader') AND coord.fence('/u/leader
 expect coord_b020_dst "SELECT min(token) > 6 FROM coord.claim('u', 2)" "t" "claim tokens after the restore across the update are larger"
 rm -f "${TMPDIR:-/tmp}"/coord_b020.state "${TMPDIR:-/tmp}"/coord_b020.after "${TMPDIR:-/tmp}"/coord_b020.dump "${TMPDIR:-/tmp}"/coord_b020_dst.state
 
+# ---- 2b. update from 0.3.0, with the state 0.3.0 wrote; its dump restored across the update
+q coord_b030 "CREATE EXTENSION pg_coord VERSION '0.3.0'" >/dev/null
+psql -qX -v ON_ERROR_STOP=1 -d coord_b030 -f "$(dirname "$0")/state-0.3.0.sql" >/dev/null || fail "loading the 0.3.0 state"
+# the fixture's lease claims (job 2 token 3; jobs 15 and 16 holding ul's
+# limit slots) and its lease lock are live again; job 11's session-bound
+# claim, e-lead's leader and pg's members were sessions now gone
+q coord_b030 "UPDATE coord.job SET lease_until = now() + interval '1 hour' WHERE id IN (2, 15, 16);
+              UPDATE coord.lease SET expires_at = now() + interval '1 hour'" >/dev/null
+state030="
+SELECT 'job ' || id || ' ' || queue || ' ' || state || ' ' || payload || ' ' || coalesce(key, '-') || ' ' || coalesce(group_key, '-') || ' ' || coalesce(limit_key, '-')
+       || ' ' || coalesce(origin, '-') || ' ' || attempt || ' ' || token || ' ' || snoozes || ' ' || coalesce(expires_at::text, '-') || ' ' || coalesce(result::text, '-') || ' ' || coalesce(last_error, '-') FROM coord.jobs
+UNION ALL SELECT 'req ' || key || ' ' || state FROM coord.requests
+UNION ALL SELECT 'fence ' || path || ' ' || token FROM coord.fences
+UNION ALL SELECT 'name ' || path FROM coord.lock_names
+UNION ALL SELECT 'lease ' || path || ' ' || token || ' ' || coalesce(holder, '-') FROM coord.lease
+UNION ALL SELECT 'limit ' || queue || ' ' || per_key || ' ' || coalesce(concurrency::text, '-') || ' ' || coalesce(rate::text, '-') || ' ' || per || ' ' || coalesce(burst::text, '-') FROM coord.job_limit
+UNION ALL SELECT 'pause ' || queue || ' ' || limit_key || ' ' || coalesce(until::text, '-') FROM coord.job_pause
+UNION ALL SELECT 'election ' || election || ' ' || term || ' ' || coalesce(value, '-') || ' ' || (pid IS NULL) FROM coord.elections
+UNION ALL SELECT 'pgroup ' || partition_group || ' ' || segments || ' ' || assignor FROM coord.partition_groups
+UNION ALL SELECT 'segment ' || partition_group || ' ' || segment || ' ' || token || ' ' || (owner_pid IS NULL) FROM coord.partition_segments
+UNION ALL SELECT 'sched ' || name || ' ' || queue || ' ' || coalesce(every::text, cron) || ' ' || tz || ' ' || coalesce(next_run_at::text, '-') || ' ' || coalesce(job_id::text, '-') FROM coord.schedules
+UNION ALL SELECT 'app ' || name || ' ' || coalesce(starts, '-') || ' ' || depends || ' ' || tz || ' ' || coalesce(deadline::text, '-') || ' ' || coalesce(next_period::text, '-') FROM coord.app_defs
+UNION ALL SELECT 'run ' || app || ' ' || period_start || ' ' || attempt_no || ' ' || current || ' ' || state || ' ' || attempts || ' ' || coalesce(result::text, '-') FROM coord.runs
+UNION ALL SELECT 'rerun ' || app || ' ' || period_start FROM coord.app_reruns
+UNION ALL SELECT 'alert ' || app || ' ' || period_start || ' ' || kind || ' ' || (cleared_at IS NULL) || ' ' || events FROM coord.alerts
+UNION ALL SELECT 'signal ' || name || ' ' || period_start || ' ' || payload FROM coord.signals
+UNION ALL SELECT 'seq job ' || last_value FROM coord.job_token_seq
+UNION ALL SELECT 'seq fence ' || last_value FROM coord.fence_seq
+UNION ALL SELECT 'seq term ' || last_value FROM coord.election_term_seq
+UNION ALL SELECT 'seq segment ' || last_value FROM coord.segment_token_seq
+ORDER BY 1"
+# rows pg_dump leaves out (members, buckets, limit slots): kept by the update only
+live030="
+SELECT 'member ' || partition_group || ' ' || member || ' ' || weight || ' ' || meta FROM coord.partition_members
+UNION ALL SELECT 'bucket ' || queue || ' ' || limit_key || ' ' || tokens FROM coord.job_bucket
+UNION ALL SELECT 'slot ' || queue || ' ' || per_key || ' ' || limit_key || ' ' || slot || ' ' || job_id || ' ' || token FROM coord.job_running
+ORDER BY 1"
+q coord_b030 "$state030" >"${TMPDIR:-/tmp}/coord_b030.state" || fail "0.3.0 state query"
+q coord_b030 "$live030" >"${TMPDIR:-/tmp}/coord_b030.live" || fail "0.3.0 live state query"
+pg_dump -d coord_b030 >"${TMPDIR:-/tmp}/coord_b030.dump" || fail "pg_dump at 0.3.0"
+q coord_b030 "ALTER EXTENSION pg_coord UPDATE" >/dev/null || fail "ALTER EXTENSION pg_coord UPDATE (0.3.0 -> $dev) failed"
+expect coord_b030 "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "$dev" "0.3.0 updated to $dev"
+q coord_b030 "$state030" >"${TMPDIR:-/tmp}/coord_b030.after" || fail "state query after the update"
+diff -u "${TMPDIR:-/tmp}/coord_b030.state" "${TMPDIR:-/tmp}/coord_b030.after" || fail "the update from 0.3.0 changed the state (- before, + after)"
+q coord_b030 "$live030" >"${TMPDIR:-/tmp}/coord_b030.after" || fail "live state query after the update"
+diff -u "${TMPDIR:-/tmp}/coord_b030.live" "${TMPDIR:-/tmp}/coord_b030.after" || fail "the update from 0.3.0 changed members, buckets or limit slots (- before, + after)"
+checks=$((checks + 2))
+same_catalog coord_b030 "0.3.0 -> $dev"
+expect coord_b030 "SELECT string_agg(state, ',' ORDER BY state) FROM (SELECT DISTINCT state FROM coord.jobs) s" \
+       "cancelled,dead,done,ready,running,scheduled" "0.3.0 jobs of every state survive the update"
+expect coord_b030 "SELECT coord.complete(2, 3, '{\"after\": 1}')" "t" "the 0.3.0 lease claim completes with its token"
+expect coord_b030 "SELECT count(*) FROM coord.claim('ul', 10)" "0" "limit slots held by 0.3.0 claims still count"
+expect coord_b030 "SELECT coord.complete(15, 7) AND coord.complete(16, 8)" "t" "the claims holding the limit slots complete"
+expect coord_b030 "SELECT string_agg(payload->>'l', ',' ORDER BY id) FROM coord.claim('ul', 10)" "3,4" "the freed slots are claimable, one per key"
+expect coord_b030 "SELECT c.id FROM coord.claim('u-sess', 1) AS c WHERE c.token > 11" "11" \
+       "a 0.3.0 session claim whose session is gone is claimed again, with a larger token"
+expect coord_b030 "SELECT string_agg(c.group_key, ',') FROM coord.claim('u', 10) AS c WHERE c.group_key IS NOT NULL" "grp" \
+       "one job of a group at a time, after the update from 0.3.0"
+expect coord_b030 "SELECT count(*) FROM coord.claim('up', 1)" "0" "a 0.3.0 pause holds"
+expect coord_b030 "SELECT coord.resume('up') AND (SELECT count(*) FROM coord.claim('up', 1)) = 1" "t" "it is resumed"
+expect coord_b030 "SELECT coord.request_state('u-done') || ',' || coord.request_state('u-queued')" "done,queued" "0.3.0 requests survive"
+expect coord_b030 "SELECT coord.lease_lock('/u/lease', '1 minute') IS NULL" "t" "a 0.3.0 lease lock still holds"
+expect coord_b030 "SELECT coord.lock('/u/leader') AND coord.fence('/u/leader') > 3" "t" "fencing tokens go on increasing after 0.3.0"
+expect coord_b030 "SELECT NOT EXISTS (SELECT FROM coord.leader('e-lead')) AND coord.campaign('e-lead', 'node-c', '1 second') > 2" "t" \
+       "an election whose 0.3.0 leader is gone is won again, with a larger term"
+expect coord_b030 "SELECT array_length(coord.join('pg', 'm3'), 1)" "8" "a partition group whose 0.3.0 members are gone goes to a new member"
+expect coord_b030 "SELECT min(token) > 13 FROM coord.partition_segments" "t" "with larger segment tokens"
+expect coord_b030 "SELECT coord.signal('feed', '2026-01-01 00:00Z')" "f" "0.3.0 signals survive"
+q coord_b030 "SELECT coord.tick('2026-01-01 03:30Z')" >/dev/null || fail "tick after the update from 0.3.0"
+expect coord_b030 "SELECT string_agg(to_char(period_start AT TIME ZONE 'UTC', 'HH24MI'), ',' ORDER BY period_start) FROM coord.runs WHERE app = 'u-up' AND current" \
+       "0000,0100,0200,0300" "0.3.0 apps go on (the next hour, nothing twice)"
+expect coord_b030 "SELECT bool_and(coord.complete(c.id, c.token, '{\"rows\": 8}')) FROM coord.claim('apps', 10) AS c" "t" \
+       "u-up's runs complete, the rerun of its first hour among them"
+expect coord_b030 "SELECT string_agg(to_char(period_start AT TIME ZONE 'UTC', 'HH24MI') || ':' || attempt_no, ',' ORDER BY period_start)
+                     FROM coord.runs WHERE app = 'u-down' AND current" "0000:2,0100:1,0200:1,0300:1" \
+       "the 0.3.0 rerun's downstream run is created once its upstream's new run completes"
+# the 0.3.0 dump, restored where pg_coord is at $dev
+psql -qX -v ON_ERROR_STOP=1 -d coord_b030_dst -f "${TMPDIR:-/tmp}/coord_b030.dump" >/dev/null 2>"${TMPDIR:-/tmp}/coord_restore.err" ||
+  { cat "${TMPDIR:-/tmp}/coord_restore.err"; fail "restoring the 0.3.0 dump"; }
+expect coord_b030_dst "SELECT extversion FROM pg_extension WHERE extname = 'pg_coord'" "$dev" "the 0.3.0 dump restores into $dev"
+q coord_b030_dst "$state030" >"${TMPDIR:-/tmp}/coord_b030_dst.state" || fail "state query after the restore"
+diff -u "${TMPDIR:-/tmp}/coord_b030.state" "${TMPDIR:-/tmp}/coord_b030_dst.state" || fail "the 0.3.0 dump restored across the update lost or changed rows (- 0.3.0, + restored)"
+rows030=$(wc -l <"${TMPDIR:-/tmp}/coord_b030.state")
+checks=$((checks + 1))
+expect coord_b030_dst "SELECT coord.lock('/u/leader') AND coord.fence('/u/leader') > 3" "t" "fencing tokens after the restore of 0.3.0 are larger"
+expect coord_b030_dst "SELECT min(token) > 11 FROM coord.claim('u', 2)" "t" "claim tokens after the restore of 0.3.0 are larger"
+rm -f "${TMPDIR:-/tmp}"/coord_b030.state "${TMPDIR:-/tmp}"/coord_b030.live "${TMPDIR:-/tmp}"/coord_b030.after "${TMPDIR:-/tmp}"/coord_b030.dump "${TMPDIR:-/tmp}"/coord_b030_dst.state
+
 # ---- 3. pg_dump and restore
 q coord_src "CREATE EXTENSION pg_coord" >/dev/null
 q coord_src "SELECT coord.enqueue('d', jsonb_build_object('n', g)) FROM generate_series(1, 5) g" >/dev/null
@@ -214,4 +308,4 @@ expect coord_dst "SELECT count(*) FROM coord.schedules WHERE job_id IS NOT NULL"
 q coord_dst "SELECT coord.tick('2026-01-01 03:30Z')" >/dev/null || fail "tick after the restore"
 expect coord_dst "SELECT string_agg(to_char(period_start AT TIME ZONE 'UTC', 'HH24MI'), ',' ORDER BY period_start) FROM coord.runs WHERE app = 'd-up'" \
        "0000,0100,0200,0300" "apps go on from their stored state (the next hour, nothing twice)"
-echo "upgrade_and_dump: $checks checks passed; 0.1.0 -> 0.2.0 -> $dev and 0.2.0 -> $dev keep jobs of every state, claims, requests, fences, schedules, apps and runs and match a fresh install ($objects catalog lines); the 0.2.0 dump restored across the update kept $rows020 rows; pg_dump/restore at $dev kept $rows state rows; tokens stay increasing"
+echo "upgrade_and_dump: $checks checks passed; 0.1.0 -> 0.2.0 -> $dev and 0.2.0 -> $dev keep jobs of every state, claims, requests, fences, schedules, apps and runs and match a fresh install ($objects catalog lines); the 0.2.0 dump restored across the update kept $rows020 rows; 0.3.0 -> $dev keeps its live state (elections, partitions, limits, leases, reruns, alerts, signals) and its dump restored across the update kept $rows030 rows; pg_dump/restore at $dev kept $rows state rows; tokens stay increasing"
