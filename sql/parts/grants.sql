@@ -175,3 +175,6 @@ GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) T
 -- Retention (issue 23): dropping a group or an election at once is the
 -- administrator's (coord.tick drops them by itself once dead and old).
 GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;
+-- Workflows: a worker enqueues flows and reads its own claim's parents
+-- (parent_results checks the claim, as heartbeat does).
+GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;

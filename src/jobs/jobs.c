@@ -53,6 +53,7 @@
 
 #define JOB_KEY_MAX			1024
 #define ENQUEUE_MANY_MAX	10000	/* payloads per coord.enqueue_many call */
+#define AFTER_MAX			10000	/* parents of one job (after) */
 #define BACKOFF_BASE_US		(1000 * 1000)	/* 1 s */
 #define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
 
@@ -81,6 +82,13 @@ static SPIPlanPtr plan_revoke = NULL;
 static SPIPlanPtr plan_tick_lost = NULL;
 static SPIPlanPtr plan_tick_purge = NULL;
 static SPIPlanPtr plan_tick_expired = NULL;
+static SPIPlanPtr plan_enqueue_wait = NULL;
+static SPIPlanPtr plan_enqueue_many_wait = NULL;
+static SPIPlanPtr plan_release = NULL;
+static SPIPlanPtr plan_cancel_wait = NULL;
+static SPIPlanPtr plan_state_wait = NULL;
+static SPIPlanPtr plan_is_claim_any = NULL;
+static SPIPlanPtr plan_is_claim_sess = NULL;
 
 PG_FUNCTION_INFO_V1(coord_enqueue);
 PG_FUNCTION_INFO_V1(coord_enqueue_many);
@@ -178,42 +186,12 @@ typedef struct EnqueueFlow
 	bool		expires_null;
 	Datum		batch;			/* 0.4.0: the batch id, stored as given */
 	bool		batch_null;
+	int64	   *parents;		/* after: sorted, distinct; NULL when none */
+	int			nparents;
+	const char *on_parent_failure;
 } EnqueueFlow;
 
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true};
-
-/*
- * The workflow arguments that follow expires_at (after, on_parent_failure,
- * batch): argno is after's position.  A catalog older than 0.4.0 passes
- * none of them.
- */
-static void
-WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
-{
-	if (PG_NARGS() <= argno + 2)
-		return;
-	CoordRequireArg(fcinfo, argno + 1, "on_parent_failure");
-	{
-		char	   *opf = text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
-
-		if (strcmp(opf, "cancel") != 0 && strcmp(opf, "run") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid on_parent_failure \"%s\"", opf),
-					 errhint("Use 'cancel' or 'run'.")));
-	}
-	if (!PG_ARGISNULL(argno))
-	{
-		ArrayType  *after = PG_GETARG_ARRAYTYPE_P(argno);
-
-		if (ArrayGetNItems(ARR_NDIM(after), ARR_DIMS(after)) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("job dependencies are not available yet")));
-	}
-	fl->batch_null = PG_ARGISNULL(argno + 2);
-	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
-}
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, NULL, 0, "cancel"};
 
 static void
 FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
@@ -232,16 +210,117 @@ FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 	fl->expires_at = fl->expires_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
 }
 
+static int
+CmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * The workflow arguments that follow expires_at (after, on_parent_failure,
+ * batch): argno is after's position.  A catalog older than 0.4.0 passes
+ * none of them.
+ */
+static void
+WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
+{
+	char	   *opf;
+
+	if (PG_NARGS() <= argno + 2)
+		return;
+	CoordRequireArg(fcinfo, argno + 1, "on_parent_failure");
+	opf = text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
+	if (strcmp(opf, "cancel") != 0 && strcmp(opf, "run") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid on_parent_failure \"%s\"", opf),
+				 errhint("Use 'cancel' or 'run'.")));
+	fl->on_parent_failure = opf;
+	if (!PG_ARGISNULL(argno))
+	{
+		ArrayType  *after = PG_GETARG_ARRAYTYPE_P(argno);
+		Datum	   *elems;
+		bool	   *enulls;
+		int			n;
+		int			i;
+		int			k = 0;
+
+		if (ARR_NDIM(after) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("after must be a one-dimensional array")));
+		n = ArrayGetNItems(ARR_NDIM(after), ARR_DIMS(after));
+		if (n > AFTER_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("too many parents in after"),
+					 errdetail("A job waits on at most %d jobs; %d were given.", AFTER_MAX, n)));
+		deconstruct_array(after, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &enulls, &n);
+		fl->parents = palloc(sizeof(int64) * Max(n, 1));
+		for (i = 0; i < n; i++)
+		{
+			if (enulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("after must not contain null elements")));
+			fl->parents[i] = DatumGetInt64(elems[i]);
+		}
+		qsort(fl->parents, n, sizeof(int64), CmpInt64);
+		for (i = 0; i < n; i++)
+			if (k == 0 || fl->parents[k - 1] != fl->parents[i])
+				fl->parents[k++] = fl->parents[i];
+		fl->nparents = k;
+		if (k > 0 && JobsWaitHooks() == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("job dependencies are not available")));
+	}
+	fl->batch_null = PG_ARGISNULL(argno + 2);
+	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
+}
+
+/* The parents as a bigint[] (for the statements and the wait hooks). */
+static Datum
+IdsArray(const int64 *ids, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		d[i] = Int64GetDatum(ids[i]);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * A job with parents: asks the wait hooks how many have not ended (they
+ * lock those), and so whether it goes in waiting.  Inside SPI.
+ */
+static int32
+ResolveParents(const EnqueueFlow *fl, bool *cancel)
+{
+	bool		failed = false;
+	int32		pending = JobsWaitHooks()->resolve(fl->parents, fl->nparents, &failed);
+
+	*cancel = failed && strcmp(fl->on_parent_failure, "cancel") == 0;
+	return pending;
+}
+
 static int64
 EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
 		   const EnqueueFlow *fl)
 {
-	Oid			argtypes[13] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
-	Datum		args[13];
-	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[16] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID};
+	Datum		args[16];
+	char		nulls[16] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
+	int32		pending = 0;
+	bool		cancel = false;
+	bool		isnull;
 
 	args[0] = CStringGetTextDatum(queue);
 	args[1] = JsonbPGetDatum(payload);
@@ -264,6 +343,36 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	nulls[11] = fl->expires_null ? 'n' : ' ';
 	args[12] = fl->batch;
 	nulls[12] = fl->batch_null ? 'n' : ' ';
+	args[13] = Int16GetDatum(fl->nparents > 0 ? COORD_DEPS_CHILD : 0);
+
+	if (fl->nparents > 0)
+	{
+		/* a waiting job is in no unique index: its key could not dedupe */
+		if (key != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a job with after cannot have a key")));
+		pending = ResolveParents(fl, &cancel);
+	}
+	if (pending > 0 || cancel)
+	{
+		int64		id;
+
+		args[14] = Int32GetDatum(pending);
+		args[15] = CStringGetTextDatum(fl->on_parent_failure);
+		CoordExec(&plan_enqueue_wait,
+				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, key, host, "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps, "
+				  "pending, on_parent_failure) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+				  "$14, $15, $16) RETURNING id",
+				  16, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		JobsWaitHooks()->link(fl->parents, fl->nparents, &id, 1);
+		if (cancel)
+			(void) CoordCancelWaiting(IdsArray(&id, 1), "a parent job ended dead or cancelled");
+		return id;
+	}
 
 	/*
 	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
@@ -271,23 +380,27 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	 */
 	for (attempt = 0; attempt < 5; attempt++)
 	{
-		bool		isnull;
-
 		CoordExec(&plan_enqueue,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch) "
-				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
 				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 				  "DO NOTHING RETURNING id",
-				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
-			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		{
+			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+			if (fl->nparents > 0)
+				JobsWaitHooks()->link(fl->parents, fl->nparents, &id, 1);
+			return id;
+		}
 
 		/* a live job has this key: answer its id (unless it just finished) */
 		CoordExecLimit(&plan_key_id,
 					   "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
 					   "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-					   13, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
+					   14, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -328,15 +441,6 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(id);
 }
 
-static int
-CmpInt64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /*
  * coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host,
  * max_attempts, limit_key, max_snoozes, expires_at, after, on_parent_failure,
@@ -354,10 +458,12 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[10] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
-	Datum		args[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[13] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID};
+	Datum		args[13];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int32		pending = 0;
+	bool		cancel = false;
 	EnqueueFlow fl;
 	CoordUserSwitch sw;
 	int64	   *ids;
@@ -411,16 +517,30 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	nulls[8] = fl.expires_null ? 'n' : ' ';
 	args[9] = fl.batch;
 	nulls[9] = fl.batch_null ? 'n' : ' ';
+	args[10] = Int16GetDatum(fl.nparents > 0 ? COORD_DEPS_CHILD : 0);
+	args[12] = CStringGetTextDatum(fl.on_parent_failure);
 
 	CoordSpiBegin(&sw);
+	if (fl.nparents > 0)
+		pending = ResolveParents(&fl, &cancel);
+	args[11] = Int32GetDatum(pending);
 	/* ids are drawn in insertion order, which follows the array */
-	CoordExec(&plan_enqueue_many,
-			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-			  "limit_key, max_snoozes, expires_at, batch) "
-			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10 "
-			  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
-			  "RETURNING id",
-			  10, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+	if (pending > 0 || cancel)
+		CoordExec(&plan_enqueue_many_wait,
+				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, host, max_attempts, "
+				  "limit_key, max_snoozes, expires_at, batch, deps, pending, on_parent_failure) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 "
+				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
+				  "RETURNING id",
+				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+	else
+		CoordExec(&plan_enqueue_many,
+				  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
+				  "limit_key, max_snoozes, expires_at, batch, deps) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11 "
+				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
+				  "RETURNING id",
+				  11, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -430,6 +550,12 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	n = SPI_processed;
+	if (fl.nparents > 0)
+	{
+		JobsWaitHooks()->link(fl.parents, fl.nparents, ids, n);
+		if (cancel)
+			(void) CoordCancelWaiting(IdsArray(ids, n), "a parent job ended dead or cancelled");
+	}
 	CoordSpiEnd(&sw);
 
 	/* RETURNING order is not promised; ids are */
@@ -835,6 +961,90 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(until);
 }
 
+/* ---------- waiting jobs (jobs.h: for the wait hooks) ---------- */
+
+/*
+ * CoordReleaseWaiting moves waiting jobs (ids, a bigint[]) into coord.job in
+ * one statement, due no earlier than now (a claim's frontier is past older
+ * run_at values: src/jobs/README.md), and wakes their queues' idle
+ * claimers at commit.  The row goes through jsonb so that every column of
+ * coord.job is carried by name, whatever columns later versions add.
+ * Inside SPI.  Returns how many moved.
+ */
+uint64
+CoordReleaseWaiting(Datum ids)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		args[1];
+	uint64		n;
+	uint64		i;
+
+	args[0] = ids;
+	n = CoordExec(&plan_release,
+				  "WITH w AS (DELETE FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING *) "
+				  "INSERT INTO coord.job SELECT (pg_catalog.jsonb_populate_record(NULL::coord.job, "
+				  "pg_catalog.to_jsonb(w) OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('run_at', "
+				  "GREATEST(w.run_at, pg_catalog.now())))).* FROM w RETURNING queue, host",
+				  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "releasing waiting jobs");
+	for (i = 0; i < n; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		JobsWakeAtCommit(SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+						 SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+	}
+	return n;
+}
+
+/*
+ * CoordCancelWaiting moves waiting jobs into the history as cancelled (error,
+ * when given, as their last_error), with what a finish runs (finish hooks,
+ * the wait hooks' finished).  The DELETE returns coord.job's columns in its
+ * order, as JobsArchive's map expects.  Inside SPI.
+ */
+uint64
+CoordCancelWaiting(Datum ids, const char *error)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	Datum		args[1];
+
+	args[0] = ids;
+	CoordExec(&plan_cancel_wait,
+			  "DELETE FROM coord.job_wait AS w WHERE w.id OPERATOR(pg_catalog.=) ANY ($1) "
+			  "RETURNING (pg_catalog.jsonb_populate_record(NULL::coord.job, pg_catalog.to_jsonb(w))).*",
+			  1, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "cancelling waiting jobs");
+	return JobsArchive("cancelled", error, (Datum) 0, true);
+}
+
+/*
+ * CoordClaimIsCallers: is (id, token) the live claim of caller, by the rule
+ * of heartbeat (a session-bound claim this session holds; a lease claim of
+ * the caller's role, or any for coord_admin)?  Inside SPI, after the switch.
+ */
+bool
+CoordClaimIsCallers(int64 id, int64 token, Oid caller)
+{
+	Oid			argtypes[4] = {INT8OID, INT8OID, OIDOID, BOOLOID};
+	Datum		args[4];
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = ObjectIdGetDatum(caller);
+	args[3] = BoolGetDatum(ActsForAnyClaimant(caller));
+	if (JobsSessionClaimLive(id))
+		CoordExecLimit(&plan_is_claim_sess,
+					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND (lease_until IS NULL "
+					   "OR claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
+					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	else
+		CoordExecLimit(&plan_is_claim_any,
+					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL "
+					   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
+					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	return SPI_processed == 1;
+}
+
 /* ---------- cancel, retry, state, purge ---------- */
 
 /* coord.cancel(id): cancels a job that has not finished */
@@ -848,6 +1058,12 @@ coord_cancel(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordSpiBegin(&sw);
 	moved = JobsMoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
+	if (!moved && JobsWaitHooks() != NULL)
+	{
+		int64		id = PG_GETARG_INT64(0);
+
+		moved = CoordCancelWaiting(IdsArray(&id, 1), NULL) == 1;
+	}
 	CoordSpiEnd(&sw);
 	JobsDropSessionClaim(PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(moved);
@@ -980,6 +1196,14 @@ coord_job_state(PG_FUNCTION_ARGS)
 					   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
 		if (SPI_processed == 1)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		else
+		{
+			CoordExecLimit(&plan_state_wait,
+						   "SELECT 1 FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
+			if (SPI_processed == 1)
+				state = "waiting";
+		}
 	}
 	if (state != NULL)
 		result = CoordSpiText(state);

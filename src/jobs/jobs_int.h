@@ -187,6 +187,7 @@ extern void JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int key
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);
 extern uint64 JobsArchive(const char *st, const char *error, Datum result, bool result_null);
+extern const CoordJobWaitHooks *JobsWaitHooks(void);
 extern bool JobsMoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
 
 #ifdef __GNUC__
