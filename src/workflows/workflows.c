@@ -225,9 +225,9 @@ typedef struct Ended
 	int64		id;
 	bool		failed;
 	int16		deps;
-} Ended;
+}			Ended;
 
-static Ended *ended = NULL;		/* in TopTransactionContext */
+static Ended * ended = NULL;	/* in TopTransactionContext */
 static int	nended = 0;
 static int	ended_cap = 0;
 static bool in_cascade = false;
@@ -251,7 +251,7 @@ PushEnded(int64 id, bool failed, int16 deps)
 
 /* One generation: the edges of the jobs that ended. */
 static void
-CascadeRound(Ended *batch, int n)
+CascadeRound(Ended * batch, int n)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, BOOLARRAYOID};
 	Datum		args[2];
@@ -438,7 +438,7 @@ typedef struct FlowName
 {
 	char		name[FLOW_NAME_MAX + 1];	/* hash key: must be first */
 	int			index;
-} FlowName;
+}			FlowName;
 
 #define NODE_KEYS "'{name,queue,payload,run_at,priority,key,host,max_attempts,group_key,limit_key," \
 	"max_snoozes,expires_at,after,on_parent_failure,batch}'::text[]"
@@ -488,7 +488,10 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 				 errmsg("nodes must be a JSON array")));
 	CoordSpiBegin(&sw);
 
-	/* the first node that is not an object, or has an unknown field, or a bad after */
+	/*
+	 * the first node that is not an object, or has an unknown field, or a bad
+	 * after
+	 */
 	CoordExecLimit(&plan_flow_keys,
 				   "SELECT e.ord, pg_catalog.jsonb_typeof(e.n) OPERATOR(pg_catalog.=) 'object', "
 				   "pg_catalog.jsonb_typeof(e.n OPERATOR(pg_catalog.->) 'after') "
@@ -568,7 +571,10 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 		e->index = i;
 	}
 
-	/* edges between nodes: kids, in-degrees; ids given as numbers stay in the row */
+	/*
+	 * edges between nodes: kids, in-degrees; ids given as numbers stay in the
+	 * row
+	 */
 	indeg = palloc0(sizeof(int) * n);
 	nkids = palloc0(sizeof(int) * n);
 	kids = palloc0(sizeof(int *) * n);
