@@ -73,8 +73,8 @@ typedef struct CoordJobWaitHooks
 	int32		(*resolve) (const int64 *parents, int n, bool *failed);
 	void		(*link) (const int64 *parents, int n, const int64 *ids, int nids);
 	void		(*finished) (int64 id, const char *state, int16 deps);
-}			CoordJobWaitHooks;
-extern void CoordRegisterJobWait(const CoordJobWaitHooks * hooks);
+} CoordJobWaitHooks;
+extern void CoordRegisterJobWait(const CoordJobWaitHooks *hooks);
 
 /* For the wait hooks: inside SPI, as the owner; ids is a bigint[] */
 extern uint64 CoordReleaseWaiting(Datum ids);

@@ -97,12 +97,12 @@ CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
 static const CoordJobWaitHooks *wait_hooks = NULL;
 
 void
-CoordRegisterJobWait(const CoordJobWaitHooks * hooks)
+CoordRegisterJobWait(const CoordJobWaitHooks *hooks)
 {
 	wait_hooks = hooks;
 }
 
-const		CoordJobWaitHooks *
+const CoordJobWaitHooks *
 JobsWaitHooks(void)
 {
 	return wait_hooks;

@@ -87,6 +87,12 @@ extern void JobsForgetClaimIfGone(int64 id);
 extern void JobsClaimInit(void);
 extern void JobsClaimRelsInval(void);
 
+/* jobs_enqueue.c: enqueue and waiting jobs */
+extern int32 JobsMaxAttemptsArg(FunctionCallInfo fcinfo, int argno);
+extern Datum JobsIdsArray(const int64 *ids, int n);
+extern int64 JobsEnqueueKeyed(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
+							  const char *host, int32 max_attempts, const char *request_key);
+
 /* jobs_claim_row.c: the claim's writes through the table access method */
 typedef struct ClaimWriter
 {

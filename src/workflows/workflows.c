@@ -135,9 +135,9 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 
 		args[0] = IdArray(rest, nrest);
 		CoordExec(&plan_mark_live,
-				  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::smallint "
+				  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
 				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-				  "AND (deps OPERATOR(pg_catalog.&) 1::smallint) OPERATOR(pg_catalog.=) 0",
+				  "AND (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.=) 0",
 				  1, argtypes, args, NULL, SPI_OK_UPDATE, "marking parents");
 		CoordExec(&plan_lock_live,
 				  "SELECT id FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR KEY SHARE",
@@ -150,9 +150,9 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 
 		args[0] = IdArray(rest, nrest);
 		CoordExec(&plan_mark_wait,
-				  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::smallint "
+				  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
 				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-				  "AND (deps OPERATOR(pg_catalog.&) 1::smallint) OPERATOR(pg_catalog.=) 0",
+				  "AND (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.=) 0",
 				  1, argtypes, args, NULL, SPI_OK_UPDATE, "marking parents");
 		CoordExec(&plan_lock_wait,
 				  "SELECT id FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR KEY SHARE",
@@ -225,9 +225,9 @@ typedef struct Ended
 	int64		id;
 	bool		failed;
 	int16		deps;
-}			Ended;
+} Ended;
 
-static Ended * ended = NULL;	/* in TopTransactionContext */
+static Ended *ended = NULL;		/* in TopTransactionContext */
 static int	nended = 0;
 static int	ended_cap = 0;
 static bool in_cascade = false;
@@ -251,7 +251,7 @@ PushEnded(int64 id, bool failed, int16 deps)
 
 /* One generation: the edges of the jobs that ended. */
 static void
-CascadeRound(Ended * batch, int n)
+CascadeRound(Ended *batch, int n)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, BOOLARRAYOID};
 	Datum		args[2];
@@ -301,7 +301,7 @@ CascadeRound(Ended * batch, int n)
 			  "WITH e AS (UPDATE coord.job_dep AS d SET ended = true "
 			  "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS p(id, failed) "
 			  "WHERE d.parent OPERATOR(pg_catalog.=) p.id AND NOT d.ended RETURNING d.child, p.failed), "
-			  "x AS (SELECT e.child, pg_catalog.count(*)::integer AS n, pg_catalog.bool_or(e.failed) AS failed "
+			  "x AS (SELECT e.child, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.bool_or(e.failed) AS failed "
 			  "FROM e GROUP BY e.child) "
 			  "UPDATE coord.job_wait AS w SET pending = w.pending OPERATOR(pg_catalog.-) x.n "
 			  "FROM x WHERE w.id OPERATOR(pg_catalog.=) x.child "
@@ -438,7 +438,7 @@ typedef struct FlowName
 {
 	char		name[FLOW_NAME_MAX + 1];	/* hash key: must be first */
 	int			index;
-}			FlowName;
+} FlowName;
 
 #define NODE_KEYS "'{name,queue,payload,run_at,priority,key,host,max_attempts,group_key,limit_key," \
 	"max_snoozes,expires_at,after,on_parent_failure,batch}'::text[]"
@@ -528,11 +528,11 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 			  "e.n OPERATOR(pg_catalog.->>) 'key', e.n OPERATOR(pg_catalog.->>) 'host', "
 			  "e.n OPERATOR(pg_catalog.->>) 'max_attempts', e.n OPERATOR(pg_catalog.->>) 'group_key', "
 			  "e.n OPERATOR(pg_catalog.->>) 'limit_key', e.n OPERATOR(pg_catalog.->>) 'max_snoozes', "
-			  "e.n OPERATOR(pg_catalog.->>) 'expires_at', NULL::bigint[], "
+			  "e.n OPERATOR(pg_catalog.->>) 'expires_at', NULL::pg_catalog.int8[], "
 			  "e.n OPERATOR(pg_catalog.->>) 'on_parent_failure', e.n OPERATOR(pg_catalog.->>) 'batch', "
 			  "e.n OPERATOR(pg_catalog.->>) 'name', "
 			  "(SELECT pg_catalog.array_agg(CASE WHEN pg_catalog.jsonb_typeof(a.v) OPERATOR(pg_catalog.=) 'number' "
-			  "THEN '#' OPERATOR(pg_catalog.||) (a.v)::text "
+			  "THEN '#' OPERATOR(pg_catalog.||) (a.v)::pg_catalog.text "
 			  "ELSE 'n' OPERATOR(pg_catalog.||) (a.v OPERATOR(pg_catalog.#>>) '{}') END ORDER BY a.o) "
 			  "FROM pg_catalog.jsonb_array_elements(COALESCE(e.n OPERATOR(pg_catalog.->) 'after', '[]')) "
 			  "WITH ORDINALITY AS a(v, o)) "
@@ -672,11 +672,11 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 			nulls[11] = ' ';
 		}
 		CoordExec(&plan_flow_enqueue,
-				  "SELECT coord.enqueue(queue => $1, payload => COALESCE($2, '{}'::jsonb), "
-				  "run_at => $3::timestamptz, priority => COALESCE($4::integer, 0), key => $5, host => $6, "
-				  "max_attempts => COALESCE($7::integer, 25), group_key => $8, limit_key => $9, "
-				  "max_snoozes => COALESCE($10::integer, 100), expires_at => $11::timestamptz, after => $12, "
-				  "on_parent_failure => COALESCE($13, 'cancel'), batch => $14::bigint)",
+				  "SELECT coord.enqueue(queue => $1, payload => COALESCE($2, '{}'::pg_catalog.jsonb), "
+				  "run_at => $3::pg_catalog.timestamptz, priority => COALESCE($4::pg_catalog.int4, 0), key => $5, host => $6, "
+				  "max_attempts => COALESCE($7::pg_catalog.int4, 25), group_key => $8, limit_key => $9, "
+				  "max_snoozes => COALESCE($10::pg_catalog.int4, 100), expires_at => $11::pg_catalog.timestamptz, after => $12, "
+				  "on_parent_failure => COALESCE($13, 'cancel'), batch => $14::pg_catalog.int8)",
 				  14, eargtypes, args, nulls, SPI_OK_SELECT, "enqueue_flow");
 		ids[k] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -691,7 +691,7 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 	rargs[0] = PointerGetDatum(construct_array(name_d, n, TEXTOID, -1, false, TYPALIGN_INT));
 	rargs[1] = PointerGetDatum(construct_array(id_d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	CoordExec(&plan_flow_result,
-			  "SELECT COALESCE(pg_catalog.jsonb_object_agg(u.name, u.id), '{}'::jsonb) "
+			  "SELECT COALESCE(pg_catalog.jsonb_object_agg(u.name, u.id), '{}'::pg_catalog.jsonb) "
 			  "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(name, id)",
 			  2, rtypes, rargs, NULL, SPI_OK_SELECT, "enqueue_flow");
 	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
