@@ -285,6 +285,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
+	int16	   *deps;			/* per row, when the wait hooks are registered */
 	bool		done = strcmp(st, "done") == 0;
 	const HistoryColumn *cols;
 	AttrNumber	c_request_key,
@@ -297,6 +298,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	if (n == 0)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
+	deps = wait_hooks ? palloc(sizeof(int16) * n) : NULL;
 	JobsLookupRels();
 	rel = table_open(jobs_rels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
@@ -330,6 +332,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		 */
 		heap_deform_tuple(row, jdesc, jvalues, jnulls);
 		finished[r] = GetCurrentTimestamp();
+		if (c_deps != InvalidAttrNumber)
+			deps[r] = jnulls[c_deps - 1] ? 0 : DatumGetInt16(jvalues[c_deps - 1]);
 		for (i = 0; i < hdesc->natts; i++)
 		{
 			nulls[i] = false;
@@ -407,13 +411,11 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 
 			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
 		}
-		if (c_deps != InvalidAttrNumber)
+		if (c_deps != InvalidAttrNumber && deps[r] != 0)
 		{
 			bool		isnull;
-			int16		deps = DatumGetInt16(SPI_getbinval(row, jdesc, c_deps, &isnull));
 
-			if (!isnull && deps != 0)
-				wait_hooks->finished(DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull)), st, deps);
+			wait_hooks->finished(DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull)), st, deps[r]);
 		}
 	}
 	return n;
