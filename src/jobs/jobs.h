@@ -63,7 +63,9 @@ extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int narg
  * cancelled at once (failed, on_parent_failure 'cancel') goes in waiting and
  * is then cancelled with CoordCancelWaiting.  finished(id, state, deps) is
  * called for every job with deps set that finishes (done, dead, cancelled),
- * after its history row is in, inside SPI as the owner.
+ * after its history row is in, and finished_end once after the last job
+ * of the same statement (so that the hook handles them all at once),
+ * inside SPI as the owner.
  */
 #define COORD_DEPS_PARENT	1	/* jobs wait on it */
 #define COORD_DEPS_CHILD	2	/* it was enqueued with after */
@@ -73,6 +75,7 @@ typedef struct CoordJobWaitHooks
 	int32		(*resolve) (const int64 *parents, int n, bool *failed);
 	void		(*link) (const int64 *parents, int n, const int64 *ids, int nids);
 	void		(*finished) (int64 id, const char *state, int16 deps);
+	void		(*finished_end) (void);
 } CoordJobWaitHooks;
 extern void CoordRegisterJobWait(const CoordJobWaitHooks *hooks);
 

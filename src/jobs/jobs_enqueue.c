@@ -18,6 +18,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 
 #include "jobs/jobs_int.h"
@@ -485,21 +486,41 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
  * coord.job is carried by name, whatever columns later versions add.
  * Inside SPI.  Returns how many moved.
  */
+/*
+ * While the waiting jobs' statements may be planned: no sequential or
+ * bitmap scan of coord.job_wait, which a plan cached while it was small
+ * would otherwise keep doing (src/workflows/README.md, Bounds).
+ */
+static int
+SteerBegin(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
 uint64
 CoordReleaseWaiting(Datum ids)
 {
+	int			nest;
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		args[1];
 	uint64		n;
 	uint64		i;
 
 	args[0] = ids;
+	nest = SteerBegin();
 	n = CoordExec(&plan_release,
 				  "WITH w AS (DELETE FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING *) "
 				  "INSERT INTO coord.job SELECT (pg_catalog.jsonb_populate_record(NULL::coord.job, "
 				  "pg_catalog.to_jsonb(w) OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('run_at', "
 				  "GREATEST(w.run_at, pg_catalog.now())))).* FROM w RETURNING queue, host",
 				  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "releasing waiting jobs");
+	AtEOXact_GUC(true, nest);
 	for (i = 0; i < n; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -518,14 +539,17 @@ CoordReleaseWaiting(Datum ids)
 uint64
 CoordCancelWaiting(Datum ids, const char *error)
 {
+	int			nest;
 	Oid			argtypes[1] = {INT8ARRAYOID};
 	Datum		args[1];
 
 	args[0] = ids;
+	nest = SteerBegin();
 	CoordExec(&plan_cancel_wait,
 			  "DELETE FROM coord.job_wait AS w WHERE w.id OPERATOR(pg_catalog.=) ANY ($1) "
 			  "RETURNING (pg_catalog.jsonb_populate_record(NULL::coord.job, pg_catalog.to_jsonb(w))).*",
 			  1, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "cancelling waiting jobs");
+	AtEOXact_GUC(true, nest);
 	return JobsArchive("cancelled", error, (Datum) 0, true);
 }
 

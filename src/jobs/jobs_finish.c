@@ -294,6 +294,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 				c_queue,
 				c_deps;
 	bool		limited;
+	bool		any_deps;
 
 	if (n == 0)
 		return 0;
@@ -389,6 +390,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	 * is limited
 	 */
 	limited = JobsLimitsAnywhere();
+	any_deps = false;
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
@@ -416,8 +418,11 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 			bool		isnull;
 
 			wait_hooks->finished(DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull)), st, deps[r]);
+			any_deps = true;
 		}
 	}
+	if (any_deps)
+		wait_hooks->finished_end();
 	return n;
 }
 

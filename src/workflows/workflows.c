@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
@@ -35,11 +36,12 @@
 #define FLOW_NAME_MAX	200
 
 static SPIPlanPtr plan_mark_live = NULL;
-static SPIPlanPtr plan_lock_live = NULL;
 static SPIPlanPtr plan_mark_wait = NULL;
+static SPIPlanPtr plan_lock_live = NULL;
 static SPIPlanPtr plan_lock_wait = NULL;
 static SPIPlanPtr plan_ended = NULL;
 static SPIPlanPtr plan_link = NULL;
+static SPIPlanPtr plan_link_live = NULL;
 static SPIPlanPtr plan_unlink = NULL;
 static SPIPlanPtr plan_count_down = NULL;
 static SPIPlanPtr plan_parents = NULL;
@@ -105,6 +107,91 @@ Subtract(int64 *rest, int n, int64 *found, int nfound)
 /* ---------- the wait hooks ---------- */
 
 /*
+ * Steer: the statements here read a few rows by key out of tables that grow
+ * and shrink with the work (coord.job_dep, coord.job_wait).  A plan cached
+ * while such a table was small would scan all of it ever after (a flow of
+ * 8,000 nodes took 12.6 s instead of 2.7 s, a cascade grew with the square
+ * of its length): while this file's statements may be planned, sequential,
+ * bitmap scans, hash and merge joins are off, so the plans use the indexes.
+ */
+static int
+SteerBegin(void)
+{
+	int			nest = NewGUCNestLevel();
+
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nest;
+}
+
+static void
+SteerEnd(int nest)
+{
+	AtEOXact_GUC(true, nest);
+}
+
+
+/*
+ * The parents (args[0]) that are in coord.job (live) or coord.job_wait:
+ * locked FOR KEY SHARE, and those not yet marked COORD_DEPS_PARENT marked
+ * (an update, for a parent's first child only).  Their ids go to found;
+ * returns how many.
+ */
+static int
+LockParents(SPIPlanPtr *lock, SPIPlanPtr *mark, bool live, Datum *args, int64 *found)
+{
+	Oid			argtypes[1] = {INT8ARRAYOID};
+	int64	   *unmarked;
+	int			nu = 0;
+	int			n;
+	uint64		i;
+
+	if (live)
+		CoordExec(lock,
+				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+				  "FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+	else
+		CoordExec(lock,
+				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+				  "FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+	n = (int) SPI_processed;
+	unmarked = palloc(sizeof(int64) * Max(n, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		found[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull)))
+			unmarked[nu++] = found[i];
+	}
+	if (nu > 0)
+	{
+		Datum		margs[1];
+
+		margs[0] = IdArray(unmarked, nu);
+		if (live)
+			CoordExec(mark,
+					  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+		else
+			CoordExec(mark,
+					  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+	}
+	return n;
+}
+
+/*
  * resolve: parents (sorted, distinct) of a job being enqueued.  A live
  * parent (coord.job) or a waiting one (coord.job_wait) is locked -- FOR KEY
  * SHARE, which a claim's or heartbeat's update does not wait for, but the
@@ -115,6 +202,9 @@ Subtract(int64 *rest, int n, int64 *found, int nfound)
  * tables while the statements ran is looked for again (each statement sees
  * the commits before it).  Returns how many have not ended.
  */
+static bool resolved_all_live = false;	/* the last resolve found no ended
+										 * parent */
+
 static int32
 WaitResolve(const int64 *parents, int n, bool *failed)
 {
@@ -125,39 +215,25 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 	int			nrest = n;
 	int32		pending = 0;
 	int			round;
+	int			nest;
 
 	memcpy(rest, parents, sizeof(int64) * n);
 	*failed = false;
+	nest = SteerBegin();
 	for (round = 0; round < RESOLVE_ROUNDS && nrest > 0; round++)
 	{
 		uint64		i;
 		int			nf;
 
 		args[0] = IdArray(rest, nrest);
-		CoordExec(&plan_mark_live,
-				  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-				  "AND (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.=) 0",
-				  1, argtypes, args, NULL, SPI_OK_UPDATE, "marking parents");
-		CoordExec(&plan_lock_live,
-				  "SELECT id FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
-		nf = TakeIds(found);
+		nf = LockParents(&plan_lock_live, &plan_mark_live, true, args, found);
 		pending += nf;
 		nrest = Subtract(rest, nrest, found, nf);
 		if (nrest == 0)
 			break;
 
 		args[0] = IdArray(rest, nrest);
-		CoordExec(&plan_mark_wait,
-				  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1) "
-				  "AND (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.=) 0",
-				  1, argtypes, args, NULL, SPI_OK_UPDATE, "marking parents");
-		CoordExec(&plan_lock_wait,
-				  "SELECT id FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) ORDER BY id FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
-		nf = TakeIds(found);
+		nf = LockParents(&plan_lock_wait, &plan_mark_wait, false, args, found);
 		pending += nf;
 		nrest = Subtract(rest, nrest, found, nf);
 		if (nrest == 0)
@@ -179,6 +255,8 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 		nrest = Subtract(rest, nrest, found, nf);
 		CHECK_FOR_INTERRUPTS();
 	}
+	SteerEnd(nest);
+	resolved_all_live = (pending == n);
 	if (nrest > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
@@ -196,6 +274,7 @@ WaitLink(const int64 *parents, int n, const int64 *ids, int nids)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, INT8ARRAYOID};
 	Datum		args[2];
+	int			nest;
 
 	if ((int64) n * nids > EDGES_MAX)
 		ereport(ERROR,
@@ -206,11 +285,19 @@ WaitLink(const int64 *parents, int n, const int64 *ids, int nids)
 				 errhint("Enqueue the jobs in several calls.")));
 	args[0] = IdArray(parents, n);
 	args[1] = IdArray(ids, nids);
-	CoordExec(&plan_link,
-			  "INSERT INTO coord.job_dep (parent, child, ended) "
-			  "SELECT p, c, EXISTS (SELECT 1 FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) p) "
-			  "FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
-			  2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
+	nest = SteerBegin();
+	if (resolved_all_live)
+		CoordExec(&plan_link_live,
+				  "INSERT INTO coord.job_dep (parent, child) "
+				  "SELECT p, c FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
+				  2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
+	else
+		CoordExec(&plan_link,
+				  "INSERT INTO coord.job_dep (parent, child, ended) "
+				  "SELECT p, c, EXISTS (SELECT 1 FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) p) "
+				  "FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
+				  2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
+	SteerEnd(nest);
 }
 
 /*
@@ -299,10 +386,10 @@ CascadeRound(Ended *batch, int n)
 	args[1] = PointerGetDatum(construct_array(fl, np, BOOLOID, 1, true, TYPALIGN_CHAR));
 	CoordExec(&plan_count_down,
 			  "WITH e AS (UPDATE coord.job_dep AS d SET ended = true "
-			  "FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS p(id, failed) "
-			  "WHERE d.parent OPERATOR(pg_catalog.=) p.id AND NOT d.ended RETURNING d.child, p.failed), "
-			  "x AS (SELECT e.child, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.bool_or(e.failed) AS failed "
-			  "FROM e GROUP BY e.child) "
+			  "WHERE d.parent OPERATOR(pg_catalog.=) ANY ($1) AND NOT d.ended RETURNING d.child, d.parent), "
+			  "x AS (SELECT e.child, pg_catalog.count(*)::pg_catalog.int4 AS n, pg_catalog.bool_or(p.failed) AS failed "
+			  "FROM e JOIN ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS p(id, failed) "
+			  "ON p.id OPERATOR(pg_catalog.=) e.parent GROUP BY e.child) "
 			  "UPDATE coord.job_wait AS w SET pending = w.pending OPERATOR(pg_catalog.-) x.n "
 			  "FROM x WHERE w.id OPERATOR(pg_catalog.=) x.child "
 			  "RETURNING w.id, w.pending OPERATOR(pg_catalog.=) 0, "
@@ -332,9 +419,23 @@ static void
 WaitFinished(int64 id, const char *state, int16 deps)
 {
 	PushEnded(id, strcmp(state, "done") != 0, deps);
+}
+
+/*
+ * The jobs one statement of the queue ended are handled at once (10,000
+ * parents of one child completed together count it down in one update, not
+ * 10,000 versions of its row); a call inside a cascade leaves them to the
+ * cascade's loop.
+ */
+static void
+WaitFinishedEnd(void)
+{
+	int			nest;
+
 	if (in_cascade)
 		return;
 	in_cascade = true;
+	nest = SteerBegin();
 	PG_TRY();
 	{
 		while (nended > 0)
@@ -355,6 +456,7 @@ WaitFinished(int64 id, const char *state, int16 deps)
 		nended = 0;
 	}
 	PG_END_TRY();
+	SteerEnd(nest);
 }
 
 /* TopTransactionContext goes at the end of every transaction */
@@ -372,7 +474,7 @@ WorkflowsXactCallback(XactEvent event, void *arg)
 	}
 }
 
-static const CoordJobWaitHooks wait_hooks = {WaitResolve, WaitLink, WaitFinished};
+static const CoordJobWaitHooks wait_hooks = {WaitResolve, WaitLink, WaitFinished, WaitFinishedEnd};
 
 void
 CoordWorkflowsInit(void)
@@ -409,6 +511,8 @@ coord_parent_results(PG_FUNCTION_ARGS)
 	CoordSpiBegin(&sw);
 	if (CoordClaimIsCallers(id, token, sw.save_userid))
 	{
+		int			nest = SteerBegin();
+
 		args[0] = Int64GetDatum(id);
 		CoordExec(&plan_parents,
 				  "SELECT d.parent, h.state, h.result FROM coord.job_dep AS d "
@@ -427,6 +531,7 @@ coord_parent_results(PG_FUNCTION_ARGS)
 			/* the tuplestore copies them out of SPI's memory */
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
+		SteerEnd(nest);
 	}
 	CoordSpiEnd(&sw);
 	return (Datum) 0;
