@@ -18,6 +18,7 @@
 #include "jobs/jobs.h"
 #include "partitions/partitions.h"
 #include "schedules/schedules.h"
+#include "workflows/workflows.h"
 #include "semaphores.h"
 
 PG_MODULE_MAGIC;
@@ -30,6 +31,7 @@ _PG_init(void)
 	CoordCommonInit();
 	CoordLocksInit();
 	CoordJobsInit();
+	CoordWorkflowsInit();
 	CoordSchedulesInit();
 	CoordAppsInit();
 	CoordPartitionsInit();

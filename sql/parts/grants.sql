@@ -180,3 +180,6 @@ GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO c
 -- reaches coord_monitor through the loop above, without result.
 GRANT EXECUTE ON FUNCTION coord.step(bigint, bigint, text), coord.step_done(bigint, bigint, text, jsonb)
   TO coord_worker;
+-- Workflows: a worker enqueues flows and reads its own claim's parents
+-- (parent_results checks the claim, as heartbeat does).
+GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;

@@ -43,12 +43,17 @@ CREATE TABLE coord.job (
     limit_key    text,
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
-    expires_at   timestamptz
+    expires_at   timestamptz,
+    batch        bigint,
+    deps         smallint NOT NULL DEFAULT 0
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 COMMENT ON COLUMN coord.job.claimed_by IS
   'The role that made the last claim: only it (or coord_admin) may complete, fail or heartbeat a lease claim';
+COMMENT ON COLUMN coord.job.batch IS 'The batch the job was enqueued into (coord.enqueue''s batch), or NULL';
+COMMENT ON COLUMN coord.job.deps IS
+  'Workflows: 1 when jobs wait on this one, 2 when it was enqueued with after (its finish then goes to src/workflows/)';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
@@ -74,6 +79,21 @@ CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
 COMMENT ON INDEX coord.job_origin IS
   'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
 
+-- Waiting jobs (enqueued with after, a parent not ended yet): out of
+-- coord.job, so that they are in no index a claim walks and cost claims
+-- nothing.  The columns of coord.job, then the holder's: pending (parents
+-- not ended) and on_parent_failure.  The transaction that ends the last
+-- parent moves the row into coord.job (src/workflows/README.md).
+CREATE TABLE coord.job_wait (
+    LIKE coord.job INCLUDING DEFAULTS,
+    pending           integer NOT NULL,
+    on_parent_failure text NOT NULL,
+    PRIMARY KEY (id)
+);
+COMMENT ON TABLE coord.job_wait IS
+  'Waiting jobs: enqueued with after, moved into coord.job when their last parent ends';
+REVOKE ALL ON coord.job_wait FROM PUBLIC;
+
 CREATE TABLE coord.job_history (
     id           bigint PRIMARY KEY,
     queue        text NOT NULL,
@@ -97,7 +117,8 @@ CREATE TABLE coord.job_history (
     limit_key    text,
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
-    expires_at   timestamptz
+    expires_at   timestamptz,
+    batch        bigint
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -105,6 +126,7 @@ COMMENT ON TABLE coord.job_history IS
 -- parses a CHECK expression anew in every statement that inserts (a
 -- twentieth of a completion's CPU).
 COMMENT ON COLUMN coord.job_history.state IS 'done, dead or cancelled';
+COMMENT ON COLUMN coord.job_history.batch IS 'The batch the job was enqueued into, or NULL';
 REVOKE ALL ON coord.job_history FROM PUBLIC;
 -- Every completion inserts here: one btree (the key) and a BRIN on the
 -- finish time (rows arrive in finish order) keep that cheap; dead and
@@ -133,20 +155,23 @@ CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at tim
                               priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
                               max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
                               limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
-                              expires_at timestamptz DEFAULT NULL)
+                              expires_at timestamptz DEFAULT NULL, after bigint[] DEFAULT NULL,
+                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz) IS
-  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one';
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done';
 
 CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT 0, host text DEFAULT NULL,
                                    max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
-                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL)
+                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL,
+                                   after bigint[] DEFAULT NULL, on_parent_failure text DEFAULT 'cancel',
+                                   batch bigint DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
-COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz) IS
-  'Adds one job per payload; returns their ids in array order';
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) IS
+  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done';
 
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
                             host text DEFAULT NULL, session_bound boolean DEFAULT false,
@@ -216,7 +241,7 @@ CREATE FUNCTION coord.job_state(id bigint)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_job_state'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.job_state(bigint) IS
-  'scheduled, ready, running, done, dead, cancelled, or NULL once purged';
+  'waiting, scheduled, ready, running, done, dead, cancelled, or NULL once purged';
 
 -- For a worker whose complete or fail has an unknown outcome (the answer
 -- lost with the connection, or a synchronous standby's wait cancelled):

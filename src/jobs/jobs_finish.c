@@ -93,6 +93,21 @@ CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
 	norigins++;
 }
 
+/* The wait hooks (jobs.h): NULL until src/workflows/ registers them */
+static const CoordJobWaitHooks *wait_hooks = NULL;
+
+void
+CoordRegisterJobWait(const CoordJobWaitHooks *hooks)
+{
+	wait_hooks = hooks;
+}
+
+const CoordJobWaitHooks *
+JobsWaitHooks(void)
+{
+	return wait_hooks;
+}
+
 /* Calls the finish hook of the concern the job's origin belongs to, if any. */
 static void
 JobOriginFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
@@ -143,7 +158,8 @@ typedef struct ArchiveMap
 	AttrNumber	request_key,	/* in the job rows */
 				origin,
 				id,
-				queue;
+				queue,
+				deps;			/* InvalidAttrNumber: a catalog without it */
 } ArchiveMap;
 
 static ArchiveMap archive_map;
@@ -225,6 +241,9 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	m->origin = SPI_fnumber(jdesc, "origin");
 	m->id = SPI_fnumber(jdesc, "id");
 	m->queue = SPI_fnumber(jdesc, "queue");
+	m->deps = SPI_fnumber(jdesc, "deps");
+	if (m->deps <= 0)
+		m->deps = InvalidAttrNumber;
 	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0 || m->queue <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
 	m->jnatts = jdesc->natts;
@@ -266,17 +285,21 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	Datum		state = CStringGetTextDatum(st);
 	Datum		err = error ? CStringGetTextDatum(error) : (Datum) 0;
 	TimestampTz *finished;
+	int16	   *deps;			/* per row, when the wait hooks are registered */
 	bool		done = strcmp(st, "done") == 0;
 	const HistoryColumn *cols;
 	AttrNumber	c_request_key,
 				c_origin,
 				c_id,
-				c_queue;
+				c_queue,
+				c_deps;
 	bool		limited;
+	bool		any_deps;
 
 	if (n == 0)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
+	deps = wait_hooks ? palloc(sizeof(int16) * n) : NULL;
 	JobsLookupRels();
 	rel = table_open(jobs_rels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
@@ -286,6 +309,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	c_origin = archive_map.origin;
 	c_id = archive_map.id;
 	c_queue = archive_map.queue;
+	c_deps = wait_hooks ? archive_map.deps : InvalidAttrNumber;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -309,6 +333,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		 */
 		heap_deform_tuple(row, jdesc, jvalues, jnulls);
 		finished[r] = GetCurrentTimestamp();
+		if (c_deps != InvalidAttrNumber)
+			deps[r] = jnulls[c_deps - 1] ? 0 : DatumGetInt16(jvalues[c_deps - 1]);
 		for (i = 0; i < hdesc->natts; i++)
 		{
 			nulls[i] = false;
@@ -364,6 +390,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	 * is limited
 	 */
 	limited = JobsLimitsAnywhere();
+	any_deps = false;
 	for (r = 0; r < n; r++)
 	{
 		HeapTuple	row = tt->vals[r];
@@ -386,7 +413,16 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 
 			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
 		}
+		if (c_deps != InvalidAttrNumber && deps[r] != 0)
+		{
+			bool		isnull;
+
+			wait_hooks->finished(DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull)), st, deps[r]);
+			any_deps = true;
+		}
 	}
+	if (any_deps)
+		wait_hooks->finished_end();
 	return n;
 }
 

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * workflows.h
- *		Workflows (src/workflows/README.md): durable steps
- *		(workflows_steps.c), and the tick's share of them.
+ *		Workflows (src/workflows/README.md): job dependencies and flows
+ *		(workflows.c: the module init registers the queue's wait hooks),
+ *		durable steps (workflows_steps.c), and the tick's share of them.
  *-------------------------------------------------------------------------
  */
 #ifndef PG_COORD_WORKFLOWS_H
@@ -19,5 +20,7 @@
 #define STEPS_TICK_MAX			10000
 
 extern int64 CoordStepsTick(TimestampTz at);
+
+extern void CoordWorkflowsInit(void);
 
 #endif							/* PG_COORD_WORKFLOWS_H */

@@ -59,7 +59,7 @@ FAMILIES = {
     "init":       "pg_coord.c",     # _PG_init: one init call per concern
     "partitions": "partitions/",    # partition groups
     "semaphores": "semaphores.c",   # counting semaphores
-    "workflows":  "workflows/",     # durable steps (and the rest of issue 27)
+    "workflows":  "workflows/",     # job dependencies, flows, durable steps (the queue reaches them through hooks)
 }
 
 EVERYTHING = set(FAMILIES)
@@ -77,7 +77,7 @@ ALLOWED = {
     "init":      EVERYTHING,
     "partitions": {"common"},
     "semaphores": {"common"},
-    "workflows": {"common", "jobs"},   # the queue never calls it: a trigger, the tick
+    "workflows": {"common", "jobs"},   # the queue calls it only through hooks, tick.c its tick
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only
 # through the finish hooks they register, and tick.c calls every concern's
@@ -89,11 +89,11 @@ ENFORCED = {fam: True for fam in FAMILIES}
 # files before it.  Every .c of the folder is listed, and nothing else.
 FILE_ORDER = {
     "common":     ["common_args", "common_tz", "common_spi", "common_lock", "common"],
-    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_claim_row", "jobs_claim", "jobs"],
+    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_enqueue", "jobs_claim_row", "jobs_claim", "jobs"],
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
-    "workflows":  ["workflows_steps"],
+    "workflows":  ["workflows_steps", "workflows"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
 # test/parts): they reference no other file of src/.
