@@ -77,8 +77,6 @@ static SPIPlanPtr plan_tick_lost = NULL;
 static SPIPlanPtr plan_tick_purge = NULL;
 static SPIPlanPtr plan_tick_expired = NULL;
 static SPIPlanPtr plan_state_wait = NULL;
-static SPIPlanPtr plan_is_claim_any = NULL;
-static SPIPlanPtr plan_is_claim_sess = NULL;
 
 PG_FUNCTION_INFO_V1(coord_complete);
 PG_FUNCTION_INFO_V1(coord_complete_many);
@@ -502,32 +500,13 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 
 /*
  * CoordClaimIsCallers: is (id, token) the live claim of caller, by the rule
- * of heartbeat (a session-bound claim this session holds; a lease claim of
- * the caller's role, or any for coord_admin)?  Inside SPI, after the switch.
+ * of heartbeat?  CoordJobClaimAttempt's answer, without a lock.  Inside SPI,
+ * after the switch.
  */
 bool
 CoordClaimIsCallers(int64 id, int64 token, Oid caller)
 {
-	Oid			argtypes[4] = {INT8OID, INT8OID, OIDOID, BOOLOID};
-	Datum		args[4];
-
-	args[0] = Int64GetDatum(id);
-	args[1] = Int64GetDatum(token);
-	args[2] = ObjectIdGetDatum(caller);
-	args[3] = BoolGetDatum(ActsForAnyClaimant(caller));
-	if (JobsSessionClaimLive(id))
-		CoordExecLimit(&plan_is_claim_sess,
-					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-					   "AND token OPERATOR(pg_catalog.=) $2 AND (lease_until IS NULL "
-					   "OR claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
-					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
-	else
-		CoordExecLimit(&plan_is_claim_any,
-					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-					   "AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL "
-					   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
-					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
-	return SPI_processed == 1;
+	return CoordJobClaimAttempt(id, token, caller, false) > 0;
 }
 
 /* ---------- cancel, retry, state, purge ---------- */

@@ -57,6 +57,8 @@ extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int narg
  * Inside SPI, as the owner; caller is the calling user.
  */
 extern int32 CoordJobClaimAttempt(int64 id, int64 token, Oid caller, bool lock);
+
+/*
  * Jobs that wait for other jobs (src/workflows/, docs/workflows.md).  The
  * queue keeps a waiting job in coord.job_wait, out of every index a claim
  * walks, and knows nothing of why it waits: an enqueue with after asks the
