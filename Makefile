@@ -37,7 +37,8 @@ OBJS = \
 	src/partitions/partitions_assign.o \
 	src/partitions/partitions_sync.o \
 	src/partitions/partitions.o \
-	src/semaphores.o
+	src/semaphores.o \
+	src/workflows/workflows_batch.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -56,6 +57,7 @@ SQL_FRAGMENTS = \
 	sql/parts/partitions.sql \
 	sql/parts/semaphores.sql \
 	sql/parts/signals.sql \
+	sql/parts/batches.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

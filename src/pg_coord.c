@@ -19,6 +19,7 @@
 #include "partitions/partitions.h"
 #include "schedules/schedules.h"
 #include "semaphores.h"
+#include "workflows/workflows_batch.h"
 
 PG_MODULE_MAGIC;
 
@@ -34,6 +35,7 @@ _PG_init(void)
 	CoordAppsInit();
 	CoordPartitionsInit();
 	CoordSemaphoresInit();
+	CoordWorkflowsBatchInit();
 	CoordTickInit();
 	MarkGUCPrefixReserved("coord");
 }

@@ -175,3 +175,8 @@ GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) T
 -- Retention (issue 23): dropping a group or an election at once is the
 -- administrator's (coord.tick drops them by itself once dead and old).
 GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;
+-- Batches (issue 27): producers are workers; seal_batch and enqueue into a
+-- batch check themselves that the caller acts for the role that opened it
+-- (or is coord_admin); coord.batches reaches coord_monitor through the loop
+-- above.
+GRANT EXECUTE ON FUNCTION coord.open_batch(text, jsonb, text), coord.seal_batch(bigint) TO coord_worker;

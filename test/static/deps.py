@@ -59,6 +59,7 @@ FAMILIES = {
     "init":       "pg_coord.c",     # _PG_init: one init call per concern
     "partitions": "partitions/",    # partition groups
     "semaphores": "semaphores.c",   # counting semaphores
+    "workflows":  "workflows/",     # batches (workflows_batch.c), through the queue's hooks
 }
 
 EVERYTHING = set(FAMILIES)
@@ -76,6 +77,7 @@ ALLOWED = {
     "init":      EVERYTHING,
     "partitions": {"common"},
     "semaphores": {"common"},
+    "workflows": {"common", "jobs"},
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only
 # through the finish hooks they register, and tick.c calls every concern's
@@ -91,6 +93,7 @@ FILE_ORDER = {
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
+    "workflows":  ["workflows_batch"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
 # test/parts): they reference no other file of src/.

@@ -1,0 +1,449 @@
+/*-------------------------------------------------------------------------
+ * workflows_batch.c
+ *		Batches (docs/batches.md): coord.open_batch, coord.seal_batch, the
+ *		queue's batch-join hook (coord.enqueue(..., batch => id)) and its
+ *		jobs-ended hook, which enqueues a sealed batch's callback job once
+ *		its last job has finished.
+ *
+ * The protocol -- tallies, the gate and end locks, why the callback is
+ * enqueued exactly once, what each operation costs -- is
+ * src/workflows/README.md.  In short:
+ *
+ * Lock order: gate (COORD_NS_BATCH, id), then end (COORD_NS_BATCH_END, id),
+ * then rows; batches in ascending id.  Enqueuers and finishers take the
+ * gate in RowExclusiveLock (they do not conflict with each other);
+ * seal_batch takes it in ShareLock, so it waits for the transactions that
+ * enqueued into or finished jobs of the batch and are still open, and
+ * those that come after it wait for its commit.  After the seal, a
+ * finisher takes the end lock in ExclusiveLock, then reads the tallies
+ * under the latest snapshot: the last of them to get the lock sees every
+ * other's counts committed.  Both locks are transaction locks: what an
+ * abort undoes (tallies, the end row, the callback job) goes with them.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+
+#include "common/common.h"
+#include "compat.h"
+#include "jobs/jobs.h"
+#include "workflows/workflows_batch.h"
+
+PG_FUNCTION_INFO_V1(coord_open_batch);
+PG_FUNCTION_INFO_V1(coord_seal_batch);
+
+/* a callback job's attempts: enqueue's default */
+#define BATCH_CALLBACK_ATTEMPTS	25
+
+static SPIPlanPtr plan_open = NULL;
+static SPIPlanPtr plan_state = NULL;
+static SPIPlanPtr plan_tally = NULL;
+static SPIPlanPtr plan_seal = NULL;
+static SPIPlanPtr plan_end = NULL;
+
+/* What BatchRead found of a batch. */
+typedef struct BatchState
+{
+	bool		found;
+	bool		sealed;
+	bool		ended;
+	bool		on_success;
+	Oid			opened_by;
+	char	   *callback_queue;
+	Jsonb	   *callback_payload;
+	int64		total,
+				done,
+				dead,
+				cancelled;
+} BatchState;
+
+static void
+BatchLock(int64 batch, uint16 ns, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	CoordSetTag(&tag, (uint64) batch, ns);
+	(void) CoordLockTake(&tag, mode, false, false);
+}
+
+/*
+ * The batch and the sums of its tallies, under the latest snapshot (after a
+ * lock: see the header), this transaction's changes included.
+ */
+static void
+BatchRead(int64 batch, BatchState *bs)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	SPITupleTable *tt;
+	bool		isnull;
+
+	CommandCounterIncrement();
+	args[0] = Int64GetDatum(batch);
+	CoordExecLatest(&plan_state,
+					"SELECT b.sealed_at IS NOT NULL, b.on_success, b.opened_by, b.callback_queue, "
+					"b.callback_payload, t.total, t.done, t.dead, t.cancelled, "
+					"EXISTS (SELECT 1 FROM coord.batch_end AS e WHERE e.batch OPERATOR(pg_catalog.=) b.id) "
+					"FROM coord.batch AS b CROSS JOIN LATERAL ("
+					"SELECT COALESCE(pg_catalog.sum(s.enqueued), 0)::pg_catalog.int8 AS total, "
+					"COALESCE(pg_catalog.sum(s.done), 0)::pg_catalog.int8 AS done, "
+					"COALESCE(pg_catalog.sum(s.dead), 0)::pg_catalog.int8 AS dead, "
+					"COALESCE(pg_catalog.sum(s.cancelled), 0)::pg_catalog.int8 AS cancelled "
+					"FROM coord.batch_tally AS s WHERE s.batch OPERATOR(pg_catalog.=) b.id) AS t "
+					"WHERE b.id OPERATOR(pg_catalog.=) $1",
+					1, argtypes, args, NULL, "reading a batch");
+	memset(bs, 0, sizeof(*bs));
+	if (SPI_processed != 1)
+		return;
+	tt = SPI_tuptable;
+	bs->found = true;
+	bs->sealed = DatumGetBool(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	bs->on_success = DatumGetBool(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
+	bs->opened_by = DatumGetObjectId(SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull));
+	bs->callback_queue = SPI_getvalue(tt->vals[0], tt->tupdesc, 4);
+	bs->callback_payload = DatumGetJsonbP(SPI_getbinval(tt->vals[0], tt->tupdesc, 5, &isnull));
+	bs->total = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 6, &isnull));
+	bs->done = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 7, &isnull));
+	bs->dead = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 8, &isnull));
+	bs->cancelled = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 9, &isnull));
+	bs->ended = DatumGetBool(SPI_getbinval(tt->vals[0], tt->tupdesc, 10, &isnull));
+}
+
+/* Adds to this backend's tally of the batch. */
+static void
+BatchTally(int64 batch, int64 enqueued, int64 done, int64 dead, int64 cancelled)
+{
+	Oid			argtypes[6] = {INT8OID, INT4OID, INT8OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[6];
+
+	args[0] = Int64GetDatum(batch);
+	args[1] = Int32GetDatum(CoordMyBackendNumber());
+	args[2] = Int64GetDatum(enqueued);
+	args[3] = Int64GetDatum(done);
+	args[4] = Int64GetDatum(dead);
+	args[5] = Int64GetDatum(cancelled);
+	CoordExec(&plan_tally,
+			  "INSERT INTO coord.batch_tally AS t (batch, stripe, enqueued, done, dead, cancelled) "
+			  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (batch, stripe) DO UPDATE SET "
+			  "enqueued = t.enqueued OPERATOR(pg_catalog.+) excluded.enqueued, "
+			  "done = t.done OPERATOR(pg_catalog.+) excluded.done, "
+			  "dead = t.dead OPERATOR(pg_catalog.+) excluded.dead, "
+			  "cancelled = t.cancelled OPERATOR(pg_catalog.+) excluded.cancelled",
+			  6, argtypes, args, NULL, SPI_OK_INSERT, "counting a batch's jobs");
+}
+
+/* callback_payload || {"batch": id, "cancelled": n, "dead": n, "done": n} */
+static Jsonb *
+CallbackPayload(int64 batch, const BatchState *bs)
+{
+	JsonbParseState *state = NULL;
+	JsonbValue *res;
+	const char *keys[4] = {"batch", "cancelled", "dead", "done"};
+	int64		vals[4];
+	int			i;
+
+	vals[0] = batch;
+	vals[1] = bs->cancelled;
+	vals[2] = bs->dead;
+	vals[3] = bs->done;
+	(void) pushJsonbValue(&state, WJB_BEGIN_OBJECT, NULL);
+	for (i = 0; i < 4; i++)
+	{
+		JsonbValue	k,
+					n;
+
+		k.type = jbvString;
+		k.val.string.val = (char *) keys[i];
+		k.val.string.len = strlen(keys[i]);
+		n.type = jbvNumeric;
+		n.val.numeric = DatumGetNumeric(DirectFunctionCall1(int8_numeric, Int64GetDatum(vals[i])));
+		(void) pushJsonbValue(&state, WJB_KEY, &k);
+		(void) pushJsonbValue(&state, WJB_VALUE, &n);
+	}
+	res = pushJsonbValue(&state, WJB_END_OBJECT, NULL);
+	return DatumGetJsonbP(DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(bs->callback_payload),
+											  JsonbPGetDatum(JsonbValueToJsonb(res))));
+}
+
+/*
+ * Ends the batch if it is sealed, not ended, and every job of it has
+ * finished: enqueues the callback (unless on => 'success' and some job
+ * died or was cancelled) and inserts the end row.  The caller holds the end
+ * lock and has just read bs under it.
+ */
+static void
+BatchMaybeEnd(int64 batch, const BatchState *bs)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+	int64		job = 0;
+
+	if (!bs->found || !bs->sealed || bs->ended ||
+		bs->done + bs->dead + bs->cancelled < bs->total)
+		return;
+	if (!bs->on_success || bs->dead + bs->cancelled == 0)
+	{
+		job = CoordEnqueueOrigin(bs->callback_queue, CallbackPayload(batch, bs),
+								 GetCurrentTimestamp(), NULL, BATCH_CALLBACK_ATTEMPTS, NULL, NULL);
+		if (job == 0)
+			elog(ERROR, "the callback job of batch " INT64_FORMAT " was not enqueued", batch);
+	}
+	args[0] = Int64GetDatum(batch);
+	args[1] = Int64GetDatum(job);
+	nulls[1] = job != 0 ? ' ' : 'n';
+	CoordExec(&plan_end,
+			  "INSERT INTO coord.batch_end (batch, callback_job) VALUES ($1, $2)",
+			  2, argtypes, args, nulls, SPI_OK_INSERT, "ending a batch");
+}
+
+/* May caller do what the opener of a batch may (seal it, enqueue into it)? */
+static void
+BatchCheckRole(int64 batch, const BatchState *bs, Oid caller, const char *action)
+{
+	if (has_privs_of_role(caller, bs->opened_by) || CoordIsAdmin(caller))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to %s batch " INT64_FORMAT, action, batch),
+			 errdetail("Only the role that opened a batch (or coord_admin) may %s it.", action)));
+}
+
+/* ---------- the queue's hooks ---------- */
+
+/* coord.enqueue(..., batch => id) added n jobs into batch (jobs.h) */
+static void
+BatchJoin(int64 batch, int64 n, Oid caller)
+{
+	BatchState	bs;
+
+	BatchLock(batch, COORD_NS_BATCH, RowExclusiveLock);
+	BatchRead(batch, &bs);
+	if (!bs.found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("batch " INT64_FORMAT " does not exist", batch),
+				 errhint("Open a batch with coord.open_batch.")));
+	BatchCheckRole(batch, &bs, caller, "enqueue into");
+	if (bs.sealed)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("batch " INT64_FORMAT " is sealed", batch),
+				 errdetail("coord.seal_batch was called: no job may join the batch any more.")));
+	BatchTally(batch, n, 0, 0, 0);
+}
+
+typedef struct BatchEnded
+{
+	int64		batch;
+	int64		n;
+} BatchEnded;
+
+static int
+CmpBatchEnded(const void *a, const void *b)
+{
+	int64		x = ((const BatchEnded *) a)->batch;
+	int64		y = ((const BatchEnded *) b)->batch;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* The column "batch" of the finished rows, found once per row shape. */
+static int	batch_natts = -1;
+static AttrNumber batch_attno = InvalidAttrNumber;
+
+static AttrNumber
+BatchColumn(TupleDesc desc)
+{
+	if (desc->natts != batch_natts ||
+		batch_attno == InvalidAttrNumber ||
+		strcmp(NameStr(TupleDescAttr(desc, batch_attno - 1)->attname), "batch") != 0)
+	{
+		int			a = SPI_fnumber(desc, "batch");
+
+		batch_attno = a > 0 ? a : InvalidAttrNumber;
+		batch_natts = desc->natts;
+		if (batch_attno == InvalidAttrNumber)
+			return InvalidAttrNumber;
+	}
+	return batch_attno;
+}
+
+/*
+ * Jobs finished (jobs.h): each batch among them counts them and, once
+ * sealed, ends if they were its last.  A job without a batch costs a test
+ * of its null bitmap.
+ */
+static void
+BatchJobsEnded(SPITupleTable *rows, uint64 n, const char *state)
+{
+	AttrNumber	att = BatchColumn(rows->tupdesc);
+	BatchEnded *ended = NULL;
+	int			nended = 0;
+	uint64		r;
+	int			i;
+	bool		is_done = strcmp(state, "done") == 0,
+				is_dead = strcmp(state, "dead") == 0;
+
+	if (att == InvalidAttrNumber)
+		return;
+	for (r = 0; r < n; r++)
+	{
+		bool		isnull;
+		int64		batch;
+
+		if (heap_attisnull(rows->vals[r], att, rows->tupdesc))
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		batch = DatumGetInt64(SPI_getbinval(rows->vals[r], rows->tupdesc, att, &isnull));
+		if (ended == NULL)
+			ended = palloc(sizeof(BatchEnded) * (n - r));
+		ended[nended].batch = batch;
+		ended[nended].n = 1;
+		nended++;
+	}
+	if (nended == 0)
+		return;
+
+	/* one tally update per batch, batches in ascending id (lock order) */
+	qsort(ended, nended, sizeof(BatchEnded), CmpBatchEnded);
+	for (i = 0; i < nended; i++)
+	{
+		int			j = i;
+		int64		count = 0;
+		BatchState	bs;
+
+		CHECK_FOR_INTERRUPTS();
+		while (j < nended && ended[j].batch == ended[i].batch)
+			count += ended[j++].n;
+		BatchLock(ended[i].batch, COORD_NS_BATCH, RowExclusiveLock);
+		BatchTally(ended[i].batch, 0, is_done ? count : 0, is_dead ? count : 0,
+				   (!is_done && !is_dead) ? count : 0);
+		BatchRead(ended[i].batch, &bs);
+		if (bs.sealed && !bs.ended)
+		{
+			/*
+			 * Perhaps the last.  What the latest snapshot shows is not enough:
+			 * the finisher of another last job may not have committed yet, and
+			 * it saw ours uncommitted.  Under the end lock, the later of us
+			 * sees the other's count (README.md).
+			 */
+			BatchLock(ended[i].batch, COORD_NS_BATCH_END, ExclusiveLock);
+			BatchRead(ended[i].batch, &bs);
+			BatchMaybeEnd(ended[i].batch, &bs);
+		}
+		i = j - 1;
+	}
+}
+
+void
+CoordWorkflowsBatchInit(void)
+{
+	CoordRegisterJobsEnded(BatchJobsEnded);
+	CoordRegisterBatchJoin(BatchJoin);
+}
+
+/* ---------- SQL functions ---------- */
+
+/* coord.open_batch(callback_queue text, callback_payload jsonb, "on" text) -> bigint */
+Datum
+coord_open_batch(PG_FUNCTION_ARGS)
+{
+	char	   *queue;
+	Jsonb	   *payload;
+	char	   *on;
+	bool		on_success;
+	Oid			argtypes[4] = {TEXTOID, JSONBOID, BOOLOID, OIDOID};
+	Datum		args[4];
+	CoordUserSwitch sw;
+	bool		isnull;
+	int64		id;
+
+	CoordNotInParallel(fcinfo);
+	queue = CoordNameArg(fcinfo, 0, "callback_queue", false);
+	CoordRequireArg(fcinfo, 1, "callback_payload");
+	CoordRequireArg(fcinfo, 2, "on");
+	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
+	if (!JB_ROOT_IS_OBJECT(payload) || JB_ROOT_IS_SCALAR(payload))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("callback_payload must be a JSON object"),
+				 errdetail("The callback's payload is callback_payload with the batch's counts added to it.")));
+	on = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (strcmp(on, "complete") == 0)
+		on_success = false;
+	else if (strcmp(on, "success") == 0)
+		on_success = true;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for on: \"%s\"", on),
+				 errhint("Use 'complete' (the callback in any case) or 'success' (only when no job died or was cancelled).")));
+	args[0] = CStringGetTextDatum(queue);
+	args[1] = JsonbPGetDatum(payload);
+	args[2] = BoolGetDatum(on_success);
+	args[3] = ObjectIdGetDatum(GetUserId());
+	CoordSpiBegin(&sw);
+	CoordExec(&plan_open,
+			  "INSERT INTO coord.batch (callback_queue, callback_payload, on_success, opened_by) "
+			  "VALUES ($1, $2, $3, $4) RETURNING id",
+			  4, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "opening a batch");
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	CoordSpiEnd(&sw);
+	PG_RETURN_INT64(id);
+}
+
+/* coord.seal_batch(batch bigint) -> boolean: false when sealed already */
+Datum
+coord_seal_batch(PG_FUNCTION_ARGS)
+{
+	int64		batch;
+	Oid			caller = GetUserId();
+	Oid			argtypes[1] = {INT8OID};
+	Datum		args[1];
+	CoordUserSwitch sw;
+	BatchState	bs;
+	bool		sealed;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "batch");
+	batch = PG_GETARG_INT64(0);
+	CoordSpiBegin(&sw);
+
+	/* wait for the open transactions that enqueued into it or finished its jobs */
+	BatchLock(batch, COORD_NS_BATCH, ShareLock);
+	BatchLock(batch, COORD_NS_BATCH_END, ExclusiveLock);
+	BatchRead(batch, &bs);
+	if (!bs.found)
+		ereport(ERROR,
+				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+				 errmsg("batch " INT64_FORMAT " does not exist", batch)));
+	BatchCheckRole(batch, &bs, caller, "seal");
+	if (bs.sealed)
+	{
+		CoordSpiEnd(&sw);
+		PG_RETURN_BOOL(false);
+	}
+	args[0] = Int64GetDatum(batch);
+	sealed = CoordExec(&plan_seal,
+					   "UPDATE coord.batch SET sealed_at = pg_catalog.now() "
+					   "WHERE id OPERATOR(pg_catalog.=) $1 AND sealed_at IS NULL",
+					   1, argtypes, args, NULL, SPI_OK_UPDATE, "sealing a batch") == 1;
+	if (sealed)
+	{
+		BatchRead(batch, &bs);
+		BatchMaybeEnd(batch, &bs);
+	}
+	CoordSpiEnd(&sw);
+	PG_RETURN_BOOL(sealed);
+}
