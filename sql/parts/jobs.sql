@@ -43,12 +43,14 @@ CREATE TABLE coord.job (
     limit_key    text,
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
-    expires_at   timestamptz
+    expires_at   timestamptz,
+    batch        bigint
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 COMMENT ON COLUMN coord.job.claimed_by IS
   'The role that made the last claim: only it (or coord_admin) may complete, fail or heartbeat a lease claim';
+COMMENT ON COLUMN coord.job.batch IS 'The batch the job was enqueued into (coord.enqueue''s batch), or NULL';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
@@ -97,7 +99,8 @@ CREATE TABLE coord.job_history (
     limit_key    text,
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
-    expires_at   timestamptz
+    expires_at   timestamptz,
+    batch        bigint
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -105,6 +108,7 @@ COMMENT ON TABLE coord.job_history IS
 -- parses a CHECK expression anew in every statement that inserts (a
 -- twentieth of a completion's CPU).
 COMMENT ON COLUMN coord.job_history.state IS 'done, dead or cancelled';
+COMMENT ON COLUMN coord.job_history.batch IS 'The batch the job was enqueued into, or NULL';
 REVOKE ALL ON coord.job_history FROM PUBLIC;
 -- Every completion inserts here: one btree (the key) and a BRIN on the
 -- finish time (rows arrive in finish order) keep that cheap; dead and
@@ -133,20 +137,23 @@ CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at tim
                               priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
                               max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
                               limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
-                              expires_at timestamptz DEFAULT NULL)
+                              expires_at timestamptz DEFAULT NULL, after bigint[] DEFAULT NULL,
+                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz) IS
-  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one';
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done';
 
 CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT 0, host text DEFAULT NULL,
                                    max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
-                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL)
+                                   max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL,
+                                   after bigint[] DEFAULT NULL, on_parent_failure text DEFAULT 'cancel',
+                                   batch bigint DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
-COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz) IS
-  'Adds one job per payload; returns their ids in array order';
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) IS
+  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done';
 
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
                             host text DEFAULT NULL, session_bound boolean DEFAULT false,

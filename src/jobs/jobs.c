@@ -176,9 +176,44 @@ typedef struct EnqueueFlow
 	int32		max_snoozes;
 	Datum		expires_at;
 	bool		expires_null;
+	Datum		batch;			/* 0.4.0: the batch id, stored as given */
+	bool		batch_null;
 } EnqueueFlow;
 
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true};
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true};
+
+/*
+ * The workflow arguments that follow expires_at (after, on_parent_failure,
+ * batch): argno is after's position.  A catalog older than 0.4.0 passes
+ * none of them.
+ */
+static void
+WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
+{
+	if (PG_NARGS() <= argno + 2)
+		return;
+	CoordRequireArg(fcinfo, argno + 1, "on_parent_failure");
+	{
+		char	   *opf = text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
+
+		if (strcmp(opf, "cancel") != 0 && strcmp(opf, "run") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid on_parent_failure \"%s\"", opf),
+					 errhint("Use 'cancel' or 'run'.")));
+	}
+	if (!PG_ARGISNULL(argno))
+	{
+		ArrayType  *after = PG_GETARG_ARRAYTYPE_P(argno);
+
+		if (ArrayGetNItems(ARR_NDIM(after), ARR_DIMS(after)) > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("job dependencies are not available yet")));
+	}
+	fl->batch_null = PG_ARGISNULL(argno + 2);
+	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
+}
 
 static void
 FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
@@ -202,10 +237,10 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
 		   const EnqueueFlow *fl)
 {
-	Oid			argtypes[12] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[12];
-	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[13] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
+	Datum		args[13];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
 
 	args[0] = CStringGetTextDatum(queue);
@@ -227,6 +262,8 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[10] = Int32GetDatum(fl->max_snoozes);
 	args[11] = fl->expires_at;
 	nulls[11] = fl->expires_null ? 'n' : ' ';
+	args[12] = fl->batch;
+	nulls[12] = fl->batch_null ? 'n' : ' ';
 
 	/*
 	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
@@ -238,11 +275,11 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 
 		CoordExec(&plan_enqueue,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at) "
-				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
 				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 				  "DO NOTHING RETURNING id",
-				  12, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -250,7 +287,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordExecLimit(&plan_key_id,
 					   "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
 					   "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-					   12, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
+					   13, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -260,7 +297,8 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 
 /*
  * coord.enqueue(queue, payload, run_at, priority, key, host, max_attempts,
- * group_key, limit_key, max_snoozes, expires_at) returns bigint
+ * group_key, limit_key, max_snoozes, expires_at, after, on_parent_failure,
+ * batch) returns bigint
  */
 Datum
 coord_enqueue(PG_FUNCTION_ARGS)
@@ -276,6 +314,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	int64		id;
 
 	FlowArgs(fcinfo, 8, &fl);
+	WorkflowArgs(fcinfo, 11, &fl);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payload");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -300,7 +339,8 @@ CmpInt64(const void *a, const void *b)
 
 /*
  * coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host,
- * max_attempts, limit_key, max_snoozes, expires_at)
+ * max_attempts, limit_key, max_snoozes, expires_at, after, on_parent_failure,
+ * batch)
  */
 Datum
 coord_enqueue_many(PG_FUNCTION_ARGS)
@@ -314,15 +354,16 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[9] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[10] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
+	Datum		args[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	EnqueueFlow fl;
 	CoordUserSwitch sw;
 	int64	   *ids;
 
 	FlowArgs(fcinfo, 6, &fl);
+	WorkflowArgs(fcinfo, 9, &fl);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payloads");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -368,16 +409,18 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	args[7] = Int32GetDatum(fl.max_snoozes);
 	args[8] = fl.expires_at;
 	nulls[8] = fl.expires_null ? 'n' : ' ';
+	args[9] = fl.batch;
+	nulls[9] = fl.batch_null ? 'n' : ' ';
 
 	CoordSpiBegin(&sw);
 	/* ids are drawn in insertion order, which follows the array */
 	CoordExec(&plan_enqueue_many,
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-			  "limit_key, max_snoozes, expires_at) "
-			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9 "
+			  "limit_key, max_snoozes, expires_at, batch) "
+			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10 "
 			  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 			  "RETURNING id",
-			  9, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+			  10, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -832,10 +875,10 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordExec(&plan_retry,
 			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-			  "limit_key, max_snoozes, expires_at, origin) "
+			  "limit_key, max_snoozes, expires_at, batch, origin) "
 			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on

@@ -8,10 +8,10 @@ SELECT plan(61);
 
 SELECT function_returns('coord', 'enqueue',
        ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text',
-             'text', 'integer', 'timestamp with time zone'], 'bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'bigint');
 SELECT function_returns('coord', 'enqueue_many',
        ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer',
-             'text', 'integer', 'timestamp with time zone'], 'setof bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'setof bigint');
 SELECT function_returns('coord', 'claim',
        ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer', 'text'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
