@@ -178,9 +178,10 @@ typedef struct EnqueueFlow
 	bool		expires_null;
 	Datum		batch;			/* 0.4.0: the batch id, stored as given */
 	bool		batch_null;
+	Oid			caller;			/* with a batch: who joins it (CoordBatchJoin) */
 } EnqueueFlow;
 
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true};
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, InvalidOid};
 
 /*
  * The workflow arguments that follow expires_at (after, on_parent_failure,
@@ -213,6 +214,7 @@ WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 	}
 	fl->batch_null = PG_ARGISNULL(argno + 2);
 	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
+	fl->caller = GetUserId();	/* before the owner switch */
 }
 
 static void
@@ -281,7 +283,14 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 				  "DO NOTHING RETURNING id",
 				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
-			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		{
+			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+			/* a job added (not a live one's id answered) joins its batch */
+			if (!fl->batch_null)
+				CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
+			return id;
+		}
 
 		/* a live job has this key: answer its id (unless it just finished) */
 		CoordExecLimit(&plan_key_id,
@@ -430,6 +439,8 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	n = SPI_processed;
+	if (!fl.batch_null)
+		CoordBatchJoin(DatumGetInt64(fl.batch), n, fl.caller, false);
 	CoordSpiEnd(&sw);
 
 	/* RETURNING order is not promised; ids are */
@@ -888,17 +899,23 @@ coord_retry(PG_FUNCTION_ARGS)
 			  "WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
 			  "FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
 			  "AND h.state OPERATOR(pg_catalog.=) 'dead' "
-			  "ON CONFLICT DO NOTHING RETURNING queue, host",
+			  "ON CONFLICT DO NOTHING RETURNING queue, host, batch",
 			  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "retry");
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
+		bool		nobatch;
+		Datum		batch = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &nobatch);
+
 		/* JobsWakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
 		JobsWakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 						 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 		CoordExec(&plan_retry_drop,
 				  "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
 				  1, argtypes, args, NULL, SPI_OK_DELETE, "retry");
+		/* live again: its batch counts it once more (its death stays counted) */
+		if (!nobatch)
+			CoordBatchJoin(DatumGetInt64(batch), 1, sw.save_userid, true);
 	}
 	else
 	{
@@ -1154,8 +1171,8 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 /* ---------- for the concerns that make jobs (inside SPI, as the owner) ---------- */
 
 /*
- * CoordEnqueueOrigin adds the job of a schedule or an app run, with an
- * optional dedupe key.  At most one live job has a given origin (a unique
+ * CoordEnqueueOrigin adds the job of a schedule or an app run (or, origin
+ * NULL, a batch's callback), with an optional dedupe key.  At most one live job has a given origin (a unique
  * index): returns 0, and adds nothing, when there is one already (or a live
  * job with that key), also against a concurrent caller.
  */
@@ -1174,7 +1191,8 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	args[3] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	nulls[3] = host ? ' ' : 'n';
 	args[4] = Int32GetDatum(max_attempts);
-	args[5] = CStringGetTextDatum(origin);
+	args[5] = origin ? CStringGetTextDatum(origin) : (Datum) 0;
+	nulls[5] = origin ? ' ' : 'n';
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
 	CoordExec(&plan_origin_enqueue,

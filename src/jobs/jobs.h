@@ -52,13 +52,15 @@ extern void CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook
  * added n > 0 jobs into a batch (coord.enqueue's batch), in that statement,
  * inside SPI, as the owner; caller is the role that called the enqueue.
  * It raises the error that refuses the join (the enqueue then rolls back).
+ * coord.retry calls it too (retried: a dead job of the batch is live again,
+ * which joins even a sealed batch).
  * One of each at most; registered from a module init.
  */
 typedef void (*CoordJobsEndedHook) (SPITupleTable *rows, uint64 n, const char *state);
-typedef void (*CoordBatchJoinHook) (int64 batch, int64 n, Oid caller);
+typedef void (*CoordBatchJoinHook) (int64 batch, int64 n, Oid caller, bool retried);
 extern void CoordRegisterJobsEnded(CoordJobsEndedHook hook);
 extern void CoordRegisterBatchJoin(CoordBatchJoinHook hook);
-extern void CoordBatchJoin(int64 batch, int64 n, Oid caller);
+extern void CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried);
 
 /* For the concerns that make jobs: inside SPI, as the owner */
 extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at,

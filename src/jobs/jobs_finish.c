@@ -115,14 +115,14 @@ CoordRegisterBatchJoin(CoordBatchJoinHook hook)
 
 /* The enqueue functions' call: n jobs went into batch (nothing registered: refused) */
 void
-CoordBatchJoin(int64 batch, int64 n, Oid caller)
+CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried)
 {
 	if (batch_join_hook == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("batches are not available")));
 	if (n > 0)
-		batch_join_hook(batch, n, caller);
+		batch_join_hook(batch, n, caller, retried);
 }
 
 /* Calls the finish hook of the concern the job's origin belongs to, if any. */

@@ -221,14 +221,25 @@ BatchCheckRole(int64 batch, const BatchState *bs, Oid caller, const char *action
 
 /* ---------- the queue's hooks ---------- */
 
-/* coord.enqueue(..., batch => id) added n jobs into batch (jobs.h) */
+/*
+ * coord.enqueue(..., batch => id) added n jobs into batch (jobs.h); or
+ * coord.retry made a dead job of it live again (retried): coord_admin's,
+ * allowed into a sealed batch, whose callback then waits for it, unless
+ * the batch has ended.
+ */
 static void
-BatchJoin(int64 batch, int64 n, Oid caller)
+BatchJoin(int64 batch, int64 n, Oid caller, bool retried)
 {
 	BatchState	bs;
 
 	BatchLock(batch, COORD_NS_BATCH, RowExclusiveLock);
 	BatchRead(batch, &bs);
+	if (retried)
+	{
+		if (bs.found)
+			BatchTally(batch, n, 0, 0, 0);
+		return;
+	}
 	if (!bs.found)
 		ereport(ERROR,
 				(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
