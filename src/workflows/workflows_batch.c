@@ -33,6 +33,8 @@
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "common/common.h"
 #include "compat.h"
@@ -219,6 +221,212 @@ BatchCheckRole(int64 batch, const BatchState *bs, Oid caller, const char *action
 			 errdetail("Only the role that opened a batch (or coord_admin) may %s it.", action)));
 }
 
+/* ---------- counts kept until commit ---------- */
+
+/*
+ * A transaction's counts, per batch and subtransaction level, written to
+ * its tally row once per batch at PRE_COMMIT (or before seal_batch reads
+ * them): one upsert per batch and transaction, however many statements
+ * enqueued into it or finished its jobs (a row updated again and again by
+ * one transaction keeps every version, which grows with the square of the
+ * updates).  A subtransaction's counts go with its abort and pass to its
+ * parent at its commit; those already written (flushed at level L) are
+ * written again if level L aborts, since the write went with it.
+ */
+typedef struct PendingCounts
+{
+	int64		batch;
+	int			level;			/* subtransaction nest level of the counts */
+	int			flushed;		/* 0, or the level whose statement wrote them */
+	int64		n[4];			/* enqueued, done, dead, cancelled */
+} PendingCounts;
+
+static PendingCounts *pending = NULL;
+static int	npending = 0;
+static int	maxpending = 0;
+static bool pending_callbacks = false;
+
+static void
+PendingAdd(int64 batch, int what, int64 count)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			i;
+
+	for (i = 0; i < npending; i++)
+		if (pending[i].batch == batch && pending[i].level == level && pending[i].flushed == 0)
+		{
+			pending[i].n[what] += count;
+			return;
+		}
+	if (npending == maxpending)
+	{
+		maxpending = Max(8, maxpending * 2);
+		pending = pending == NULL
+			? MemoryContextAlloc(TopMemoryContext, sizeof(PendingCounts) * maxpending)
+			: repalloc(pending, sizeof(PendingCounts) * maxpending);
+	}
+	memset(&pending[npending], 0, sizeof(PendingCounts));
+	pending[npending].batch = batch;
+	pending[npending].level = level;
+	pending[npending].n[what] = count;
+	npending++;
+}
+
+/* Writes the counts of batch not yet written (every batch: batch 0). */
+static void
+PendingFlush(int64 batch)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	int			i;
+
+	for (i = 0; i < npending; i++)
+	{
+		int64		n[4];
+		int			j;
+
+		if (pending[i].flushed != 0 || (batch != 0 && pending[i].batch != batch))
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		memset(n, 0, sizeof(n));
+		for (j = i; j < npending; j++)
+			if (pending[j].batch == pending[i].batch && pending[j].flushed == 0)
+			{
+				for (int k = 0; k < 4; k++)
+					n[k] += pending[j].n[k];
+				pending[j].flushed = level;
+			}
+		BatchTally(pending[i].batch, n[0], n[1], n[2], n[3]);
+	}
+}
+
+static int
+CmpPending(const void *a, const void *b)
+{
+	int64		x = ((const PendingCounts *) a)->batch;
+	int64		y = ((const PendingCounts *) b)->batch;
+
+	return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/*
+ * PRE_COMMIT (and PRE_PREPARE): write the counts, then end each sealed
+ * batch whose last jobs this transaction finished.  Batches in ascending
+ * id (lock order).  Runs before the queue's PRE_COMMIT callback (callbacks
+ * run latest registered first), so a callback job enqueued here wakes its
+ * workers.
+ */
+static void
+PendingCommit(void)
+{
+	CoordUserSwitch sw;
+	int			i;
+
+	qsort(pending, npending, sizeof(PendingCounts), CmpPending);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	CoordSpiBegin(&sw);
+	PendingFlush(0);
+	for (i = 0; i < npending; i++)
+	{
+		BatchState	bs;
+
+		if (i > 0 && pending[i].batch == pending[i - 1].batch)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		BatchRead(pending[i].batch, &bs);
+		if (bs.sealed && !bs.ended)
+		{
+			/*
+			 * Perhaps the last.  What the latest snapshot shows is not enough:
+			 * the finisher of another last job may not have committed yet, and
+			 * it saw ours uncommitted.  Under the end lock, the later of us
+			 * sees the other's count (README.md).
+			 */
+			BatchLock(pending[i].batch, COORD_NS_BATCH_END, ExclusiveLock);
+			BatchRead(pending[i].batch, &bs);
+			BatchMaybeEnd(pending[i].batch, &bs);
+		}
+	}
+	CoordSpiEnd(&sw);
+	PopActiveSnapshot();
+	npending = 0;
+}
+
+static void
+BatchXactCallback(XactEvent event, void *arg)
+{
+	if (npending == 0)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			PendingCommit();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			npending = 0;
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+BatchSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
+					 SubTransactionId parentSubid, void *arg)
+{
+	int			level;
+	int			i,
+				k;
+
+	if (npending == 0)
+		return;
+	level = GetCurrentTransactionNestLevel();
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		for (i = 0, k = 0; i < npending; i++)
+		{
+			if (pending[i].level >= level)
+				continue;		/* counted by the aborted level: gone */
+			if (pending[i].flushed >= level)
+				pending[i].flushed = 0; /* its write went with the abort */
+			pending[k++] = pending[i];
+		}
+		npending = k;
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		for (i = 0; i < npending; i++)
+		{
+			if (pending[i].level >= level)
+				pending[i].level = level - 1;
+			if (pending[i].flushed >= level)
+				pending[i].flushed = level - 1;
+		}
+		/* merge what now shares (batch, level), so loops of savepoints stay small */
+		for (i = 0, k = 0; i < npending; i++)
+		{
+			int			j;
+
+			for (j = 0; j < k; j++)
+				if (pending[j].batch == pending[i].batch && pending[j].level == pending[i].level &&
+					pending[j].flushed == pending[i].flushed)
+					break;
+			if (j < k)
+			{
+				for (int m = 0; m < 4; m++)
+					pending[j].n[m] += pending[i].n[m];
+			}
+			else
+				pending[k++] = pending[i];
+		}
+		npending = k;
+	}
+}
+
 /* ---------- the queue's hooks ---------- */
 
 /*
@@ -237,7 +445,7 @@ BatchJoin(int64 batch, int64 n, Oid caller, bool retried)
 	if (retried)
 	{
 		if (bs.found)
-			BatchTally(batch, n, 0, 0, 0);
+			PendingAdd(batch, 0, n);
 		return;
 	}
 	if (!bs.found)
@@ -251,7 +459,7 @@ BatchJoin(int64 batch, int64 n, Oid caller, bool retried)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("batch " INT64_FORMAT " is sealed", batch),
 				 errdetail("coord.seal_batch was called: no job may join the batch any more.")));
-	BatchTally(batch, n, 0, 0, 0);
+	PendingAdd(batch, 0, n);
 }
 
 typedef struct BatchEnded
@@ -326,34 +534,14 @@ BatchJobsEnded(SPITupleTable *rows, uint64 n, const char *state)
 	if (nended == 0)
 		return;
 
-	/* one tally update per batch, batches in ascending id (lock order) */
+	/* the gate now, against a seal; the counts at commit (PendingCommit) */
 	qsort(ended, nended, sizeof(BatchEnded), CmpBatchEnded);
 	for (i = 0; i < nended; i++)
 	{
-		int			j = i;
-		int64		count = 0;
-		BatchState	bs;
-
 		CHECK_FOR_INTERRUPTS();
-		while (j < nended && ended[j].batch == ended[i].batch)
-			count += ended[j++].n;
-		BatchLock(ended[i].batch, COORD_NS_BATCH, RowExclusiveLock);
-		BatchTally(ended[i].batch, 0, is_done ? count : 0, is_dead ? count : 0,
-				   (!is_done && !is_dead) ? count : 0);
-		BatchRead(ended[i].batch, &bs);
-		if (bs.sealed && !bs.ended)
-		{
-			/*
-			 * Perhaps the last.  What the latest snapshot shows is not enough:
-			 * the finisher of another last job may not have committed yet, and
-			 * it saw ours uncommitted.  Under the end lock, the later of us
-			 * sees the other's count (README.md).
-			 */
-			BatchLock(ended[i].batch, COORD_NS_BATCH_END, ExclusiveLock);
-			BatchRead(ended[i].batch, &bs);
-			BatchMaybeEnd(ended[i].batch, &bs);
-		}
-		i = j - 1;
+		if (i == 0 || ended[i].batch != ended[i - 1].batch)
+			BatchLock(ended[i].batch, COORD_NS_BATCH, RowExclusiveLock);
+		PendingAdd(ended[i].batch, is_done ? 1 : (is_dead ? 2 : 3), ended[i].n);
 	}
 }
 
@@ -362,6 +550,12 @@ CoordWorkflowsBatchInit(void)
 {
 	CoordRegisterJobsEnded(BatchJobsEnded);
 	CoordRegisterBatchJoin(BatchJoin);
+	if (!pending_callbacks)
+	{
+		RegisterXactCallback(BatchXactCallback, NULL);
+		RegisterSubXactCallback(BatchSubXactCallback, NULL);
+		pending_callbacks = true;
+	}
 }
 
 /* ---------- SQL functions ---------- */
@@ -434,6 +628,7 @@ coord_seal_batch(PG_FUNCTION_ARGS)
 	/* wait for the open transactions that enqueued into it or finished its jobs */
 	BatchLock(batch, COORD_NS_BATCH, ShareLock);
 	BatchLock(batch, COORD_NS_BATCH_END, ExclusiveLock);
+	PendingFlush(batch);		/* this transaction's own counts */
 	BatchRead(batch, &bs);
 	if (!bs.found)
 		ereport(ERROR,
