@@ -18,9 +18,11 @@ OBJS = \
 	src/jobs/jobs_claim.o \
 	src/jobs/jobs_claim_row.o \
 	src/jobs/jobs_finish.o \
+	src/jobs/jobs_enqueue.o \
 	src/jobs/jobs_common.o \
 	src/jobs/jobs_limits.o \
 	src/jobs/jobs_limits_sql.o \
+	src/workflows/workflows.o \
 	src/schedules/cron.o \
 	src/schedules/schedules.o \
 	src/tick.o \
@@ -49,6 +51,7 @@ SQL_FRAGMENTS = \
 	sql/parts/jobs.sql \
 	sql/parts/jobs_limits.sql \
 	sql/parts/jobs_views.sql \
+	sql/parts/workflows.sql \
 	sql/parts/schedules.sql \
 	sql/parts/apps.sql \
 	sql/parts/apps_rerun.sql \

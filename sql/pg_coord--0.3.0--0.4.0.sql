@@ -44,6 +44,90 @@ COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text
 REVOKE ALL ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) TO coord_worker;
 
+-- Job dependencies (docs/workflows.md): deps on coord.job, the waiting
+-- jobs' table (made after every column change of coord.job above: it copies
+-- them), coord.jobs showing waiting jobs, the edges and the functions.
+ALTER TABLE coord.job ADD COLUMN deps smallint NOT NULL DEFAULT 0;
+COMMENT ON COLUMN coord.job.deps IS
+  'Workflows: 1 when jobs wait on this one, 2 when it was enqueued with after (its finish then goes to src/workflows/)';
+COMMENT ON FUNCTION coord.job_state(bigint) IS
+  'waiting, scheduled, ready, running, done, dead, cancelled, or NULL once purged';
+-- Waiting jobs (enqueued with after, a parent not ended yet): out of
+-- coord.job, so that they are in no index a claim walks and cost claims
+-- nothing.  The columns of coord.job, then the holder's: pending (parents
+-- not ended) and on_parent_failure.  The transaction that ends the last
+-- parent moves the row into coord.job (src/workflows/README.md).
+CREATE TABLE coord.job_wait (
+    LIKE coord.job INCLUDING DEFAULTS,
+    pending           integer NOT NULL,
+    on_parent_failure text NOT NULL,
+    PRIMARY KEY (id)
+);
+COMMENT ON TABLE coord.job_wait IS
+  'Waiting jobs: enqueued with after, moved into coord.job when their last parent ends';
+REVOKE ALL ON coord.job_wait FROM PUBLIC;
+
+CREATE OR REPLACE VIEW coord.jobs AS
+SELECT j.id, j.queue,
+       CASE WHEN j.lease_until OPERATOR(pg_catalog.>) pg_catalog.now() OR coord.job_claimed(j.id) THEN 'running'
+            WHEN j.run_at OPERATOR(pg_catalog.>) pg_catalog.now() THEN 'scheduled'
+            ELSE 'ready' END AS state,
+       j.payload, j.run_at, j.priority, j.key, j.group_key, j.host, j.attempt, j.max_attempts,
+       j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
+       NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
+       j.claimed_by::pg_catalog.regrole AS claimed_by,
+       j.limit_key, j.snoozes, j.expires_at
+  FROM coord.job AS j
+UNION ALL
+SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
+       h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
+       h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
+       h.limit_key, h.snoozes, h.expires_at
+  FROM coord.job_history AS h
+UNION ALL
+SELECT w.id, w.queue, 'waiting', w.payload, w.run_at, w.priority, w.key, w.group_key, w.host,
+       w.attempt, w.max_attempts, NULL::timestamptz, w.last_error, w.token, w.enqueued_at,
+       w.claimed_at, NULL::timestamptz, NULL::jsonb, w.origin, NULL::pg_catalog.regrole,
+       w.limit_key, w.snoozes, w.expires_at
+  FROM coord.job_wait AS w;
+COMMENT ON VIEW coord.jobs IS
+  'Every live job (waiting ones too) and every finished job still in the history; token, payload, result and last_error for coord_admin only';
+
+
+-------------------------------------------------------------------------------
+-- Workflows: job dependencies and flows (src/workflows/workflows.c)
+-------------------------------------------------------------------------------
+
+-- One row per (parent, child) edge of a job enqueued with after: the
+-- parent's end counts down the child's coord.job_wait.pending (ended, so
+-- that a parent retried and ending again counts once), and
+-- coord.parent_results reads them.  Deleted when the child finishes.
+CREATE TABLE coord.job_dep (
+    parent bigint NOT NULL,
+    child  bigint NOT NULL,
+    ended  boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (parent, child)
+);
+CREATE INDEX job_dep_child ON coord.job_dep (child);
+COMMENT ON TABLE coord.job_dep IS
+  'Job dependencies: child waits until parent ends (coord.enqueue''s after); kept until the child finishes';
+COMMENT ON INDEX coord.job_dep_child IS 'A child''s parents: coord.parent_results, and the edges dropped when it finishes';
+REVOKE ALL ON coord.job_dep FROM PUBLIC;
+
+CREATE FUNCTION coord.parent_results(id bigint, token bigint,
+                                     OUT parent_id bigint, OUT state text, OUT result jsonb)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'coord_parent_results'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
+COMMENT ON FUNCTION coord.parent_results(bigint, bigint) IS
+  'For the holder of a claim (id, token): each parent of the job (its after), the state it ended in and its result; no rows when the claim is not the caller''s';
+
+CREATE FUNCTION coord.enqueue_flow(nodes jsonb)
+RETURNS jsonb AS 'MODULE_PATHNAME', 'coord_enqueue_flow'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.enqueue_flow(jsonb) IS
+  'Enqueues a graph of jobs in one call, all or nothing: nodes [{"name", "queue", "payload", "after": [names or ids], enqueue''s options}]; returns {name: id}';
+GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;
+REVOKE ALL ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) FROM PUBLIC;
 -- Batches (issue 27; sql/parts/batches.sql, src/workflows/README.md)
 CREATE SEQUENCE coord.batch_id_seq;
 CREATE TABLE coord.batch (

@@ -18,6 +18,7 @@
 #include "jobs/jobs.h"
 #include "partitions/partitions.h"
 #include "schedules/schedules.h"
+#include "workflows/workflows.h"
 #include "semaphores.h"
 #include "workflows/workflows_batch.h"
 
@@ -31,6 +32,7 @@ _PG_init(void)
 	CoordCommonInit();
 	CoordLocksInit();
 	CoordJobsInit();
+	CoordWorkflowsInit();
 	CoordSchedulesInit();
 	CoordAppsInit();
 	CoordPartitionsInit();

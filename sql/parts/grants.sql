@@ -175,6 +175,9 @@ GRANT EXECUTE ON FUNCTION coord.rerun(text, timestamptz, timestamptz, boolean) T
 -- Retention (issue 23): dropping a group or an election at once is the
 -- administrator's (coord.tick drops them by itself once dead and old).
 GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO coord_admin;
+-- Workflows: a worker enqueues flows and reads its own claim's parents
+-- (parent_results checks the claim, as heartbeat does).
+GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;
 -- Batches (issue 27): producers are workers; seal_batch and enqueue into a
 -- batch check themselves that the caller acts for the role that opened it
 -- (or is coord_admin); coord.batches reaches coord_monitor through the loop

@@ -44,13 +44,16 @@ CREATE TABLE coord.job (
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
     expires_at   timestamptz,
-    batch        bigint
+    batch        bigint,
+    deps         smallint NOT NULL DEFAULT 0
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 COMMENT ON COLUMN coord.job.claimed_by IS
   'The role that made the last claim: only it (or coord_admin) may complete, fail or heartbeat a lease claim';
 COMMENT ON COLUMN coord.job.batch IS 'The batch the job was enqueued into (coord.enqueue''s batch), or NULL';
+COMMENT ON COLUMN coord.job.deps IS
+  'Workflows: 1 when jobs wait on this one, 2 when it was enqueued with after (its finish then goes to src/workflows/)';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
@@ -75,6 +78,21 @@ COMMENT ON INDEX coord.job_group IS 'One job of a group at a time, in enqueue or
 CREATE UNIQUE INDEX job_origin ON coord.job (origin) WHERE origin IS NOT NULL;
 COMMENT ON INDEX coord.job_origin IS
   'At most one live job per origin: the instance of a schedule (s:<name>), the run of an app for a period (a:<app>:<period>)';
+
+-- Waiting jobs (enqueued with after, a parent not ended yet): out of
+-- coord.job, so that they are in no index a claim walks and cost claims
+-- nothing.  The columns of coord.job, then the holder's: pending (parents
+-- not ended) and on_parent_failure.  The transaction that ends the last
+-- parent moves the row into coord.job (src/workflows/README.md).
+CREATE TABLE coord.job_wait (
+    LIKE coord.job INCLUDING DEFAULTS,
+    pending           integer NOT NULL,
+    on_parent_failure text NOT NULL,
+    PRIMARY KEY (id)
+);
+COMMENT ON TABLE coord.job_wait IS
+  'Waiting jobs: enqueued with after, moved into coord.job when their last parent ends';
+REVOKE ALL ON coord.job_wait FROM PUBLIC;
 
 CREATE TABLE coord.job_history (
     id           bigint PRIMARY KEY,
@@ -223,7 +241,7 @@ CREATE FUNCTION coord.job_state(id bigint)
 RETURNS text AS 'MODULE_PATHNAME', 'coord_job_state'
 LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION coord.job_state(bigint) IS
-  'scheduled, ready, running, done, dead, cancelled, or NULL once purged';
+  'waiting, scheduled, ready, running, done, dead, cancelled, or NULL once purged';
 
 -- For a worker whose complete or fail has an unknown outcome (the answer
 -- lost with the connection, or a synchronous standby's wait cancelled):

@@ -17,9 +17,15 @@ SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_k
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
        h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
        h.limit_key, h.snoozes, h.expires_at
-  FROM coord.job_history AS h;
+  FROM coord.job_history AS h
+UNION ALL
+SELECT w.id, w.queue, 'waiting', w.payload, w.run_at, w.priority, w.key, w.group_key, w.host,
+       w.attempt, w.max_attempts, NULL::timestamptz, w.last_error, w.token, w.enqueued_at,
+       w.claimed_at, NULL::timestamptz, NULL::jsonb, w.origin, NULL::pg_catalog.regrole,
+       w.limit_key, w.snoozes, w.expires_at
+  FROM coord.job_wait AS w;
 COMMENT ON VIEW coord.jobs IS
-  'Every live job and every finished job still in the history; token, payload, result and last_error for coord_admin only';
+  'Every live job (waiting ones too) and every finished job still in the history; token, payload, result and last_error for coord_admin only';
 
 CREATE VIEW coord.limits AS
 WITH live AS (

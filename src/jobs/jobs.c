@@ -51,14 +51,9 @@
 #include "jobs/jobs_int.h"
 #include "requests.h"
 
-#define JOB_KEY_MAX			1024
-#define ENQUEUE_MANY_MAX	10000	/* payloads per coord.enqueue_many call */
 #define BACKOFF_BASE_US		(1000 * 1000)	/* 1 s */
 #define BACKOFF_CAP_US		((int64) 3600 * 1000 * 1000)	/* 1 h */
 
-static SPIPlanPtr plan_enqueue = NULL;
-static SPIPlanPtr plan_key_id = NULL;
-static SPIPlanPtr plan_enqueue_many = NULL;
 static SPIPlanPtr plan_complete = NULL;
 static SPIPlanPtr plan_complete_any = NULL;
 static SPIPlanPtr plan_complete_many = NULL;
@@ -81,9 +76,10 @@ static SPIPlanPtr plan_revoke = NULL;
 static SPIPlanPtr plan_tick_lost = NULL;
 static SPIPlanPtr plan_tick_purge = NULL;
 static SPIPlanPtr plan_tick_expired = NULL;
+static SPIPlanPtr plan_state_wait = NULL;
+static SPIPlanPtr plan_is_claim_any = NULL;
+static SPIPlanPtr plan_is_claim_sess = NULL;
 
-PG_FUNCTION_INFO_V1(coord_enqueue);
-PG_FUNCTION_INFO_V1(coord_enqueue_many);
 PG_FUNCTION_INFO_V1(coord_complete);
 PG_FUNCTION_INFO_V1(coord_complete_many);
 PG_FUNCTION_INFO_V1(coord_fail);
@@ -126,217 +122,6 @@ BackoffUs(int32 attempt)
 	return (int64) d;
 }
 
-/* ---------- arguments ---------- */
-
-
-static text *
-KeyArg(FunctionCallInfo fcinfo, int argno, const char *what)
-{
-	text	   *t;
-	int			len;
-
-	if (PG_ARGISNULL(argno))
-		return NULL;
-	t = PG_GETARG_TEXT_PP(argno);
-	len = VARSIZE_ANY_EXHDR(t);
-	if (len == 0 || len > JOB_KEY_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must have 1 to %d bytes", what, JOB_KEY_MAX)));
-	return t;
-}
-
-
-static int32
-MaxAttemptsArg(FunctionCallInfo fcinfo, int argno)
-{
-	int32		v;
-
-	CoordRequireArg(fcinfo, argno, "max_attempts");
-	v = PG_GETARG_INT32(argno);
-	if (v < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_attempts must be at least 1")));
-	return v;
-}
-
-/* ---------- enqueue ---------- */
-
-/*
- * EnqueueOne inserts a job (inside SPI, as the owner) and returns its id; with
- * a key, the id of the live job with that key when there is one.  The unique
- * index on (queue, key) makes concurrent enqueues of one key wait for each
- * other, so exactly one job is added.
- */
-/* The flow-control arguments of an enqueue (limit_key, max_snoozes, expires_at). */
-typedef struct EnqueueFlow
-{
-	text	   *limit_key;
-	int32		max_snoozes;
-	Datum		expires_at;
-	bool		expires_null;
-	Datum		batch;			/* 0.4.0: the batch id, stored as given */
-	bool		batch_null;
-	Oid			caller;			/* with a batch: who joins it (CoordBatchJoin) */
-} EnqueueFlow;
-
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, InvalidOid};
-
-/*
- * The workflow arguments that follow expires_at (after, on_parent_failure,
- * batch): argno is after's position.  A catalog older than 0.4.0 passes
- * none of them.
- */
-static void
-WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
-{
-	if (PG_NARGS() <= argno + 2)
-		return;
-	CoordRequireArg(fcinfo, argno + 1, "on_parent_failure");
-	{
-		char	   *opf = text_to_cstring(PG_GETARG_TEXT_PP(argno + 1));
-
-		if (strcmp(opf, "cancel") != 0 && strcmp(opf, "run") != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid on_parent_failure \"%s\"", opf),
-					 errhint("Use 'cancel' or 'run'.")));
-	}
-	if (!PG_ARGISNULL(argno))
-	{
-		ArrayType  *after = PG_GETARG_ARRAYTYPE_P(argno);
-
-		if (ArrayGetNItems(ARR_NDIM(after), ARR_DIMS(after)) > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("job dependencies are not available yet")));
-	}
-	fl->batch_null = PG_ARGISNULL(argno + 2);
-	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
-	fl->caller = GetUserId();	/* before the owner switch */
-}
-
-static void
-FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
-{
-	*fl = no_flow;
-	if (PG_NARGS() <= argno + 2)
-		return;
-	fl->limit_key = KeyArg(fcinfo, argno, "limit_key");
-	CoordRequireArg(fcinfo, argno + 1, "max_snoozes");
-	fl->max_snoozes = PG_GETARG_INT32(argno + 1);
-	if (fl->max_snoozes < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_snoozes must not be negative")));
-	fl->expires_null = PG_ARGISNULL(argno + 2);
-	fl->expires_at = fl->expires_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
-}
-
-static int64
-EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
-		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
-		   const EnqueueFlow *fl)
-{
-	Oid			argtypes[13] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
-	Datum		args[13];
-	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	int			attempt;
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = JsonbPGetDatum(payload);
-	args[2] = run_at;
-	nulls[2] = run_at_null ? 'n' : ' ';
-	args[3] = Int32GetDatum(priority);
-	args[4] = PointerGetDatum(key);
-	nulls[4] = key ? ' ' : 'n';
-	args[5] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	nulls[5] = host ? ' ' : 'n';
-	args[6] = Int32GetDatum(max_attempts);
-	args[7] = PointerGetDatum(group_key);
-	nulls[7] = group_key ? ' ' : 'n';
-	args[8] = request_key ? CStringGetTextDatum(request_key) : (Datum) 0;
-	nulls[8] = request_key ? ' ' : 'n';
-	args[9] = PointerGetDatum(fl->limit_key);
-	nulls[9] = fl->limit_key ? ' ' : 'n';
-	args[10] = Int32GetDatum(fl->max_snoozes);
-	args[11] = fl->expires_at;
-	nulls[11] = fl->expires_null ? 'n' : ' ';
-	args[12] = fl->batch;
-	nulls[12] = fl->batch_null ? 'n' : ' ';
-
-	/*
-	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
-	 * origin.
-	 */
-	for (attempt = 0; attempt < 5; attempt++)
-	{
-		bool		isnull;
-
-		CoordExec(&plan_enqueue,
-				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch) "
-				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
-				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
-				  "DO NOTHING RETURNING id",
-				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
-		if (SPI_processed == 1)
-		{
-			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-
-			/* a job added (not a live one's id answered) joins its batch */
-			if (!fl->batch_null)
-				CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
-			return id;
-		}
-
-		/* a live job has this key: answer its id (unless it just finished) */
-		CoordExecLimit(&plan_key_id,
-					   "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
-					   "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-					   13, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
-		if (SPI_processed == 1)
-			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	elog(ERROR, "enqueue with key did not settle");
-	return 0;
-}
-
-/*
- * coord.enqueue(queue, payload, run_at, priority, key, host, max_attempts,
- * group_key, limit_key, max_snoozes, expires_at, after, on_parent_failure,
- * batch) returns bigint
- */
-Datum
-coord_enqueue(PG_FUNCTION_ARGS)
-{
-	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
-	Jsonb	   *payload;
-	char	   *host = CoordNameArg(fcinfo, 5, "host", true);
-	text	   *key = KeyArg(fcinfo, 4, "key");
-	text	   *group_key = KeyArg(fcinfo, 7, "group_key");
-	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
-	EnqueueFlow fl;
-	CoordUserSwitch sw;
-	int64		id;
-
-	FlowArgs(fcinfo, 8, &fl);
-	WorkflowArgs(fcinfo, 11, &fl);
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 1, "payload");
-	CoordRequireArg(fcinfo, 3, "priority");
-	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
-
-	CoordSpiBegin(&sw);
-	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
-					key, host, max_attempts, group_key, NULL, &fl);
-	CoordSpiEnd(&sw);
-	JobsWakeAtCommit(queue, host);
-	PG_RETURN_INT64(id);
-}
-
 static int
 CmpInt64(const void *a, const void *b)
 {
@@ -344,118 +129,6 @@ CmpInt64(const void *a, const void *b)
 	int64		y = *(const int64 *) b;
 
 	return x < y ? -1 : x > y ? 1 : 0;
-}
-
-/*
- * coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host,
- * max_attempts, limit_key, max_snoozes, expires_at, after, on_parent_failure,
- * batch)
- */
-Datum
-coord_enqueue_many(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *queue = CoordNameArg(fcinfo, 0, "queue", false);
-	char	   *host = CoordNameArg(fcinfo, 4, "host", true);
-	int32		max_attempts = MaxAttemptsArg(fcinfo, 5);
-	ArrayType  *arr;
-	Datum	   *elems;
-	bool	   *enulls;
-	int			n;
-	int			i;
-	Oid			argtypes[10] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID};
-	Datum		args[10];
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	EnqueueFlow fl;
-	CoordUserSwitch sw;
-	int64	   *ids;
-
-	FlowArgs(fcinfo, 6, &fl);
-	WorkflowArgs(fcinfo, 9, &fl);
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 1, "payloads");
-	CoordRequireArg(fcinfo, 3, "priority");
-	arr = PG_GETARG_ARRAYTYPE_P(1);
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-				 errmsg("payloads must be a one-dimensional array")));
-	n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-	if (n > ENQUEUE_MANY_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("too many payloads for coord.enqueue_many"),
-				 errdetail("coord.enqueue_many takes at most %d payloads at once; %d were given.",
-						   ENQUEUE_MANY_MAX, n),
-				 errhint("Enqueue them in several calls.")));
-	deconstruct_array(arr, JSONBOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
-	for (i = 0; i < n; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (enulls[i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("payloads must not contain null elements"),
-					 errdetail("Element %d is null.", i + 1)));
-		(void) CoordCheckPayload(DatumGetJsonbP(elems[i]));
-	}
-
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	if (n == 0)
-		return (Datum) 0;
-
-	args[0] = CStringGetTextDatum(queue);
-	args[1] = PointerGetDatum(arr);
-	args[2] = PG_GETARG_DATUM(2);
-	nulls[2] = PG_ARGISNULL(2) ? 'n' : ' ';
-	args[3] = Int32GetDatum(PG_GETARG_INT32(3));
-	args[4] = host ? CStringGetTextDatum(host) : (Datum) 0;
-	nulls[4] = host ? ' ' : 'n';
-	args[5] = Int32GetDatum(max_attempts);
-	args[6] = PointerGetDatum(fl.limit_key);
-	nulls[6] = fl.limit_key ? ' ' : 'n';
-	args[7] = Int32GetDatum(fl.max_snoozes);
-	args[8] = fl.expires_at;
-	nulls[8] = fl.expires_null ? 'n' : ' ';
-	args[9] = fl.batch;
-	nulls[9] = fl.batch_null ? 'n' : ' ';
-
-	CoordSpiBegin(&sw);
-	/* ids are drawn in insertion order, which follows the array */
-	CoordExec(&plan_enqueue_many,
-			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-			  "limit_key, max_snoozes, expires_at, batch) "
-			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10 "
-			  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
-			  "RETURNING id",
-			  10, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
-	/* in the caller's memory: CoordSpiEnd frees SPI's */
-	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
-	for (i = 0; i < (int) SPI_processed; i++)
-	{
-		bool		isnull;
-
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	n = SPI_processed;
-	if (!fl.batch_null)
-		CoordBatchJoin(DatumGetInt64(fl.batch), n, fl.caller, false);
-	CoordSpiEnd(&sw);
-
-	/* RETURNING order is not promised; ids are */
-	qsort(ids, n, sizeof(int64), CmpInt64);
-	for (i = 0; i < n; i++)
-	{
-		Datum		v = Int64GetDatum(ids[i]);
-		bool		isnull = false;
-
-		CHECK_FOR_INTERRUPTS();
-
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
-	}
-	JobsWakeAtCommit(queue, host);
-	return (Datum) 0;
 }
 
 /* ---------- complete, fail, heartbeat ---------- */
@@ -846,6 +519,36 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(until);
 }
 
+/*
+ * CoordClaimIsCallers: is (id, token) the live claim of caller, by the rule
+ * of heartbeat (a session-bound claim this session holds; a lease claim of
+ * the caller's role, or any for coord_admin)?  Inside SPI, after the switch.
+ */
+bool
+CoordClaimIsCallers(int64 id, int64 token, Oid caller)
+{
+	Oid			argtypes[4] = {INT8OID, INT8OID, OIDOID, BOOLOID};
+	Datum		args[4];
+
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum(token);
+	args[2] = ObjectIdGetDatum(caller);
+	args[3] = BoolGetDatum(ActsForAnyClaimant(caller));
+	if (JobsSessionClaimLive(id))
+		CoordExecLimit(&plan_is_claim_sess,
+					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND (lease_until IS NULL "
+					   "OR claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
+					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	else
+		CoordExecLimit(&plan_is_claim_any,
+					   "SELECT 1 FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND token OPERATOR(pg_catalog.=) $2 AND lease_until IS NOT NULL "
+					   "AND (claimed_by OPERATOR(pg_catalog.=) $3 OR $4)",
+					   4, argtypes, args, NULL, 1, SPI_OK_SELECT, "checking a claim");
+	return SPI_processed == 1;
+}
+
 /* ---------- cancel, retry, state, purge ---------- */
 
 /* coord.cancel(id): cancels a job that has not finished */
@@ -859,6 +562,12 @@ coord_cancel(PG_FUNCTION_ARGS)
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordSpiBegin(&sw);
 	moved = JobsMoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
+	if (!moved && JobsWaitHooks() != NULL)
+	{
+		int64		id = PG_GETARG_INT64(0);
+
+		moved = CoordCancelWaiting(JobsIdsArray(&id, 1), NULL) == 1;
+	}
 	CoordSpiEnd(&sw);
 	JobsDropSessionClaim(PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(moved);
@@ -997,6 +706,14 @@ coord_job_state(PG_FUNCTION_ARGS)
 					   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
 		if (SPI_processed == 1)
 			state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		else
+		{
+			CoordExecLimit(&plan_state_wait,
+						   "SELECT 1 FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, args, NULL, 1, SPI_OK_SELECT, "job_state");
+			if (SPI_processed == 1)
+				state = "waiting";
+		}
 	}
 	if (state != NULL)
 		result = CoordSpiText(state);
@@ -1142,7 +859,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	char	   *rkey;
 	char	   *queue = CoordNameArg(fcinfo, 1, "queue", false);
 	char	   *host = CoordNameArg(fcinfo, 5, "host", true);
-	int32		max_attempts = MaxAttemptsArg(fcinfo, 6);
+	int32		max_attempts = JobsMaxAttemptsArg(fcinfo, 6);
 	Jsonb	   *payload;
 	CoordUserSwitch sw;
 	int64		id;
@@ -1161,8 +878,8 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 	CoordRequestMarkQueued(rkey);
 
 	CoordSpiBegin(&sw);
-	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
-					NULL, host, max_attempts, NULL, rkey, &no_flow);
+	id = JobsEnqueueKeyed(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
+						  host, max_attempts, rkey);
 	CoordSpiEnd(&sw);
 	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);

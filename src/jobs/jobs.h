@@ -71,6 +71,37 @@ extern int64 CoordRevokeJob(int64 id, int64 token, const char *error);
 extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs,
 								   Oid *argtypes, Datum *args);
 
+/*
+ * Jobs that wait for other jobs (src/workflows/, docs/workflows.md).  The
+ * queue keeps a waiting job in coord.job_wait, out of every index a claim
+ * walks, and knows nothing of why it waits: an enqueue with after asks the
+ * registered wait hooks.  resolve(parents, n, &failed), inside SPI as the
+ * owner, locks the parents that have not ended (none can then end unseen
+ * before this transaction commits), marks them (deps bit 1) and answers
+ * how many have not ended; failed when one ended dead or cancelled.  The
+ * queue inserts the job into coord.job (none pending), or coord.job_wait,
+ * with deps bit 2, and calls link(parents, n, ids, nids); a job to be
+ * cancelled at once (failed, on_parent_failure 'cancel') goes in waiting and
+ * is then cancelled with CoordCancelWaiting.  finished(id, state, deps) is
+ * called for every job with deps set that finishes (done, dead, cancelled),
+ * after its history row is in, inside SPI as the owner.
+ */
+#define COORD_DEPS_PARENT	1	/* jobs wait on it */
+#define COORD_DEPS_CHILD	2	/* it was enqueued with after */
+
+typedef struct CoordJobWaitHooks
+{
+	int32		(*resolve) (const int64 *parents, int n, bool *failed);
+	void		(*link) (const int64 *parents, int n, const int64 *ids, int nids);
+	void		(*finished) (int64 id, const char *state, int16 deps);
+} CoordJobWaitHooks;
+extern void CoordRegisterJobWait(const CoordJobWaitHooks *hooks);
+
+/* For the wait hooks: inside SPI, as the owner; ids is a bigint[] */
+extern uint64 CoordReleaseWaiting(Datum ids);
+extern uint64 CoordCancelWaiting(Datum ids, const char *error);
+extern bool CoordClaimIsCallers(int64 id, int64 token, Oid caller);
+
 /* The queue's share of coord.tick (tick.c); inside SPI, as the owner */
 extern int64 CoordJobsTick(TimestampTz now);
 

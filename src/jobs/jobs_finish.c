@@ -125,6 +125,21 @@ CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried)
 		batch_join_hook(batch, n, caller, retried);
 }
 
+/* The wait hooks (jobs.h): NULL until src/workflows/ registers them */
+static const CoordJobWaitHooks *wait_hooks = NULL;
+
+void
+CoordRegisterJobWait(const CoordJobWaitHooks *hooks)
+{
+	wait_hooks = hooks;
+}
+
+const CoordJobWaitHooks *
+JobsWaitHooks(void)
+{
+	return wait_hooks;
+}
+
 /* Calls the finish hook of the concern the job's origin belongs to, if any. */
 static void
 JobOriginFinished(const char *origin, int64 job_id, const char *state, TimestampTz finished_at,
@@ -175,7 +190,8 @@ typedef struct ArchiveMap
 	AttrNumber	request_key,	/* in the job rows */
 				origin,
 				id,
-				queue;
+				queue,
+				deps;			/* InvalidAttrNumber: a catalog without it */
 } ArchiveMap;
 
 static ArchiveMap archive_map;
@@ -257,6 +273,9 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 	m->origin = SPI_fnumber(jdesc, "origin");
 	m->id = SPI_fnumber(jdesc, "id");
 	m->queue = SPI_fnumber(jdesc, "queue");
+	m->deps = SPI_fnumber(jdesc, "deps");
+	if (m->deps <= 0)
+		m->deps = InvalidAttrNumber;
 	if (m->request_key <= 0 || m->origin <= 0 || m->id <= 0 || m->queue <= 0)
 		elog(ERROR, "a job row without id, request_key or origin");
 	m->jnatts = jdesc->natts;
@@ -303,7 +322,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	AttrNumber	c_request_key,
 				c_origin,
 				c_id,
-				c_queue;
+				c_queue,
+				c_deps;
 	bool		limited;
 
 	if (n == 0)
@@ -318,6 +338,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	c_origin = archive_map.origin;
 	c_id = archive_map.id;
 	c_queue = archive_map.queue;
+	c_deps = wait_hooks ? archive_map.deps : InvalidAttrNumber;
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -417,6 +438,14 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 			int64		id = DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull));
 
 			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
+		}
+		if (c_deps != InvalidAttrNumber)
+		{
+			bool		isnull;
+			int16		deps = DatumGetInt16(SPI_getbinval(row, jdesc, c_deps, &isnull));
+
+			if (!isnull && deps != 0)
+				wait_hooks->finished(DatumGetInt64(SPI_getbinval(row, jdesc, c_id, &isnull)), st, deps);
 		}
 	}
 	if (jobs_ended_hook != NULL)

@@ -87,6 +87,12 @@ extern void JobsForgetClaimIfGone(int64 id);
 extern void JobsClaimInit(void);
 extern void JobsClaimRelsInval(void);
 
+/* jobs_enqueue.c: enqueue and waiting jobs */
+extern int32 JobsMaxAttemptsArg(FunctionCallInfo fcinfo, int argno);
+extern Datum JobsIdsArray(const int64 *ids, int n);
+extern int64 JobsEnqueueKeyed(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
+							  const char *host, int32 max_attempts, const char *request_key);
+
 /* jobs_claim_row.c: the claim's writes through the table access method */
 typedef struct ClaimWriter
 {
@@ -187,6 +193,7 @@ extern void JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int key
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);
 extern uint64 JobsArchive(const char *st, const char *error, Datum result, bool result_null);
+extern const CoordJobWaitHooks *JobsWaitHooks(void);
 extern bool JobsMoveToHistory(int64 id, bool with_token, int64 token, const char *st, const char *error);
 
 #ifdef __GNUC__

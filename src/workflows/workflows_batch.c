@@ -336,10 +336,10 @@ PendingCommit(void)
 		if (bs.sealed && !bs.ended)
 		{
 			/*
-			 * Perhaps the last.  What the latest snapshot shows is not enough:
-			 * the finisher of another last job may not have committed yet, and
-			 * it saw ours uncommitted.  Under the end lock, the later of us
-			 * sees the other's count (README.md).
+			 * Perhaps the last.  What the latest snapshot shows is not
+			 * enough: the finisher of another last job may not have committed
+			 * yet, and it saw ours uncommitted.  Under the end lock, the
+			 * later of us sees the other's count (README.md).
 			 */
 			BatchLock(pending[i].batch, COORD_NS_BATCH_END, ExclusiveLock);
 			BatchRead(pending[i].batch, &bs);
@@ -406,7 +406,11 @@ BatchSubXactCallback(SubXactEvent event, SubTransactionId mySubid,
 			if (pending[i].flushed >= level)
 				pending[i].flushed = level - 1;
 		}
-		/* merge what now shares (batch, level), so loops of savepoints stay small */
+
+		/*
+		 * merge what now shares (batch, level), so loops of savepoints stay
+		 * small
+		 */
 		for (i = 0, k = 0; i < npending; i++)
 		{
 			int			j;
@@ -625,7 +629,10 @@ coord_seal_batch(PG_FUNCTION_ARGS)
 	batch = PG_GETARG_INT64(0);
 	CoordSpiBegin(&sw);
 
-	/* wait for the open transactions that enqueued into it or finished its jobs */
+	/*
+	 * wait for the open transactions that enqueued into it or finished its
+	 * jobs
+	 */
 	BatchLock(batch, COORD_NS_BATCH, ShareLock);
 	BatchLock(batch, COORD_NS_BATCH_END, ExclusiveLock);
 	PendingFlush(batch);		/* this transaction's own counts */

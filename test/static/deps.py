@@ -59,7 +59,7 @@ FAMILIES = {
     "init":       "pg_coord.c",     # _PG_init: one init call per concern
     "partitions": "partitions/",    # partition groups
     "semaphores": "semaphores.c",   # counting semaphores
-    "workflows":  "workflows/",     # batches (workflows_batch.c), through the queue's hooks
+    "workflows":  "workflows/",     # job dependencies, flows and batches, through the queue's hooks
 }
 
 EVERYTHING = set(FAMILIES)
@@ -89,11 +89,11 @@ ENFORCED = {fam: True for fam in FAMILIES}
 # files before it.  Every .c of the folder is listed, and nothing else.
 FILE_ORDER = {
     "common":     ["common_args", "common_tz", "common_spi", "common_lock", "common"],
-    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_claim_row", "jobs_claim", "jobs"],
+    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_enqueue", "jobs_claim_row", "jobs_claim", "jobs"],
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
-    "workflows":  ["workflows_batch"],
+    "workflows":  ["workflows", "workflows_batch"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
 # test/parts): they reference no other file of src/.

@@ -1,0 +1,107 @@
+-- pgTAP: job dependencies (docs/workflows.md): enqueue's after and
+-- on_parent_failure, coord.parent_results and coord.enqueue_flow -- their
+-- signatures, behaviour, every error with its SQLSTATE, and their grants
+-- (coord_worker; parent_results answers only the claim's own role, as
+-- heartbeat does).
+\set ON_ERROR_STOP 1
+\pset format unaligned
+\pset tuples_only true
+SET client_min_messages = warning;
+BEGIN;
+SELECT plan(36);
+
+SELECT function_returns('coord', 'parent_results', ARRAY['bigint', 'bigint'], 'setof record');
+SELECT function_returns('coord', 'enqueue_flow', ARRAY['jsonb'], 'jsonb');
+SELECT ok(NOT has_function_privilege('public', 'coord.parent_results(bigint, bigint)', 'EXECUTE'),
+          'PUBLIC may not call parent_results');
+SELECT ok(NOT has_function_privilege('public', 'coord.enqueue_flow(jsonb)', 'EXECUTE'),
+          'PUBLIC may not call enqueue_flow');
+SELECT ok(NOT has_table_privilege('coord_worker', 'coord.job_wait', 'SELECT'), 'coord.job_wait is the owner''s');
+SELECT ok(NOT has_table_privilege('coord_worker', 'coord.job_dep', 'SELECT'), 'coord.job_dep is the owner''s');
+
+-- enqueue with after: the states
+CREATE TEMP TABLE ids (name text PRIMARY KEY, id bigint);
+GRANT ALL ON ids TO PUBLIC;
+INSERT INTO ids SELECT 'p1', coord.enqueue('tw_p', '{"p": 1}');
+INSERT INTO ids SELECT 'p2', coord.enqueue('tw_p', '{"p": 2}');
+INSERT INTO ids SELECT 'c', coord.enqueue('tw_c', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'p1'),
+                                                                        (SELECT id FROM ids WHERE name = 'p2'),
+                                                                        (SELECT id FROM ids WHERE name = 'p1')]);
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'c')), 'waiting', 'a job after live jobs waits');
+SELECT is((SELECT state FROM coord.jobs WHERE id = (SELECT id FROM ids WHERE name = 'c')), 'waiting',
+          'coord.jobs shows it waiting');
+SELECT is((SELECT count(*)::int FROM coord.claim('tw_c')), 0, 'a waiting job is not claimed');
+SELECT is((SELECT count(*)::int FROM coord.job_dep WHERE child = (SELECT id FROM ids WHERE name = 'c')), 2,
+          'a parent given twice counts once');
+SELECT ok(coord.complete(id, token, '{"r": 1}'), 'the first parent completes')
+  FROM coord.claim('tw_p') WHERE payload->>'p' = '1';
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'c')), 'waiting', 'one parent left: still waiting');
+SELECT ok(coord.complete(id, token, '{"r": 2}'), 'the second parent completes') FROM coord.claim('tw_p');
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'c')), 'ready', 'the last parent made it ready');
+INSERT INTO ids SELECT 'after_done', coord.enqueue('tw_c', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'p1')]);
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'after_done')), 'ready', 'parents already done count as met');
+
+-- parent_results: for the claim's holder only
+CREATE ROLE tap_wf_a IN ROLE coord_worker;
+CREATE ROLE tap_wf_b IN ROLE coord_worker;
+CREATE ROLE tap_wf_mon IN ROLE coord_monitor;
+CREATE TEMP TABLE cl (id bigint, token bigint);
+GRANT ALL ON cl TO PUBLIC;
+SET ROLE tap_wf_a;
+INSERT INTO cl SELECT id, token FROM coord.claim('tw_c') WHERE id = (SELECT id FROM ids WHERE name = 'c');
+SELECT results_eq($$SELECT parent_id, state, result FROM coord.parent_results((SELECT id FROM cl), (SELECT token FROM cl))$$,
+                  $$SELECT id, 'done'::text, jsonb_build_object('r', (id - (SELECT min(id) FROM ids WHERE name IN ('p1', 'p2'))) + 1)
+                      FROM ids WHERE name IN ('p1', 'p2') ORDER BY id$$,
+                  'the holder reads each parent''s state and result');
+SELECT is((SELECT count(*)::int FROM coord.parent_results((SELECT id FROM cl), (SELECT token FROM cl) + 1)), 0,
+          'a stale token reads nothing');
+RESET ROLE;
+SET ROLE tap_wf_b;
+SELECT is((SELECT count(*)::int FROM coord.parent_results((SELECT id FROM cl), (SELECT token FROM cl))), 0,
+          'another role reads nothing, as with a stale token');
+RESET ROLE;
+SELECT throws_ok($$SELECT * FROM coord.parent_results(NULL, 1)$$, '22004', 'id must not be null', 'NULL id');
+SELECT throws_ok($$SELECT * FROM coord.parent_results(1, NULL)$$, '22004', 'token must not be null', 'NULL token');
+SET ROLE tap_wf_mon;
+SELECT throws_ok($$SELECT * FROM coord.parent_results(1, 1)$$, '42501', NULL, 'coord_monitor may not call parent_results');
+SELECT throws_ok($$SELECT coord.enqueue_flow('[]')$$, '42501', NULL, 'coord_monitor may not call enqueue_flow');
+RESET ROLE;
+
+-- enqueue's errors with after
+SELECT throws_ok($$SELECT coord.enqueue('tw_e', '{}', after => ARRAY[-5])$$, '23503', 'job -5 does not exist',
+                 'an unknown parent is 23503');
+SELECT throws_ok($$SELECT coord.enqueue('tw_e', '{}', after => ARRAY[NULL::bigint])$$, '22004', NULL, 'a NULL parent');
+SELECT throws_ok($$SELECT coord.enqueue('tw_e', '{}', on_parent_failure => 'maybe')$$, '22023', NULL,
+                 'on_parent_failure other than cancel or run');
+SELECT throws_ok($$SELECT coord.enqueue('tw_e', '{}', on_parent_failure => NULL)$$, '22004', NULL, 'on_parent_failure NULL');
+SELECT throws_ok(format($$SELECT coord.enqueue('tw_e', '{}', key => 'k', after => ARRAY[%s])$$,
+                        (SELECT id FROM ids WHERE name = 'p1')), '0A000', NULL, 'a key with after');
+SELECT throws_ok($$SELECT coord.enqueue('tw_e', '{}', after => (SELECT array_agg(g) FROM generate_series(1, 10001) g))$$,
+                 '54000', NULL, 'more than 10,000 parents');
+
+-- cancel cascades; on_parent_failure run
+INSERT INTO ids SELECT 'x', coord.enqueue('tw_x', '{}');
+INSERT INTO ids SELECT 'x1', coord.enqueue('tw_x', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'x')]);
+INSERT INTO ids SELECT 'x2', coord.enqueue('tw_x', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'x1')]);
+INSERT INTO ids SELECT 'xr', coord.enqueue('tw_x', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'x1')],
+                                           on_parent_failure => 'run');
+SELECT ok(coord.cancel((SELECT id FROM ids WHERE name = 'x')), 'a parent is cancelled');
+SELECT results_eq($$SELECT coord.job_state(id) FROM ids WHERE name IN ('x1', 'x2', 'xr') ORDER BY name$$,
+                  ARRAY['cancelled', 'cancelled', 'ready'], 'its waiting descendants are cancelled, a run one runs');
+INSERT INTO ids SELECT 'late', coord.enqueue('tw_x', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'x')]);
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'late')), 'cancelled', 'a job after a cancelled job is cancelled');
+
+-- enqueue_flow
+SELECT is((SELECT count(*)::int FROM jsonb_object_keys(coord.enqueue_flow(
+  '[{"name": "a", "queue": "tw_f"}, {"name": "b", "queue": "tw_f", "after": ["a"]},
+    {"name": "c", "queue": "tw_f", "after": ["a", "b"], "priority": 3}]'))), 3, 'a flow returns a name for each node');
+SELECT results_eq($$SELECT state, count(*)::int FROM coord.jobs WHERE queue = 'tw_f' GROUP BY state ORDER BY state$$,
+                  $$VALUES ('ready', 1), ('waiting', 2)$$, 'only the root is ready');
+SELECT throws_ok($$SELECT coord.enqueue_flow('[{"name": "a", "queue": "tw_g", "after": ["b"]}, {"name": "b", "queue": "tw_g", "after": ["a"]}]')$$,
+                 '22023', NULL, 'a cycle');
+SELECT throws_ok($$SELECT coord.enqueue_flow('[{"name": "a", "queue": "tw_g"}, {"name": "z", "queue": "tw_g", "after": ["nope"]}]')$$,
+                 '22023', NULL, 'an unknown name');
+SELECT is((SELECT count(*)::int FROM coord.jobs WHERE queue = 'tw_g'), 0, 'a refused flow enqueues nothing');
+
+SELECT * FROM finish();
+ROLLBACK;
