@@ -4,8 +4,8 @@ One batch of JOBS jobs (BATCH_JOBS, default 100,000) in queue crash_batch,
 enqueued with enqueue_many by two producer connections at once (so from
 several transactions), one in 20 jobs with max_attempts 1 and a payload
 that tells the worker to fail it (it dies).  WORKERS worker processes (real
-processes, each its own connection) claim up to 50 jobs at a time -- half
-of them lease claims (lease 1 s), half session-bound -- and complete them
+processes, each its own connection) claim up to 20 jobs at a time -- half
+of them lease claims (lease 3 s), half session-bound -- and complete them
 one by one, or all at once with complete_many, or fail the marked ones.
 Every KILL_EVERY seconds a random worker is SIGKILLed mid-work and a new one
 started: its session-bound claims come free at once, its lease claims when
@@ -55,7 +55,7 @@ def worker(n):
     session_bound = n % 2 == 0
     rng = random.Random(n * 7919 + os.getpid())
     while True:
-        cur.execute("SELECT id, token, payload->>'f' FROM coord.claim(%s, 50, lease => '1 s', "
+        cur.execute("SELECT id, token, payload->>'f' FROM coord.claim(%s, 20, lease => '3 s', "
                     "session_bound => %s)", (QUEUE, session_bound))
         rows = cur.fetchall()
         if not rows:
