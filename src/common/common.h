@@ -44,6 +44,7 @@
 									 * (queue, limit_key) */
 #define COORD_NS_BATCH		17231	/* workflows_batch.c: a batch's gate */
 #define COORD_NS_BATCH_END	17232	/* workflows_batch.c: who ends a batch */
+#define COORD_NS_BATCH_SKIP	17233	/* workflows_batch.c: finishers not last */
 /* every namespace above lies in this range: the lock budget counts them all */
 #define COORD_NS_FIRST		17201
 #define COORD_NS_LAST		17299

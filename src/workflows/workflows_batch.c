@@ -23,7 +23,13 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "storage/procarray.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
@@ -309,6 +315,47 @@ CmpPending(const void *a, const void *b)
 }
 
 /*
+ * The ended counts of batch's tallies (done + dead + cancelled) and the
+ * enqueued ones, under a dirty snapshot: the rows that open transactions
+ * have written count too.  A row an open transaction updated counts twice
+ * (its old version and its new): the sums only err high.  Used to tell a
+ * finisher that is certainly not among the last (README.md).
+ */
+static void
+BatchDirtySums(int64 batch, int64 *ended, int64 *total)
+{
+	Oid			nsp = get_namespace_oid(COORD_SCHEMA, false);
+	Oid			relid = get_relname_relid("batch_tally", nsp);
+	Oid			idxid = get_relname_relid("batch_tally_pkey", nsp);
+	SnapshotData dirty;
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	*ended = 0;
+	*total = 0;
+	if (!OidIsValid(relid) || !OidIsValid(idxid))
+		elog(ERROR, "coord.batch_tally or its primary key is missing");
+	InitDirtySnapshot(dirty);
+	rel = table_open(relid, AccessShareLock);
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(batch));
+	scan = systable_beginscan(rel, idxid, true, &dirty, 1, &key);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		TupleDesc	desc = RelationGetDescr(rel);
+		bool		isnull;
+
+		CHECK_FOR_INTERRUPTS();
+		*total += DatumGetInt64(heap_getattr(tup, 3, desc, &isnull));
+		for (int a = 4; a <= 6; a++)
+			*ended += DatumGetInt64(heap_getattr(tup, a, desc, &isnull));
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * PRE_COMMIT (and PRE_PREPARE): write the counts, then end each sealed
  * batch whose last jobs this transaction finished.  Batches in ascending
  * id (lock order).  Runs before the queue's PRE_COMMIT callback (callbacks
@@ -335,13 +382,28 @@ PendingCommit(void)
 		BatchRead(pending[i].batch, &bs);
 		if (bs.sealed && !bs.ended)
 		{
+			LOCKTAG		skip;
+			int64		ended,
+						total;
+
 			/*
 			 * Perhaps the last.  What the latest snapshot shows is not
 			 * enough: the finisher of another last job may not have committed
-			 * yet, and it saw ours uncommitted.  Under the end lock, the
-			 * later of us sees the other's count (README.md).
+			 * yet, and it saw ours uncommitted.  A finisher whose dirty sums
+			 * (every written count, committed or not) fall short is not among
+			 * the last: it holds the skip lock until its commit and goes.
+			 * The others take the end lock (one at a time), wait for the
+			 * skippers that hold the skip lock, and see every count
+			 * (README.md).
 			 */
+			CoordSetTag(&skip, (uint64) pending[i].batch, COORD_NS_BATCH_SKIP);
+			(void) CoordLockTake(&skip, RowExclusiveLock, false, false);
+			BatchDirtySums(pending[i].batch, &ended, &total);
+			if (ended < total)
+				continue;
+			CoordLockLetGo(&skip, RowExclusiveLock, false);
 			BatchLock(pending[i].batch, COORD_NS_BATCH_END, ExclusiveLock);
+			BatchLock(pending[i].batch, COORD_NS_BATCH_SKIP, ShareLock);
 			BatchRead(pending[i].batch, &bs);
 			BatchMaybeEnd(pending[i].batch, &bs);
 		}
