@@ -9,16 +9,18 @@
  * enqueued exactly once, what each operation costs -- is
  * src/workflows/README.md.  In short:
  *
- * Lock order: gate (COORD_NS_BATCH, id), then end (COORD_NS_BATCH_END, id),
- * then rows; batches in ascending id.  Enqueuers and finishers take the
- * gate in RowExclusiveLock (they do not conflict with each other);
- * seal_batch takes it in ShareLock, so it waits for the transactions that
- * enqueued into or finished jobs of the batch and are still open, and
- * those that come after it wait for its commit.  After the seal, a
- * finisher takes the end lock in ExclusiveLock, then reads the tallies
- * under the latest snapshot: the last of them to get the lock sees every
- * other's counts committed.  Both locks are transaction locks: what an
- * abort undoes (tallies, the end row, the callback job) goes with them.
+ * Lock order: gate (COORD_NS_BATCH, id), then skip (COORD_NS_BATCH_SKIP)
+ * or end (COORD_NS_BATCH_END) then skip, then rows; batches in ascending id.
+ * Enqueuers and finishers take the gate in RowExclusiveLock (they do not
+ * conflict with each other); seal_batch takes it in ShareLock, so it waits
+ * for the transactions that enqueued into or finished jobs of the batch
+ * and are still open, and those that come after it wait for its commit.
+ * A transaction's counts are written at its PRE_COMMIT, once per batch.
+ * After the seal, a committing finisher whose dirty sums fall short of the
+ * total holds the skip lock and goes; the others take the end lock, wait
+ * for the skippers, and read under the latest snapshot: the last of them
+ * sees every count committed.  All are transaction locks: what an abort
+ * undoes (tallies, the end row, the callback job) goes with them.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -391,10 +393,9 @@ PendingCommit(void)
 			 * enough: the finisher of another last job may not have committed
 			 * yet, and it saw ours uncommitted.  A finisher whose dirty sums
 			 * (every written count, committed or not) fall short is not among
-			 * the last: it holds the skip lock until its commit and goes.
-			 * The others take the end lock (one at a time), wait for the
-			 * skippers that hold the skip lock, and see every count
-			 * (README.md).
+			 * the last: it holds the skip lock until its commit and goes. The
+			 * others take the end lock (one at a time), wait for the skippers
+			 * that hold the skip lock, and see every count (README.md).
 			 */
 			CoordSetTag(&skip, (uint64) pending[i].batch, COORD_NS_BATCH_SKIP);
 			(void) CoordLockTake(&skip, RowExclusiveLock, false, false);

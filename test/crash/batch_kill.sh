@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A batch of BATCH_JOBS jobs (default 100000) worked by worker processes that
+# A batch of BATCH_JOBS jobs (default 20000; 100000 for the issue's figure) worked by worker processes that
 # are SIGKILLed at random (issue 27, crash test): exactly one callback job,
 # with counts that match the history.
 set -euo pipefail
