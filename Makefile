@@ -40,7 +40,8 @@ OBJS = \
 	src/partitions/partitions_sync.o \
 	src/partitions/partitions.o \
 	src/semaphores.o \
-	src/workflows/workflows_steps.o
+	src/workflows/workflows_steps.o \
+	src/workflows/workflows_batch.o
 
 # The install script of the version in development (the control file's
 # default_version) is built from one fragment per concern, in this order.
@@ -61,6 +62,7 @@ SQL_FRAGMENTS = \
 	sql/parts/semaphores.sql \
 	sql/parts/signals.sql \
 	sql/parts/workflows_steps.sql \
+	sql/parts/batches.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

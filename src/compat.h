@@ -33,6 +33,18 @@
 #endif
 
 /*
+ * This backend's number, 1 .. MaxBackends: unique among live backends
+ * (17 renamed MyBackendId to MyProcNumber, counted from 0).
+ */
+#if PG_VERSION_NUM >= 170000
+#include "storage/procnumber.h"
+#define CoordMyBackendNumber()			((int32) MyProcNumber + 1)
+#else
+#include "storage/backendid.h"
+#define CoordMyBackendNumber()			((int32) MyBackendId)
+#endif
+
+/*
  * The idx'th (1-based) entry of this backend's snapshot of backend status.
  * 17 renamed pgstat_fetch_stat_local_beentry; the indexing is unchanged.
  */

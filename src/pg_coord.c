@@ -20,6 +20,7 @@
 #include "schedules/schedules.h"
 #include "workflows/workflows.h"
 #include "semaphores.h"
+#include "workflows/workflows_batch.h"
 
 PG_MODULE_MAGIC;
 
@@ -36,6 +37,7 @@ _PG_init(void)
 	CoordAppsInit();
 	CoordPartitionsInit();
 	CoordSemaphoresInit();
+	CoordWorkflowsBatchInit();
 	CoordTickInit();
 	MarkGUCPrefixReserved("coord");
 }

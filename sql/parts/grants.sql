@@ -183,3 +183,8 @@ GRANT EXECUTE ON FUNCTION coord.step(bigint, bigint, text), coord.step_done(bigi
 -- Workflows: a worker enqueues flows and reads its own claim's parents
 -- (parent_results checks the claim, as heartbeat does).
 GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;
+-- Batches (issue 27): producers are workers; seal_batch and enqueue into a
+-- batch check themselves that the caller acts for the role that opened it
+-- (or is coord_admin); coord.batches reaches coord_monitor through the loop
+-- above.
+GRANT EXECUTE ON FUNCTION coord.open_batch(text, jsonb, text), coord.seal_batch(bigint) TO coord_worker;

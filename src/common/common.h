@@ -42,6 +42,9 @@
 #define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
 #define COORD_NS_LIMIT		17220	/* jobs_limits.c: count and take of a
 									 * (queue, limit_key) */
+#define COORD_NS_BATCH		17231	/* workflows_batch.c: a batch's gate */
+#define COORD_NS_BATCH_END	17232	/* workflows_batch.c: who ends a batch */
+#define COORD_NS_BATCH_SKIP	17233	/* workflows_batch.c: finishers not last */
 /* every namespace above lies in this range: the lock budget counts them all */
 #define COORD_NS_FIRST		17201
 #define COORD_NS_LAST		17299
@@ -226,6 +229,8 @@ extern uint64 CoordExecLimit(SPIPlanPtr *slot, const char *sql, int nargs, const
 							 const char *what);
 extern uint64 CoordExecReadOnly(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
 								Datum *args, const char *nulls, long tcount, const char *what);
+extern uint64 CoordExecLatest(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+							  Datum *args, const char *nulls, const char *what);
 extern uint64 CoordExecPlan(SPIPlanPtr plan, Datum *args, const char *nulls, int expected,
 							const char *what);
 typedef void (*CoordRowFn) (HeapTuple row, TupleDesc desc, void *arg);

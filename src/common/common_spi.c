@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/plancache.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "common/common.h"
@@ -471,6 +472,24 @@ CoordExecReadOnly(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argty
 				  Datum *args, const char *nulls, long tcount, const char *what)
 {
 	return Exec(CoordPlan(slot, sql, nargs, argtypes), args, nulls, true, tcount, SPI_OK_SELECT, what);
+}
+
+/*
+ * CoordExecLatest runs a SELECT under the latest snapshot rather than the
+ * transaction's: a check made after taking a lock must see every commit of
+ * the lock's earlier holders, also under REPEATABLE READ.  The calling
+ * transaction's own changes up to the last command counter increment count.
+ */
+uint64
+CoordExecLatest(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+				Datum *args, const char *nulls, const char *what)
+{
+	SPIPlanPtr	plan = CoordPlan(slot, sql, nargs, argtypes);
+
+	CoordSpiCheck(SPI_execute_snapshot(plan, args, nulls, GetLatestSnapshot(), InvalidSnapshot,
+									   true, false, 0),
+				  SPI_OK_SELECT, what);
+	return SPI_processed;
 }
 
 uint64

@@ -568,17 +568,23 @@ coord_retry(PG_FUNCTION_ARGS)
 			  "WHERE l.origin OPERATOR(pg_catalog.=) h.origin) THEN NULL ELSE h.origin END "
 			  "FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) $1 "
 			  "AND h.state OPERATOR(pg_catalog.=) 'dead' "
-			  "ON CONFLICT DO NOTHING RETURNING queue, host",
+			  "ON CONFLICT DO NOTHING RETURNING queue, host, batch",
 			  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "retry");
 	moved = (SPI_processed == 1);
 	if (moved)
 	{
+		bool		nobatch;
+		Datum		batch = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &nobatch);
+
 		/* JobsWakeAtCommit copies them: CoordSpiEnd frees SPI's memory */
 		JobsWakeAtCommit(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 						 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2));
 		CoordExec(&plan_retry_drop,
 				  "DELETE FROM coord.job_history WHERE id OPERATOR(pg_catalog.=) $1",
 				  1, argtypes, args, NULL, SPI_OK_DELETE, "retry");
+		/* live again: its batch counts it once more (its death stays counted) */
+		if (!nobatch)
+			CoordBatchJoin(DatumGetInt64(batch), 1, sw.save_userid, true);
 	}
 	else
 	{
@@ -842,8 +848,8 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 /* ---------- for the concerns that make jobs (inside SPI, as the owner) ---------- */
 
 /*
- * CoordEnqueueOrigin adds the job of a schedule or an app run, with an
- * optional dedupe key.  At most one live job has a given origin (a unique
+ * CoordEnqueueOrigin adds the job of a schedule or an app run (or, origin
+ * NULL, a batch's callback), with an optional dedupe key.  At most one live job has a given origin (a unique
  * index): returns 0, and adds nothing, when there is one already (or a live
  * job with that key), also against a concurrent caller.
  */
@@ -862,7 +868,8 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	args[3] = host ? CStringGetTextDatum(host) : (Datum) 0;
 	nulls[3] = host ? ' ' : 'n';
 	args[4] = Int32GetDatum(max_attempts);
-	args[5] = CStringGetTextDatum(origin);
+	args[5] = origin ? CStringGetTextDatum(origin) : (Datum) 0;
+	nulls[5] = origin ? ' ' : 'n';
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
 	CoordExec(&plan_origin_enqueue,

@@ -41,6 +41,27 @@ typedef void (*CoordJobFinishedHook) (const char *origin, int64 job_id, const ch
 									  TimestampTz finished_at, Datum result, bool result_null);
 extern void CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook);
 
+/*
+ * Hooks for concerns that tag jobs rather than make them (workflows: a
+ * job's batch).  A jobs-ended hook is called for every statement that
+ * finished jobs (done, dead or cancelled), in that transaction, inside SPI,
+ * as the owner, after their history rows are in: rows are the jobs as
+ * coord.job held them (n of them, all in state).  It runs on the hot path
+ * of every completion, so it returns at once for rows it has nothing to do
+ * with.  A batch-join hook is called by the enqueue functions after they
+ * added n > 0 jobs into a batch (coord.enqueue's batch), in that statement,
+ * inside SPI, as the owner; caller is the role that called the enqueue.
+ * It raises the error that refuses the join (the enqueue then rolls back).
+ * coord.retry calls it too (retried: a dead job of the batch is live again,
+ * which joins even a sealed batch).
+ * One of each at most; registered from a module init.
+ */
+typedef void (*CoordJobsEndedHook) (SPITupleTable *rows, uint64 n, const char *state);
+typedef void (*CoordBatchJoinHook) (int64 batch, int64 n, Oid caller, bool retried);
+extern void CoordRegisterJobsEnded(CoordJobsEndedHook hook);
+extern void CoordRegisterBatchJoin(CoordBatchJoinHook hook);
+extern void CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried);
+
 /* For the concerns that make jobs: inside SPI, as the owner */
 extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at,
 								const char *host, int32 max_attempts, const char *origin,

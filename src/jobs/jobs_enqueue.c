@@ -92,9 +92,10 @@ typedef struct EnqueueFlow
 	int64	   *parents;		/* after: sorted, distinct; NULL when none */
 	int			nparents;
 	const char *on_parent_failure;
+	Oid			caller;			/* with a batch: who joins it (CoordBatchJoin) */
 } EnqueueFlow;
 
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, NULL, 0, "cancel"};
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, NULL, 0, "cancel", InvalidOid};
 
 static void
 FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
@@ -183,6 +184,7 @@ WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 	}
 	fl->batch_null = PG_ARGISNULL(argno + 2);
 	fl->batch = fl->batch_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
+	fl->caller = GetUserId();	/* before the owner switch */
 }
 
 /* The parents as a bigint[] (for the statements and the wait hooks). */
@@ -271,6 +273,8 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 				  "$14, $15, $16) RETURNING id",
 				  16, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (!fl->batch_null)
+			CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
 		JobsWaitHooks()->link(fl->parents, fl->nparents, &id, 1);
 		if (cancel)
 			(void) CoordCancelWaiting(JobsIdsArray(&id, 1), "a parent job ended dead or cancelled");
@@ -294,6 +298,9 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		{
 			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
+			/* a job added (not a live one's id answered) joins its batch */
+			if (!fl->batch_null)
+				CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
 			if (fl->nparents > 0)
 				JobsWaitHooks()->link(fl->parents, fl->nparents, &id, 1);
 			return id;
@@ -453,6 +460,8 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	n = SPI_processed;
+	if (!fl.batch_null)
+		CoordBatchJoin(DatumGetInt64(fl.batch), n, fl.caller, false);
 	if (fl.nparents > 0)
 	{
 		JobsWaitHooks()->link(fl.parents, fl.nparents, ids, n);

@@ -4,9 +4,9 @@
  *		RETURNING took out of coord.job go into coord.job_history through the
  *		table access method (JobsArchive), and then what depends on a job
  *		finishing runs in the same transaction: the linked request key, and the
- *		finish hook of the concern the job's origin belongs to, and, in a queue
- *		with a concurrency limit, the queue's idle claimers are woken (its slot
- *		is free; jobs_limits.c).
+ *		finish hook of the concern the job's origin belongs to, the jobs-ended
+ *		hook (batches), and, in a queue with a concurrency limit, the queue's
+ *		idle claimers are woken (its slot is free; jobs_limits.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -91,6 +91,38 @@ CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook)
 	origins[norigins].len = strlen(prefix);
 	origins[norigins].hook = hook;
 	norigins++;
+}
+
+/* The jobs-ended and batch-join hooks (jobs.h): one each, or none */
+static CoordJobsEndedHook jobs_ended_hook = NULL;
+static CoordBatchJoinHook batch_join_hook = NULL;
+
+void
+CoordRegisterJobsEnded(CoordJobsEndedHook hook)
+{
+	if (jobs_ended_hook != NULL && jobs_ended_hook != hook)
+		elog(ERROR, "a jobs-ended hook is registered already");
+	jobs_ended_hook = hook;
+}
+
+void
+CoordRegisterBatchJoin(CoordBatchJoinHook hook)
+{
+	if (batch_join_hook != NULL && batch_join_hook != hook)
+		elog(ERROR, "a batch-join hook is registered already");
+	batch_join_hook = hook;
+}
+
+/* The enqueue functions' call: n jobs went into batch (nothing registered: refused) */
+void
+CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried)
+{
+	if (batch_join_hook == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("batches are not available")));
+	if (n > 0)
+		batch_join_hook(batch, n, caller, retried);
 }
 
 /* The wait hooks (jobs.h): NULL until src/workflows/ registers them */
@@ -423,6 +455,13 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	}
 	if (any_deps)
 		wait_hooks->finished_end();
+	if (jobs_ended_hook != NULL)
+	{
+		jobs_ended_hook(tt, n, st);
+		/* as the caller left them: it may read the rows it moved */
+		SPI_tuptable = tt;
+		SPI_processed = n;
+	}
 	return n;
 }
 

@@ -59,7 +59,7 @@ FAMILIES = {
     "init":       "pg_coord.c",     # _PG_init: one init call per concern
     "partitions": "partitions/",    # partition groups
     "semaphores": "semaphores.c",   # counting semaphores
-    "workflows":  "workflows/",     # job dependencies, flows, durable steps (the queue reaches them through hooks)
+    "workflows":  "workflows/",     # job dependencies, flows, batches, durable steps (the queue reaches them through hooks)
 }
 
 EVERYTHING = set(FAMILIES)
@@ -93,7 +93,7 @@ FILE_ORDER = {
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
-    "workflows":  ["workflows_steps", "workflows"],
+    "workflows":  ["workflows_steps", "workflows", "workflows_batch"],
 }
 # Plain C99, each built alone by its harness (test/cron, test/apps,
 # test/parts): they reference no other file of src/.
