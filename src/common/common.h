@@ -42,6 +42,8 @@
 #define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
 #define COORD_NS_LIMIT		17220	/* jobs_limits.c: count and take of a
 									 * (queue, limit_key) */
+#define COORD_NS_AWAIT		17221	/* jobs_control.c: coord.await of a job id */
+#define COORD_NS_AWAIT_ANY	17222	/* jobs_control.c: some coord.await waits */
 /* every namespace above lies in this range: the lock budget counts them all */
 #define COORD_NS_FIRST		17201
 #define COORD_NS_LAST		17299

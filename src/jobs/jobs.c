@@ -3,8 +3,8 @@
  *		The job queue (docs/jobs.md): enqueue, claims that are leases or are
  *		bound to the claiming session, fencing tokens, retries, history.
  *
- * The family's top file: the SQL entry points other than the claim
- * (enqueue, complete, fail, heartbeat, cancel, retry, the state
+ * The family's top file: the SQL entry points other than the claim and
+ * job control (enqueue, complete, fail, heartbeat, retry, the state
  * functions, purge, mark_queued_job) and the origin API of jobs.h, through
  * which schedules and apps make their jobs and are told when those
  * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
@@ -88,7 +88,6 @@ PG_FUNCTION_INFO_V1(coord_complete);
 PG_FUNCTION_INFO_V1(coord_complete_many);
 PG_FUNCTION_INFO_V1(coord_fail);
 PG_FUNCTION_INFO_V1(coord_heartbeat);
-PG_FUNCTION_INFO_V1(coord_cancel);
 PG_FUNCTION_INFO_V1(coord_retry);
 PG_FUNCTION_INFO_V1(coord_job_state);
 PG_FUNCTION_INFO_V1(coord_claim_state);
@@ -200,12 +199,12 @@ FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 static int64
 EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
-		   const EnqueueFlow *fl)
+		   const EnqueueFlow *fl, Oid enqueued_by)
 {
-	Oid			argtypes[12] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[12];
-	char		nulls[12] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[13] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, OIDOID};
+	Datum		args[13];
+	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
 
 	args[0] = CStringGetTextDatum(queue);
@@ -227,6 +226,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[10] = Int32GetDatum(fl->max_snoozes);
 	args[11] = fl->expires_at;
 	nulls[11] = fl->expires_null ? 'n' : ' ';
+	args[12] = ObjectIdGetDatum(enqueued_by);
 
 	/*
 	 * App runs' jobs have keys of their own: job_key leaves out jobs with an
@@ -238,11 +238,11 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 
 		CoordExec(&plan_enqueue,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at) "
-				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, enqueued_by) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
 				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 				  "DO NOTHING RETURNING id",
-				  12, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
@@ -250,7 +250,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordExecLimit(&plan_key_id,
 					   "SELECT id FROM coord.job WHERE queue OPERATOR(pg_catalog.=) $1 "
 					   "AND key OPERATOR(pg_catalog.=) $5 AND origin IS NULL",
-					   12, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
+					   13, argtypes, args, nulls, 1, SPI_OK_SELECT, "enqueue key lookup");
 		if (SPI_processed == 1)
 			return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
@@ -282,8 +282,9 @@ coord_enqueue(PG_FUNCTION_ARGS)
 	payload = CoordCheckPayload(PG_GETARG_JSONB_P(1));
 
 	CoordSpiBegin(&sw);
+	/* the caller's role, saved by the switch: enqueued_by */
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
-					key, host, max_attempts, group_key, NULL, &fl);
+					key, host, max_attempts, group_key, NULL, &fl, sw.save_userid);
 	CoordSpiEnd(&sw);
 	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -314,10 +315,10 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[9] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID};
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[10] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, OIDOID};
+	Datum		args[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	EnqueueFlow fl;
 	CoordUserSwitch sw;
 	int64	   *ids;
@@ -370,14 +371,15 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	nulls[8] = fl.expires_null ? 'n' : ' ';
 
 	CoordSpiBegin(&sw);
+	args[9] = ObjectIdGetDatum(sw.save_userid);
 	/* ids are drawn in insertion order, which follows the array */
 	CoordExec(&plan_enqueue_many,
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-			  "limit_key, max_snoozes, expires_at) "
-			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9 "
+			  "limit_key, max_snoozes, expires_at, enqueued_by) "
+			  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10 "
 			  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 			  "RETURNING id",
-			  9, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+			  10, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -792,23 +794,7 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(until);
 }
 
-/* ---------- cancel, retry, state, purge ---------- */
-
-/* coord.cancel(id): cancels a job that has not finished */
-Datum
-coord_cancel(PG_FUNCTION_ARGS)
-{
-	CoordUserSwitch sw;
-	bool		moved;
-
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "id");
-	CoordSpiBegin(&sw);
-	moved = JobsMoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
-	CoordSpiEnd(&sw);
-	JobsDropSessionClaim(PG_GETARG_INT64(0));
-	PG_RETURN_BOOL(moved);
-}
+/* ---------- retry, state, purge ---------- */
 
 /*
  * coord.retry(id): a dead job back to ready, attempts reset, with a new
@@ -832,10 +818,10 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordExec(&plan_retry,
 			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-			  "limit_key, max_snoozes, expires_at, origin) "
+			  "limit_key, max_snoozes, expires_at, enqueued_by, origin) "
 			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, enqueued_by, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
@@ -1102,7 +1088,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
-					NULL, host, max_attempts, NULL, rkey, &no_flow);
+					NULL, host, max_attempts, NULL, rkey, &no_flow, sw.save_userid);
 	CoordSpiEnd(&sw);
 	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -1206,14 +1192,16 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 			  "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
 			  "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
-			  "limit_key, snoozes, max_snoozes, expires_at) "
+			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by) "
 			  "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
 			  "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at "
+			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by "
 			  "FROM d RETURNING id, queue, host",
 			  3, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)
 		return -1;
+	/* the old id is gone: its awaiters learn so (coord.await: no such job) */
+	JobsNoteFinished(id);
 	{
 		char	   *queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		char	   *host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);

@@ -6,7 +6,8 @@
  *		finishing runs in the same transaction: the linked request key, and the
  *		finish hook of the concern the job's origin belongs to, and, in a queue
  *		with a concurrency limit, the queue's idle claimers are woken (its slot
- *		is free; jobs_limits.c).
+ *		is free; jobs_limits.c); the job's awaiters are woken at commit
+ *		(JobsNoteFinished, jobs_common.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -309,6 +310,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		 */
 		heap_deform_tuple(row, jdesc, jvalues, jnulls);
 		finished[r] = GetCurrentTimestamp();
+		/* its awaiters are woken when this transaction commits */
+		JobsNoteFinished(DatumGetInt64(jvalues[c_id - 1]));
 		for (i = 0; i < hdesc->natts; i++)
 		{
 			nulls[i] = false;

@@ -82,6 +82,7 @@ extern bool JobsHoldsSessionClaim(int64 id);
 extern bool JobsSessionClaimLive(int64 id);
 extern void JobsDropSessionClaim(int64 id);
 extern void JobsForgetClaimIfGone(int64 id);
+extern void JobsNoteFinished(int64 id);
 
 /* jobs_claim.c */
 extern void JobsClaimInit(void);
