@@ -35,7 +35,9 @@
  * Whenever the session is lost (db_lost: a broken connection, no answer in
  * time, or the loop's own decision), the loop's session_lost callback is
  * called before the reconnect is scheduled: session-bound claims went with
- * the session.  Any notification means "claim now": the wake callback.
+ * the session.  A notification on a queue's or the host's channel means
+ * "claim now" (the wake callback); "cancel" on a running job's channel
+ * goes to the job_cancelled callback.
  *
  * db.c sits below protocol.c and agent.c and calls neither: what it needs
  * of them (the statements that open, reload, join and leave; the loop's
@@ -127,7 +129,11 @@ notice_receiver(void *arg, const PGresult *res)
 	free(m);
 }
 
-/* Any NOTIFY on our channels means: claim now. */
+/*
+ * A NOTIFY on a queue's or the host's channel means: claim now.  One on a
+ * running job's channel ("coord:job:<id>") is no work: "cancel" there goes
+ * to the loop at once (progress reports are ignored).
+ */
 static void
 drain_notifies(void)
 {
@@ -136,7 +142,16 @@ drain_notifies(void)
 	while ((n = PQnotifies(conn)) != NULL)
 	{
 		log_verbose("notification on \"%s\"", n->relname);
-		cb->wake();
+		if (strncmp(n->relname, "coord:job:", 10) == 0)
+		{
+			char	   *end;
+			long long	id = strtoll(n->relname + 10, &end, 10);
+
+			if (*end == '\0' && end != n->relname + 10 && strcmp(n->extra, "cancel") == 0)
+				cb->job_cancelled((int64_t) id);
+		}
+		else
+			cb->wake();
 		PQfreemem(n);
 	}
 }

@@ -24,6 +24,8 @@
  *   proto_claim            coord.claim: up to n jobs, session-bound or with
  *                          a lease, of the group's owned segments when
  *                          there is a group; n = 0 only drops the idle marks
+ *   proto_listen_job       LISTEN "coord:job:<id>" of a running job (its
+ *                          cancel arrives there), UNLISTEN once it ended
  *   proto_heartbeat        coord.heartbeat: NULL when the claim is gone
  *   proto_complete         coord.complete with the result, and once more
  *                          with NULL if the server refuses it (22xxx)
@@ -140,6 +142,26 @@ proto_listen_all(const AgentConfig *cfg)
 			return false;
 		PQclear(res);
 	}
+	return true;
+}
+
+/*
+ * LISTEN (or UNLISTEN) on a running job's channel, "coord:job:<id>", where
+ * coord.cancel sends "cancel".  false: not done (db_state says whether the
+ * connection went).
+ */
+bool
+proto_listen_job(int64_t id, bool listen)
+{
+	char		sql[64];
+	PGresult   *res;
+
+	snprintf(sql, sizeof(sql), "%s \"coord:job:%lld\"", listen ? "LISTEN" : "UNLISTEN", (long long) id);
+	res = db_run(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+	if (res == NULL)
+		return false;
+	log_verbose("%s", sql);
+	PQclear(res);
 	return true;
 }
 
