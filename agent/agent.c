@@ -892,6 +892,7 @@ heartbeats(msec_t now)
 
 		if (j->exited || j->killed != KILL_NONE)
 			continue;
+
 		/*
 		 * A job's channel first (a new job, or a new session): coord.cancel
 		 * NOTIFYs it.  The heartbeat after the LISTEN then sees a cancel that

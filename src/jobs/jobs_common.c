@@ -78,12 +78,16 @@ int			coord_max_idle_marks = 256;
 static List *wake_channels = NIL;
 
 /*
- * Jobs this transaction finished, for the COMMIT wake-up of their awaiters
- * (in TopTransactionContext).  Past FINISHED_MAX of them the transaction
- * wakes every awaiter instead (finished_all): each looks again.
+ * Jobs this transaction finished, for the COMMIT wake-up of their awaiters:
+ * the first FINISHED_LOCAL here (a completion allocates nothing), more in
+ * TopTransactionContext.  Past FINISHED_MAX of them the transaction wakes
+ * every awaiter instead (finished_all): each looks again.
  */
+#define FINISHED_LOCAL	16
 #define FINISHED_MAX	8192
-static int64 *finished_ids = NULL;
+static int64 finished_local[FINISHED_LOCAL];
+static int64 *finished_ids = finished_local;
+static int	finished_cap = FINISHED_LOCAL;
 static int	nfinished = 0;
 static bool finished_all = false;
 
@@ -187,15 +191,22 @@ JobsWakeAtCommit(const char *queue, const char *host)
 void
 JobsNoteFinished(int64 id)
 {
-	if (finished_all)
-		return;
-	if (nfinished >= FINISHED_MAX)
+	if (nfinished >= finished_cap)
 	{
-		finished_all = true;
-		return;
+		if (finished_all || nfinished >= FINISHED_MAX)
+		{
+			finished_all = true;
+			return;
+		}
+		if (finished_ids == finished_local)
+		{
+			finished_ids = MemoryContextAlloc(TopTransactionContext, sizeof(int64) * finished_cap * 2);
+			memcpy(finished_ids, finished_local, sizeof(int64) * nfinished);
+		}
+		else
+			finished_ids = repalloc(finished_ids, sizeof(int64) * finished_cap * 2);
+		finished_cap *= 2;
 	}
-	if (finished_ids == NULL)
-		finished_ids = MemoryContextAlloc(TopTransactionContext, sizeof(int64) * FINISHED_MAX);
 	finished_ids[nfinished++] = id;
 }
 
@@ -281,7 +292,8 @@ JobsXactCallback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			/* the lists lived in TopTransactionContext */
 			wake_channels = NIL;
-			finished_ids = NULL;
+			finished_ids = finished_local;
+			finished_cap = FINISHED_LOCAL;
 			nfinished = 0;
 			finished_all = false;
 			cache_hooks.xact_end();

@@ -196,7 +196,7 @@ typedef struct AwaitLook
 	Datum		result;
 	bool		result_null;
 	text	   *error;
-}			AwaitLook;
+} AwaitLook;
 
 /*
  * One look at the job, with a new snapshot (READ COMMITTED): its history
