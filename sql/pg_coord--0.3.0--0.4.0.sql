@@ -17,7 +17,10 @@ COMMENT ON COLUMN coord.job_history.progress IS 'The last progress the job''s ho
 
 COMMENT ON FUNCTION coord.cancel(bigint) IS
   'Cancels a job that has not finished (coord_admin, or the role that enqueued it); its holder can no longer complete it and is sent NOTIFY cancel on "coord:job:<id>"';
+-- in a fresh install's order (its ACL lists coord_worker first)
+REVOKE EXECUTE ON FUNCTION coord.cancel(bigint) FROM coord_admin;
 GRANT EXECUTE ON FUNCTION coord.cancel(bigint) TO coord_worker;
+GRANT EXECUTE ON FUNCTION coord.cancel(bigint) TO coord_admin;
 
 CREATE FUNCTION coord.progress(id bigint, token bigint, progress jsonb)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_progress'

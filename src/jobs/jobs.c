@@ -449,19 +449,22 @@ coord_complete(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
-	/* the hot path: a statement each, the role test only where it applies */
+	/*
+	 * the hot path: a statement each, the role test only where it applies;
+	 * RETURNING the whole row, one column (JobsArchive)
+	 */
 	if (ActsForAnyClaimant(sw.save_userid))
 		CoordExec(&plan_complete_any,
-				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-				  "AND token OPERATOR(pg_catalog.=) $2 "
-				  "AND (lease_until IS NOT NULL OR $3) RETURNING *",
+				  "DELETE FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+				  "AND j.token OPERATOR(pg_catalog.=) $2 "
+				  "AND (j.lease_until IS NOT NULL OR $3) RETURNING j",
 				  3, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	else
 		CoordExec(&plan_complete,
-				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-				  "AND token OPERATOR(pg_catalog.=) $2 "
-				  "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
-				  "     OR $3) RETURNING *",
+				  "DELETE FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+				  "AND j.token OPERATOR(pg_catalog.=) $2 "
+				  "AND ((j.lease_until IS NOT NULL AND j.claimed_by OPERATOR(pg_catalog.=) $4) "
+				  "     OR $3) RETURNING j",
 				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	ok = JobsArchive("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)

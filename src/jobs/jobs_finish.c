@@ -40,6 +40,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "jobs/jobs_int.h"
 #include "requests.h"
@@ -233,7 +234,8 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 }
 
 /*
- * JobsArchive moves the jobs a DELETE ... RETURNING * has just taken out of
+ * JobsArchive moves the jobs a DELETE ... RETURNING * (or RETURNING of the
+ * whole row, one composite column) has just taken out of
  * coord.job (the SPI result) into coord.job_history as state st, then, job
  * by job, settles its request key (requests.c) and calls the finish hook of
  * its origin's prefix, in this same transaction.  error, when given,
@@ -253,6 +255,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	SPITupleTable *tt = SPI_tuptable;
 	uint64		n = SPI_processed;
 	TupleDesc	jdesc = tt->tupdesc;
+	HeapTuple  *rows = tt->vals;
+	TupleDesc	rowdesc = NULL;
 	Relation	rel;
 	TupleDesc	hdesc;
 	int			i;
@@ -278,6 +282,31 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	if (n == 0)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
+	if (jdesc->natts == 1)
+	{
+		/*
+		 * RETURNING of the whole row (coord.job has many columns): one
+		 * composite column, which a completion projects and copies far more
+		 * cheaply than each of the row's columns; the rows are its datums.
+		 */
+		Form_pg_attribute a = TupleDescAttr(jdesc, 0);
+		HeapTupleData *unwrapped = palloc(sizeof(HeapTupleData) * n);
+
+		rowdesc = lookup_rowtype_tupdesc(a->atttypid, a->atttypmod);
+		rows = palloc(sizeof(HeapTuple) * n);
+		for (r = 0; r < n; r++)
+		{
+			bool		isnull;
+			HeapTupleHeader th = DatumGetHeapTupleHeader(SPI_getbinval(tt->vals[r], jdesc, 1, &isnull));
+
+			unwrapped[r].t_len = HeapTupleHeaderGetDatumLength(th);
+			ItemPointerSetInvalid(&unwrapped[r].t_self);
+			unwrapped[r].t_tableOid = InvalidOid;
+			unwrapped[r].t_data = th;
+			rows[r] = &unwrapped[r];
+		}
+		jdesc = rowdesc;
+	}
 	JobsLookupRels();
 	rel = table_open(jobs_rels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
@@ -299,7 +328,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	jnulls = palloc(sizeof(bool) * jdesc->natts);
 	for (r = 0; r < n; r++)
 	{
-		HeapTuple	row = tt->vals[r];
+		HeapTuple	row = rows[r];
 		HeapTuple	h;
 
 		CHECK_FOR_INTERRUPTS();
@@ -369,7 +398,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	limited = JobsLimitsAnywhere();
 	for (r = 0; r < n; r++)
 	{
-		HeapTuple	row = tt->vals[r];
+		HeapTuple	row = rows[r];
 		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
 		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
 
@@ -390,6 +419,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 			JobOriginFinished(origin, id, st, finished[r], result, !done || result_null);
 		}
 	}
+	if (rowdesc != NULL)
+		ReleaseTupleDesc(rowdesc);
 	return n;
 }
 
