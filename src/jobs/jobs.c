@@ -449,6 +449,7 @@ coord_complete(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
+
 	/*
 	 * the hot path: a statement each, the role test only where it applies;
 	 * RETURNING the whole row, one column (JobsArchive)
