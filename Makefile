@@ -19,6 +19,7 @@ OBJS = \
 	src/jobs/jobs_claim_row.o \
 	src/jobs/jobs_finish.o \
 	src/jobs/jobs_enqueue.o \
+	src/jobs/jobs_control.o \
 	src/jobs/jobs_common.o \
 	src/jobs/jobs_limits.o \
 	src/jobs/jobs_limits_sql.o \

@@ -140,6 +140,9 @@ job_remove(Job *job)
 	for (pp = &jobs; *pp; pp = &(*pp)->next)
 		if (*pp == job)
 		{
+			/* its channel: the session LISTENs only on its running jobs' */
+			if (job->listened != 0 && job->listened == db_session() && db_state == DB_READY)
+				(void) proto_listen_job(job->id, false);
 			*pp = job->next;
 			njobs--;
 			job_free(job);
@@ -202,6 +205,26 @@ agent_session_lost(void)
 }
 
 /*
+ * coord.cancel of a running job (NOTIFY cancel on its channel): the claim
+ * is gone, so its process group is killed at once, as for a heartbeat that
+ * says so, and nothing is reported.
+ */
+static void
+agent_job_cancelled(int64_t id)
+{
+	Job		   *j;
+
+	for (j = jobs; j; j = j->next)
+		if (j->id == id && !j->exited && j->killed == KILL_NONE && !j->in_doubt)
+		{
+			log_info("job %lld: cancelled (NOTIFY cancel): killing pid %d and its process group",
+					 (long long) j->id, (int) j->pid);
+			j->killed = KILL_LOST;
+			child_signal(j, SIGKILL);
+		}
+}
+
+/*
  * What db.c, below this file and protocol.c, calls up to: the statements
  * that open and reload a session and join and leave a partition group, and
  * the two above.
@@ -213,6 +236,7 @@ static const DbCallbacks db_callbacks = {
 	.leave = proto_leave,
 	.wake = agent_wake,
 	.session_lost = agent_session_lost,
+	.job_cancelled = agent_job_cancelled,
 };
 
 /* ---------- reporting a finished job ---------- */
@@ -827,7 +851,23 @@ heartbeats(msec_t now)
 		HeartbeatStatus hb;
 		msec_t		sent = now_ms();
 
-		if (j->exited || j->killed != KILL_NONE || now < j->next_heartbeat)
+		if (j->exited || j->killed != KILL_NONE)
+			continue;
+
+		/*
+		 * A job's channel first (a new job, or a new session): coord.cancel
+		 * NOTIFYs it.  The heartbeat after the LISTEN then sees a cancel that
+		 * committed before it; a later one is delivered.
+		 */
+		if (j->listened != db_session())
+		{
+			if (!proto_listen_job(j->id, true))
+				continue;
+			j->listened = db_session();
+			if (j->killed != KILL_NONE)
+				continue;		/* a cancel came with the LISTEN's answer */
+		}
+		else if (now < j->next_heartbeat)
 			continue;
 		hb = proto_heartbeat(j, &valid_until);
 		if (hb == HEARTBEAT_FAILED || hb == HEARTBEAT_UNKNOWN)
@@ -1008,6 +1048,14 @@ reload(void)
 	log_info("SIGHUP: reloaded %s: %d task(s), %d queue(s), concurrency %d",
 			 cfg->path, ntasks, cfg->nqueues, cfg->concurrency);
 	db_reload(cfg, relisten);
+	if (relisten)
+	{
+		Job		   *j;
+
+		/* UNLISTEN * dropped the jobs' channels too: LISTEN again */
+		for (j = jobs; j; j = j->next)
+			j->listened = 0;
+	}
 	need_claim = true;
 }
 
@@ -1045,7 +1093,7 @@ next_wakeup(void)
 			t = min_deadline(t, j->deadline);
 		t = min_deadline(t, j->kill_at);
 		if (db_state == DB_READY && j->killed == KILL_NONE)
-			t = min_deadline(t, j->next_heartbeat);
+			t = min_deadline(t, j->listened != db_session() ? 1 : j->next_heartbeat);
 		if (!j->session_bound && j->killed != KILL_LOST)
 			t = min_deadline(t, j->lease_valid_until);
 	}

@@ -176,6 +176,8 @@ typedef struct Job
 	msec_t		deadline;		/* task timeout, 0: none */
 	msec_t		kill_at;		/* SIGKILL escalation, 0: none */
 	msec_t		next_heartbeat;
+	unsigned long listened;		/* db_session() that LISTENs on its channel,
+								 * 0: none */
 	msec_t		lease_valid_until;	/* lease mode: our own view of the lease */
 	msec_t		timeout;		/* copied from the task: a reload must not
 								 * change it */

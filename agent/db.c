@@ -14,7 +14,8 @@
  * statement_timeout + STATEMENT_GRACE_MS of waiting for the answer.  A
  * result counts only once the answer is whole (ReadyForQuery); else its
  * outcome is unknown: db_run returns NULL and db_doubt() says why.  A lost
- * session calls the loop's session_lost before the reconnect is scheduled.
+ * session calls the loop's session_lost before the reconnect is scheduled;
+ * "cancel" on a running job's channel calls its job_cancelled.
  *
  * db.c sits below protocol.c and agent.c and calls neither: what it needs
  * of them are the DbCallbacks agent.c gives db_init (db.h).
@@ -106,7 +107,11 @@ notice_receiver(void *arg, const PGresult *res)
 	free(m);
 }
 
-/* Any NOTIFY on our channels means: claim now. */
+/*
+ * A NOTIFY on a queue's or the host's channel means: claim now.  One on a
+ * running job's channel ("coord:job:<id>") is no work: "cancel" there goes
+ * to the loop at once (progress reports are ignored).
+ */
 static void
 drain_notifies(void)
 {
@@ -115,7 +120,16 @@ drain_notifies(void)
 	while ((n = PQnotifies(conn)) != NULL)
 	{
 		log_verbose("notification on \"%s\"", n->relname);
-		cb->wake();
+		if (strncmp(n->relname, "coord:job:", 10) == 0)
+		{
+			char	   *end;
+			long long	id = strtoll(n->relname + 10, &end, 10);
+
+			if (*end == '\0' && end != n->relname + 10 && strcmp(n->extra, "cancel") == 0)
+				cb->job_cancelled((int64_t) id);
+		}
+		else
+			cb->wake();
 		PQfreemem(n);
 	}
 }

@@ -50,6 +50,8 @@ typedef struct DbCallbacks
 	void		(*wake) (void);
 	/* the loop: the session is gone, and its session-bound claims with it */
 	void		(*session_lost) (void);
+	/* the loop: NOTIFY cancel on a job's channel, "coord:job:<id>" */
+	void		(*job_cancelled) (int64_t id);
 } DbCallbacks;
 
 /* the loop's side */

@@ -6,7 +6,8 @@
  * The agent's session (through db_run, on db.c's connection; each is one
  * round trip, bounded by statement_timeout and STATEMENT_GRACE_MS): a
  * session's opening and reload, the partition group's join and leave, and
- * claim, heartbeat, complete, fail, claim_state and next_due.  "coord-agent
+ * claim, a running job's LISTEN (its cancel), heartbeat, complete,
+ * fail, claim_state and next_due.  "coord-agent
  * status" (its own blocking connection, status.c): reads of coord_monitor's
  * views, whose columns status.c reads in the order the statements give.
  *
@@ -104,6 +105,26 @@ proto_listen_all(const AgentConfig *cfg)
 			return false;
 		PQclear(res);
 	}
+	return true;
+}
+
+/*
+ * LISTEN (or UNLISTEN) on a running job's channel, "coord:job:<id>", where
+ * coord.cancel sends "cancel".  false: not done (db_state says whether the
+ * connection went).
+ */
+bool
+proto_listen_job(int64_t id, bool listen)
+{
+	char		sql[64];
+	PGresult   *res;
+
+	snprintf(sql, sizeof(sql), "%s \"coord:job:%lld\"", listen ? "LISTEN" : "UNLISTEN", (long long) id);
+	res = db_run(sql, 0, NULL, PGRES_COMMAND_OK, NULL);
+	if (res == NULL)
+		return false;
+	log_verbose("%s", sql);
+	PQclear(res);
 	return true;
 }
 

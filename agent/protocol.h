@@ -42,6 +42,7 @@ extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const cha
 							   const char *pgroup,
 							   PGresult **rows, const char **why);
 extern void proto_claim_job(const PGresult *rows, int r, Job *job);
+extern bool proto_listen_job(int64_t id, bool listen);
 extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
 extern char *proto_complete(const Job *job, const char *result, bool *kept);
 extern char *proto_fail(const Job *job, const char *error, msec_t retry_after);

@@ -75,6 +75,17 @@
  * CoordExecInsertIndexTuples inserts them with update = false, noDupErr =
  * false, no speculative insertion and no arbiter indexes.
  */
+/*
+ * The PGPROC of a lock holder GetLockConflicts answered (NULL: gone).  17
+ * made a virtual transaction id carry the proc number instead of the
+ * backend id.
+ */
+#if PG_VERSION_NUM >= 170000
+#define CoordVxidProc(vxid)		GetPGProcByNumber((vxid).procNumber)
+#else
+#define CoordVxidProc(vxid)		BackendIdGetProc((vxid).backendId)
+#endif
+
 #if PG_VERSION_NUM >= 160000
 typedef TU_UpdateIndexes CoordUpdateIndexes;
 #define COORD_INDEXES_ALL				TU_All

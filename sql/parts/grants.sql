@@ -77,8 +77,9 @@ BEGIN
                              'lock_first', 'fence', 'fence_ok', 'path_key',
                              'request', 'mark_queued', 'mark_done', 'release', 'request_state', 'key_hash',
                              'enqueue', 'enqueue_many', 'claim', 'complete', 'complete_many', 'fail', 'heartbeat',
-                             'job_state', 'job_claimed', 'job_part', 'cron_next', 'claim_state']),
-      ('coord_monitor', ARRAY['job_state', 'request_state', 'cron_next', 'grid']),
+                             'job_state', 'job_claimed', 'job_part', 'cron_next', 'claim_state',
+                             'progress', 'cancel', 'await']),
+      ('coord_monitor', ARRAY['job_state', 'request_state', 'cron_next', 'grid', 'await']),
       ('coord_admin', ARRAY['schedule', 'unschedule', 'tick', 'cron_install', 'define_app', 'drop_app',
                             'purge_jobs', 'purge_requests', 'purge_lock_names', 'cancel', 'retry']))
       AS t(role, names)
@@ -102,9 +103,9 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT SELECT ON %s TO coord_admin', vw);
     SELECT pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', ' ORDER BY a.attnum)
              FILTER (WHERE a.attname OPERATOR(pg_catalog.<>) ALL
-                     ('{token,payload,result,last_error}'::pg_catalog.name[])),
+                     ('{token,payload,result,last_error,progress}'::pg_catalog.name[])),
            pg_catalog.count(*) FILTER (WHERE a.attname OPERATOR(pg_catalog.=) ANY
-                     ('{token,payload,result,last_error}'::pg_catalog.name[]))
+                     ('{token,payload,result,last_error,progress}'::pg_catalog.name[]))
       INTO cols, withheld
       FROM pg_catalog.pg_attribute AS a
      WHERE a.attrelid OPERATOR(pg_catalog.=) vw AND a.attnum OPERATOR(pg_catalog.>) 0
@@ -188,3 +189,10 @@ GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_fl
 -- (or is coord_admin); coord.batches reaches coord_monitor through the loop
 -- above.
 GRANT EXECUTE ON FUNCTION coord.open_batch(text, jsonb, text), coord.seal_batch(bigint) TO coord_worker;
+-- Job control (issue 27): cancel and await act only on the caller's own
+-- jobs unless it is coord_admin (await: or coord_monitor), which the
+-- functions check (42501); coord.my_jobs shows each reader only its own
+-- jobs, so it is granted whole (the loop above gave coord_monitor its
+-- columns without the withheld ones: it gets them for its own jobs here).
+REVOKE SELECT ON coord.my_jobs FROM coord_monitor;
+GRANT SELECT ON coord.my_jobs TO coord_worker, coord_monitor;

@@ -45,7 +45,9 @@ CREATE TABLE coord.job (
     max_snoozes  integer NOT NULL DEFAULT 100,
     expires_at   timestamptz,
     batch        bigint,
-    deps         smallint NOT NULL DEFAULT 0
+    deps         smallint NOT NULL DEFAULT 0,
+    enqueued_by  oid,
+    progress     jsonb
 ) WITH (fillfactor = 70);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
@@ -54,6 +56,9 @@ COMMENT ON COLUMN coord.job.claimed_by IS
 COMMENT ON COLUMN coord.job.batch IS 'The batch the job was enqueued into (coord.enqueue''s batch), or NULL';
 COMMENT ON COLUMN coord.job.deps IS
   'Workflows: 1 when jobs wait on this one, 2 when it was enqueued with after (its finish then goes to src/workflows/)';
+COMMENT ON COLUMN coord.job.enqueued_by IS
+  'The role that enqueued the job (current_user of coord.enqueue; NULL for jobs of schedules and apps): it may cancel and await the job and read it in coord.my_jobs';
+COMMENT ON COLUMN coord.job.progress IS 'The last progress the job''s holder reported (coord.progress)';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
@@ -118,7 +123,9 @@ CREATE TABLE coord.job_history (
     snoozes      integer NOT NULL DEFAULT 0,
     max_snoozes  integer NOT NULL DEFAULT 100,
     expires_at   timestamptz,
-    batch        bigint
+    batch        bigint,
+    enqueued_by  oid,
+    progress     jsonb
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -127,6 +134,8 @@ COMMENT ON TABLE coord.job_history IS
 -- twentieth of a completion's CPU).
 COMMENT ON COLUMN coord.job_history.state IS 'done, dead or cancelled';
 COMMENT ON COLUMN coord.job_history.batch IS 'The batch the job was enqueued into, or NULL';
+COMMENT ON COLUMN coord.job_history.enqueued_by IS 'The role that enqueued the job (NULL for jobs of schedules and apps)';
+COMMENT ON COLUMN coord.job_history.progress IS 'The last progress the job''s holder reported (coord.progress)';
 REVOKE ALL ON coord.job_history FROM PUBLIC;
 -- Every completion inserts here: one btree (the key) and a BRIN on the
 -- finish time (rows arrive in finish order) keep that cheap; dead and
@@ -230,7 +239,21 @@ COMMENT ON FUNCTION coord.heartbeat(bigint, bigint, interval) IS
 CREATE FUNCTION coord.cancel(id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_cancel'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.cancel(bigint) IS 'Cancels a job that has not finished; its claimer can no longer complete it';
+COMMENT ON FUNCTION coord.cancel(bigint) IS
+  'Cancels a job that has not finished (coord_admin, or the role that enqueued it); its holder can no longer complete it and is sent NOTIFY cancel on "coord:job:<id>"';
+
+CREATE FUNCTION coord.progress(id bigint, token bigint, progress jsonb)
+RETURNS boolean AS 'MODULE_PATHNAME', 'coord_progress'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.progress(bigint, bigint, jsonb) IS
+  'The holder of a claim reports progress (coord.jobs.progress, NOTIFY on "coord:job:<id>" at commit); false, and no change, when the claim is no longer the caller''s';
+
+CREATE FUNCTION coord.await(id bigint, timeout interval DEFAULT NULL,
+                            OUT state text, OUT result jsonb, OUT error text)
+RETURNS record AS 'MODULE_PATHNAME', 'coord_await'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION coord.await(bigint, interval) IS
+  'Waits until the job has finished (done, dead or cancelled) and returns how; state NULL at the timeout. For the role that enqueued it, coord_monitor and coord_admin';
 
 CREATE FUNCTION coord.retry(id bigint)
 RETURNS boolean AS 'MODULE_PATHNAME', 'coord_retry'

@@ -10,22 +10,36 @@ SELECT j.id, j.queue,
        j.lease_until, j.last_error, j.token, j.enqueued_at, j.claimed_at,
        NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
        j.claimed_by::pg_catalog.regrole AS claimed_by,
-       j.limit_key, j.snoozes, j.expires_at
+       j.limit_key, j.snoozes, j.expires_at,
+       j.enqueued_by::pg_catalog.regrole AS enqueued_by, j.progress
   FROM coord.job AS j
 UNION ALL
 SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
        h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
-       h.limit_key, h.snoozes, h.expires_at
+       h.limit_key, h.snoozes, h.expires_at,
+       h.enqueued_by::pg_catalog.regrole, h.progress
   FROM coord.job_history AS h
 UNION ALL
 SELECT w.id, w.queue, 'waiting', w.payload, w.run_at, w.priority, w.key, w.group_key, w.host,
        w.attempt, w.max_attempts, NULL::timestamptz, w.last_error, w.token, w.enqueued_at,
        w.claimed_at, NULL::timestamptz, NULL::jsonb, w.origin, NULL::pg_catalog.regrole,
-       w.limit_key, w.snoozes, w.expires_at
+       w.limit_key, w.snoozes, w.expires_at,
+       w.enqueued_by::pg_catalog.regrole, w.progress
   FROM coord.job_wait AS w;
 COMMENT ON VIEW coord.jobs IS
-  'Every live job (waiting ones too) and every finished job still in the history; token, payload, result and last_error for coord_admin only';
+  'Every live job (waiting ones too) and every finished job still in the history; token, payload, result, last_error and progress for coord_admin only';
+
+-- A producer's own jobs, without coord_monitor: the view reads coord.jobs as
+-- its owner and keeps the rows of roles whose privileges the reader has.
+-- security_barrier: a reader's own functions in its WHERE run only on
+-- those rows, so that none can leak another role's result or payload.
+CREATE VIEW coord.my_jobs WITH (security_barrier) AS
+SELECT j.* FROM coord.jobs AS j
+ WHERE j.enqueued_by IS NOT NULL
+   AND pg_catalog.pg_has_role(j.enqueued_by::pg_catalog.oid, 'USAGE');
+COMMENT ON VIEW coord.my_jobs IS
+  'The coord.jobs rows of jobs enqueued by current_user or a role whose privileges it has, with every column (result, last_error, progress)';
 
 CREATE VIEW coord.limits AS
 WITH live AS (

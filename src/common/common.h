@@ -42,6 +42,8 @@
 #define COORD_NS_PERMIT_GATE	17211	/* semaphores.c: the waiters' gate */
 #define COORD_NS_LIMIT		17220	/* jobs_limits.c: count and take of a
 									 * (queue, limit_key) */
+#define COORD_NS_AWAIT		17221	/* jobs_control.c: coord.await of a job id */
+#define COORD_NS_AWAIT_ANY	17222	/* jobs_control.c: some coord.await waits */
 #define COORD_NS_BATCH		17231	/* workflows_batch.c: a batch's gate */
 #define COORD_NS_BATCH_END	17232	/* workflows_batch.c: who ends a batch */
 #define COORD_NS_BATCH_SKIP	17233	/* workflows_batch.c: finishers not last */

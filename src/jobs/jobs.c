@@ -3,8 +3,8 @@
  *		The job queue (docs/jobs.md): enqueue, claims that are leases or are
  *		bound to the claiming session, fencing tokens, retries, history.
  *
- * The family's top file: the SQL entry points other than the claim
- * (enqueue, complete, fail, heartbeat, cancel, retry, the state
+ * The family's top file: the SQL entry points other than the claim and
+ * job control (enqueue, complete, fail, heartbeat, retry, the state
  * functions, purge, mark_queued_job) and the origin API of jobs.h, through
  * which schedules and apps make their jobs and are told when those
  * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
@@ -82,7 +82,6 @@ PG_FUNCTION_INFO_V1(coord_complete);
 PG_FUNCTION_INFO_V1(coord_complete_many);
 PG_FUNCTION_INFO_V1(coord_fail);
 PG_FUNCTION_INFO_V1(coord_heartbeat);
-PG_FUNCTION_INFO_V1(coord_cancel);
 PG_FUNCTION_INFO_V1(coord_retry);
 PG_FUNCTION_INFO_V1(coord_job_state);
 PG_FUNCTION_INFO_V1(coord_claim_state);
@@ -153,19 +152,23 @@ coord_complete(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	args[3] = ObjectIdGetDatum(sw.save_userid);
-	/* the hot path: a statement each, the role test only where it applies */
+
+	/*
+	 * the hot path: a statement each, the role test only where it applies;
+	 * RETURNING the whole row, one column (JobsArchive)
+	 */
 	if (JobsActsForAnyClaimant(sw.save_userid))
 		CoordExec(&plan_complete_any,
-				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-				  "AND token OPERATOR(pg_catalog.=) $2 "
-				  "AND (lease_until IS NOT NULL OR $3) RETURNING *",
+				  "DELETE FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+				  "AND j.token OPERATOR(pg_catalog.=) $2 "
+				  "AND (j.lease_until IS NOT NULL OR $3) RETURNING j",
 				  3, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	else
 		CoordExec(&plan_complete,
-				  "DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 "
-				  "AND token OPERATOR(pg_catalog.=) $2 "
-				  "AND ((lease_until IS NOT NULL AND claimed_by OPERATOR(pg_catalog.=) $4) "
-				  "     OR $3) RETURNING *",
+				  "DELETE FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+				  "AND j.token OPERATOR(pg_catalog.=) $2 "
+				  "AND ((j.lease_until IS NOT NULL AND j.claimed_by OPERATOR(pg_catalog.=) $4) "
+				  "     OR $3) RETURNING j",
 				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	ok = JobsArchive("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
 	if (ok)
@@ -509,29 +512,7 @@ CoordClaimIsCallers(int64 id, int64 token, Oid caller)
 	return CoordJobClaimAttempt(id, token, caller, false) > 0;
 }
 
-/* ---------- cancel, retry, state, purge ---------- */
-
-/* coord.cancel(id): cancels a job that has not finished */
-Datum
-coord_cancel(PG_FUNCTION_ARGS)
-{
-	CoordUserSwitch sw;
-	bool		moved;
-
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "id");
-	CoordSpiBegin(&sw);
-	moved = JobsMoveToHistory(PG_GETARG_INT64(0), false, 0, "cancelled", NULL);
-	if (!moved && JobsWaitHooks() != NULL)
-	{
-		int64		id = PG_GETARG_INT64(0);
-
-		moved = CoordCancelWaiting(JobsIdsArray(&id, 1), NULL) == 1;
-	}
-	CoordSpiEnd(&sw);
-	JobsDropSessionClaim(PG_GETARG_INT64(0));
-	PG_RETURN_BOOL(moved);
-}
+/* ---------- retry, state, purge ---------- */
 
 /*
  * coord.retry(id): a dead job back to ready, attempts reset, with a new
@@ -555,10 +536,10 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordExec(&plan_retry,
 			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-			  "limit_key, max_snoozes, expires_at, batch, origin) "
+			  "limit_key, max_snoozes, expires_at, batch, enqueued_by, origin) "
 			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, enqueued_by, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
@@ -839,7 +820,7 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	id = JobsEnqueueKeyed(queue, payload, PG_GETARG_DATUM(3), PG_ARGISNULL(3), PG_GETARG_INT32(4),
-						  host, max_attempts, rkey);
+						  host, max_attempts, rkey, sw.save_userid);
 	CoordSpiEnd(&sw);
 	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -944,14 +925,16 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 			  "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
 			  "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
-			  "limit_key, snoozes, max_snoozes, expires_at) "
+			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by) "
 			  "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
 			  "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at "
+			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by "
 			  "FROM d RETURNING id, queue, host",
 			  3, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)
 		return -1;
+	/* the old id is gone: its awaiters learn so (coord.await: no such job) */
+	JobsNoteFinished(id);
 	{
 		char	   *queue = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		char	   *host = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);

@@ -56,7 +56,7 @@ extern void CoordRegisterJobOrigin(const char *prefix, CoordJobFinishedHook hook
  * which joins even a sealed batch).
  * One of each at most; registered from a module init.
  */
-typedef void (*CoordJobsEndedHook) (SPITupleTable *rows, uint64 n, const char *state);
+typedef void (*CoordJobsEndedHook) (HeapTuple *rows, TupleDesc desc, uint64 n, const char *state);
 typedef void (*CoordBatchJoinHook) (int64 batch, int64 n, Oid caller, bool retried);
 extern void CoordRegisterJobsEnded(CoordJobsEndedHook hook);
 extern void CoordRegisterBatchJoin(CoordBatchJoinHook hook);

@@ -5,11 +5,14 @@
  *		which hands it the caches above), the relations' OIDs, claim-lock tags and
  *		session claims, and both halves of the wake-up protocol: the idle marks
  *		a claim that found nothing takes (JobsSetIdle) and the NOTIFY at PRE_COMMIT
- *		of a transaction that enqueued (JobsWakeAtCommit), which looks for them.
+ *		of a transaction that enqueued (JobsWakeAtCommit), which looks for them;
+ *		and the finisher's half of coord.await (JobsNoteFinished: at COMMIT, the
+ *		latches of the sessions awaiting the jobs it finished are set).
  *
  * Per-backend state here: the idle marks (session locks, kept across
- * transactions, at most coord.max_idle_marks) and the channels this
- * transaction fed (TopTransactionContext, forgotten at commit or abort).
+ * transactions, at most coord.max_idle_marks), the channels this
+ * transaction fed and the jobs it finished (TopTransactionContext,
+ * forgotten at commit or abort).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -29,7 +32,10 @@
 #include "lib/ilist.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
 #include "storage/procarray.h"
+#include "storage/sinvaladt.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -70,6 +76,20 @@ int			coord_max_idle_marks = 256;
 
 /* Queues and hosts this transaction enqueued to, for the PRE_COMMIT wake-up. */
 static List *wake_channels = NIL;
+
+/*
+ * Jobs this transaction finished, for the COMMIT wake-up of their awaiters:
+ * the first FINISHED_LOCAL here (a completion allocates nothing), more in
+ * TopTransactionContext.  Past FINISHED_MAX of them the transaction wakes
+ * every awaiter instead (finished_all): each looks again.
+ */
+#define FINISHED_LOCAL	16
+#define FINISHED_MAX	8192
+static int64 finished_local[FINISHED_LOCAL];
+static int64 *finished_ids = finished_local;
+static int	finished_cap = FINISHED_LOCAL;
+static int	nfinished = 0;
+static bool finished_all = false;
 
 /*
  * The caches of the files above this one (jobs_claim.c, jobs_finish.c,
@@ -160,6 +180,84 @@ JobsWakeAtCommit(const char *queue, const char *host)
 	MemoryContextSwitchTo(old);
 }
 
+/* ---------- coord.await's wake-up (jobs_control.c is the waiting side) ---------- */
+
+/*
+ * JobsNoteFinished remembers that this transaction finished a job (moved
+ * it to the history, or took it away: CoordRevokeJob), so that its commit
+ * wakes the job's awaiters.  An array append: the completion's hot path
+ * pays nothing more until COMMIT.
+ */
+void
+JobsNoteFinished(int64 id)
+{
+	if (nfinished >= finished_cap)
+	{
+		if (finished_all || nfinished >= FINISHED_MAX)
+		{
+			finished_all = true;
+			return;
+		}
+		if (finished_ids == finished_local)
+		{
+			finished_ids = MemoryContextAlloc(TopTransactionContext, sizeof(int64) * finished_cap * 2);
+			memcpy(finished_ids, finished_local, sizeof(int64) * nfinished);
+		}
+		else
+			finished_ids = repalloc(finished_ids, sizeof(int64) * finished_cap * 2);
+		finished_cap *= 2;
+	}
+	finished_ids[nfinished++] = id;
+}
+
+/* Sets the latch of every other backend that holds tag (any mode). */
+static void
+WakeHolders(const LOCKTAG *tag)
+{
+	int			n = 0;
+	VirtualTransactionId *vxids = GetLockConflicts(tag, AccessExclusiveLock, &n);
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		PGPROC	   *proc = CoordVxidProc(vxids[i]);
+
+		/* a stale one (it ended meanwhile) only wakes a latch for nothing */
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
+}
+
+/*
+ * At COMMIT (after the commit is visible to new snapshots: ProcArray has
+ * ended the transaction), the awaiters of the jobs it finished: every
+ * coord.await holds (COORD_NS_AWAIT_ANY) and (COORD_NS_AWAIT, its job) while
+ * it waits on its latch, so one probe of the first tells whether anyone
+ * awaits at all (the common case: no), and then one per job finds who.
+ * An awaiter takes its locks before it looks at the job, and looks again
+ * after each wake-up: a commit it did not see in its look finds its lock.
+ */
+static void
+WakeAwaiters(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	CoordSetTag(&tag, 0, COORD_NS_AWAIT_ANY);
+	if (LockWaiterCount(&tag) == 0)
+		return;
+	if (finished_all)
+	{
+		WakeHolders(&tag);
+		return;
+	}
+	for (i = 0; i < nfinished; i++)
+	{
+		CoordSetTag(&tag, (uint64) finished_ids[i], COORD_NS_AWAIT);
+		WakeHolders(&tag);
+	}
+}
+
 /*
  * The other half: at PRE_COMMIT, NOTIFY the channels this transaction fed
  * on which some session is marked idle (JobsSetIdle, below).
@@ -184,13 +282,20 @@ JobsXactCallback(XactEvent event, void *arg)
 			}
 			wake_channels = NIL;
 			break;
+		case XACT_EVENT_COMMIT:
+			if (nfinished > 0 || finished_all)
+				WakeAwaiters();
+			/* FALLTHROUGH */
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PREPARE:
-			/* the list lived in TopTransactionContext */
+			/* the lists lived in TopTransactionContext */
 			wake_channels = NIL;
+			finished_ids = finished_local;
+			finished_cap = FINISHED_LOCAL;
+			nfinished = 0;
+			finished_all = false;
 			cache_hooks.xact_end();
 			break;
 		default:

@@ -216,12 +216,12 @@ ResolveParents(const EnqueueFlow *fl, bool *cancel)
 static int64
 EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
-		   const EnqueueFlow *fl)
+		   const EnqueueFlow *fl, Oid enqueued_by)
 {
-	Oid			argtypes[16] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID};
-	Datum		args[16];
-	char		nulls[16] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[17] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID};
+	Datum		args[17];
+	char		nulls[17] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
 	int32		pending = 0;
 	bool		cancel = false;
@@ -249,6 +249,8 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[12] = fl->batch;
 	nulls[12] = fl->batch_null ? 'n' : ' ';
 	args[13] = Int16GetDatum(fl->nparents > 0 ? COORD_DEPS_CHILD : 0);
+	args[16] = ObjectIdGetDatum(enqueued_by);
+	nulls[16] = OidIsValid(enqueued_by) ? ' ' : 'n';
 
 	if (fl->nparents > 0)
 	{
@@ -268,10 +270,10 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordExec(&plan_enqueue_wait,
 				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, key, host, "
 				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps, "
-				  "pending, on_parent_failure) "
+				  "pending, on_parent_failure, enqueued_by) "
 				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-				  "$14, $15, $16) RETURNING id",
-				  16, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  "$14, $15, $16, $17) RETURNING id",
+				  17, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		if (!fl->batch_null)
 			CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
@@ -289,11 +291,13 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	{
 		CoordExec(&plan_enqueue,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
-				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps) "
-				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
+				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps, "
+				  "enqueued_by) "
+				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+				  "$17) "
 				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 				  "DO NOTHING RETURNING id",
-				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  17, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 		{
 			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -345,7 +349,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 
 	CoordSpiBegin(&sw);
 	id = EnqueueOne(queue, payload, PG_GETARG_DATUM(2), PG_ARGISNULL(2), PG_GETARG_INT32(3),
-					key, host, max_attempts, group_key, NULL, &fl);
+					key, host, max_attempts, group_key, NULL, &fl, sw.save_userid);
 	CoordSpiEnd(&sw);
 	JobsWakeAtCommit(queue, host);
 	PG_RETURN_INT64(id);
@@ -368,10 +372,10 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[13] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID};
-	Datum		args[13];
-	char		nulls[13] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[14] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID};
+	Datum		args[14];
+	char		nulls[14] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int32		pending = 0;
 	bool		cancel = false;
 	EnqueueFlow fl;
@@ -431,6 +435,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	args[12] = CStringGetTextDatum(fl.on_parent_failure);
 
 	CoordSpiBegin(&sw);
+	args[13] = ObjectIdGetDatum(sw.save_userid);
 	if (fl.nparents > 0)
 		pending = ResolveParents(&fl, &cancel);
 	args[11] = Int32GetDatum(pending);
@@ -438,19 +443,19 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	if (pending > 0 || cancel)
 		CoordExec(&plan_enqueue_many_wait,
 				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, host, max_attempts, "
-				  "limit_key, max_snoozes, expires_at, batch, deps, pending, on_parent_failure) "
-				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 "
+				  "limit_key, max_snoozes, expires_at, batch, deps, pending, on_parent_failure, enqueued_by) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 "
 				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 				  "RETURNING id",
-				  13, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	else
 		CoordExec(&plan_enqueue_many,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-				  "limit_key, max_snoozes, expires_at, batch, deps) "
-				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11 "
+				  "limit_key, max_snoozes, expires_at, batch, deps, enqueued_by) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $14 "
 				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 				  "RETURNING id",
-				  11, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)
@@ -568,8 +573,8 @@ CoordCancelWaiting(Datum ids, const char *error)
  */
 int64
 JobsEnqueueKeyed(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
-				 const char *host, int32 max_attempts, const char *request_key)
+				 const char *host, int32 max_attempts, const char *request_key, Oid enqueued_by)
 {
 	return EnqueueOne(queue, payload, run_at, run_at_null, priority, NULL, host, max_attempts, NULL,
-					  request_key, &no_flow);
+					  request_key, &no_flow, enqueued_by);
 }

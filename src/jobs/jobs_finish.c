@@ -6,7 +6,8 @@
  *		finishing runs in the same transaction: the linked request key, and the
  *		finish hook of the concern the job's origin belongs to, the jobs-ended
  *		hook (batches), and, in a queue with a concurrency limit, the queue's
- *		idle claimers are woken (its slot is free; jobs_limits.c).
+ *		idle claimers are woken (its slot is free; jobs_limits.c); the job's
+ *		awaiters are woken at commit (JobsNoteFinished, jobs_common.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -39,6 +40,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "jobs/jobs_int.h"
 #include "requests.h"
@@ -283,7 +285,8 @@ LoadArchiveMap(TupleDesc hdesc, TupleDesc jdesc)
 }
 
 /*
- * JobsArchive moves the jobs a DELETE ... RETURNING * has just taken out of
+ * JobsArchive moves the jobs a DELETE ... RETURNING * (or RETURNING of the
+ * whole row, one composite column) has just taken out of
  * coord.job (the SPI result) into coord.job_history as state st, then, job
  * by job, settles its request key (requests.c) and calls the finish hook of
  * its origin's prefix, in this same transaction.  error, when given,
@@ -303,6 +306,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	SPITupleTable *tt = SPI_tuptable;
 	uint64		n = SPI_processed;
 	TupleDesc	jdesc = tt->tupdesc;
+	HeapTuple  *rows = tt->vals;
+	TupleDesc	rowdesc = NULL;
 	Relation	rel;
 	TupleDesc	hdesc;
 	int			i;
@@ -332,6 +337,31 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		return 0;
 	finished = palloc(sizeof(TimestampTz) * n);
 	deps = wait_hooks ? palloc(sizeof(int16) * n) : NULL;
+	if (jdesc->natts == 1)
+	{
+		/*
+		 * RETURNING of the whole row (coord.job has many columns): one
+		 * composite column, which a completion projects and copies far more
+		 * cheaply than each of the row's columns; the rows are its datums.
+		 */
+		Form_pg_attribute a = TupleDescAttr(jdesc, 0);
+		HeapTupleData *unwrapped = palloc(sizeof(HeapTupleData) * n);
+
+		rowdesc = lookup_rowtype_tupdesc(a->atttypid, a->atttypmod);
+		rows = palloc(sizeof(HeapTuple) * n);
+		for (r = 0; r < n; r++)
+		{
+			bool		isnull;
+			HeapTupleHeader th = DatumGetHeapTupleHeader(SPI_getbinval(tt->vals[r], jdesc, 1, &isnull));
+
+			unwrapped[r].t_len = HeapTupleHeaderGetDatumLength(th);
+			ItemPointerSetInvalid(&unwrapped[r].t_self);
+			unwrapped[r].t_tableOid = InvalidOid;
+			unwrapped[r].t_data = th;
+			rows[r] = &unwrapped[r];
+		}
+		jdesc = rowdesc;
+	}
 	JobsLookupRels();
 	rel = table_open(jobs_rels.history, RowExclusiveLock);
 	hdesc = RelationGetDescr(rel);
@@ -354,7 +384,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	jnulls = palloc(sizeof(bool) * jdesc->natts);
 	for (r = 0; r < n; r++)
 	{
-		HeapTuple	row = tt->vals[r];
+		HeapTuple	row = rows[r];
 		HeapTuple	h;
 
 		CHECK_FOR_INTERRUPTS();
@@ -367,6 +397,8 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		finished[r] = GetCurrentTimestamp();
 		if (c_deps != InvalidAttrNumber)
 			deps[r] = jnulls[c_deps - 1] ? 0 : DatumGetInt16(jvalues[c_deps - 1]);
+		/* its awaiters are woken when this transaction commits */
+		JobsNoteFinished(DatumGetInt64(jvalues[c_id - 1]));
 		for (i = 0; i < hdesc->natts; i++)
 		{
 			nulls[i] = false;
@@ -425,7 +457,7 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	any_deps = false;
 	for (r = 0; r < n; r++)
 	{
-		HeapTuple	row = tt->vals[r];
+		HeapTuple	row = rows[r];
 		char	   *rk = SPI_getvalue(row, jdesc, c_request_key);
 		char	   *origin = SPI_getvalue(row, jdesc, c_origin);
 
@@ -457,11 +489,13 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 		wait_hooks->finished_end();
 	if (jobs_ended_hook != NULL)
 	{
-		jobs_ended_hook(tt, n, st);
+		jobs_ended_hook(rows, jdesc, n, st);
 		/* as the caller left them: it may read the rows it moved */
 		SPI_tuptable = tt;
 		SPI_processed = n;
 	}
+	if (rowdesc != NULL)
+		ReleaseTupleDesc(rowdesc);
 	return n;
 }
 

@@ -83,6 +83,7 @@ extern bool JobsSessionClaimLive(int64 id);
 extern bool JobsActsForAnyClaimant(Oid caller);
 extern void JobsDropSessionClaim(int64 id);
 extern void JobsForgetClaimIfGone(int64 id);
+extern void JobsNoteFinished(int64 id);
 
 /* jobs_claim.c */
 extern void JobsClaimInit(void);
@@ -92,7 +93,7 @@ extern void JobsClaimRelsInval(void);
 extern int32 JobsMaxAttemptsArg(FunctionCallInfo fcinfo, int argno);
 extern Datum JobsIdsArray(const int64 *ids, int n);
 extern int64 JobsEnqueueKeyed(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, int32 priority,
-							  const char *host, int32 max_attempts, const char *request_key);
+							  const char *host, int32 max_attempts, const char *request_key, Oid enqueued_by);
 
 /* jobs_claim_row.c: the claim's writes through the table access method */
 typedef struct ClaimWriter

@@ -571,9 +571,9 @@ BatchColumn(TupleDesc desc)
  * of its null bitmap.
  */
 static void
-BatchJobsEnded(SPITupleTable *rows, uint64 n, const char *state)
+BatchJobsEnded(HeapTuple *rows, TupleDesc desc, uint64 n, const char *state)
 {
-	AttrNumber	att = BatchColumn(rows->tupdesc);
+	AttrNumber	att = BatchColumn(desc);
 	BatchEnded *ended = NULL;
 	int			nended = 0;
 	uint64		r;
@@ -588,10 +588,10 @@ BatchJobsEnded(SPITupleTable *rows, uint64 n, const char *state)
 		bool		isnull;
 		int64		batch;
 
-		if (heap_attisnull(rows->vals[r], att, rows->tupdesc))
+		if (heap_attisnull(rows[r], att, desc))
 			continue;
 		CHECK_FOR_INTERRUPTS();
-		batch = DatumGetInt64(SPI_getbinval(rows->vals[r], rows->tupdesc, att, &isnull));
+		batch = DatumGetInt64(SPI_getbinval(rows[r], desc, att, &isnull));
 		if (ended == NULL)
 			ended = palloc(sizeof(BatchEnded) * (n - r));
 		ended[nended].batch = batch;

@@ -100,17 +100,18 @@ SELECT is(coord.complete(t.id, t.token), true, 'admin: complete of another role'
 RESET ROLE;
 SELECT is(coord.complete(t.id, t.token), true, 'owner: complete of another role''s claim') FROM tap_cr_tok AS t WHERE who = 'b1';
 
--- coord_monitor: no token, payload, result or last_error in any view
+-- coord_monitor: no token, payload, result, last_error or progress in any
+-- view but coord.my_jobs (whose rows are the reader's own jobs)
 SELECT is((SELECT string_agg(c.relname || '.' || a.attname, ', ' ORDER BY c.relname, a.attname)
              FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-            WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v'
-              AND a.attname IN ('token', 'payload', 'result', 'last_error')
+            WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v' AND c.relname <> 'my_jobs'
+              AND a.attname IN ('token', 'payload', 'result', 'last_error', 'progress')
               AND has_column_privilege('coord_monitor', c.oid, a.attnum, 'SELECT')), NULL,
-          'coord_monitor reads no token, payload, result or last_error column of any view');
+          'coord_monitor reads no token, payload, result, last_error or progress column of any view but my_jobs');
 SELECT is((SELECT string_agg(c.relname || '.' || a.attname, ', ' ORDER BY c.relname, a.attname)
              FROM pg_class AS c JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
             WHERE c.relnamespace = 'coord'::regnamespace AND c.relkind = 'v'
-              AND a.attname NOT IN ('token', 'payload', 'result', 'last_error')
+              AND a.attname NOT IN ('token', 'payload', 'result', 'last_error', 'progress')
               AND NOT has_column_privilege('coord_monitor', c.oid, a.attnum, 'SELECT')), NULL,
           'coord_monitor reads every other column of every view');
 SELECT is((SELECT string_agg(c.relname, ', ' ORDER BY c.relname) FROM pg_class AS c

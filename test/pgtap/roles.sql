@@ -33,6 +33,9 @@ CREATE ROLE tap_worker IN ROLE coord_worker;
 CREATE ROLE tap_monitor IN ROLE coord_monitor;
 CREATE ROLE tap_admin IN ROLE coord_admin;
 CREATE ROLE tap_nobody;
+-- a job the owner enqueued: a worker may not cancel it
+CREATE TEMP TABLE tap_owners_job AS SELECT coord.enqueue('tap-roles-owner') AS id;
+GRANT SELECT ON tap_owners_job TO PUBLIC;
 
 -- a worker: jobs, locks, requests; not the views, schedules, purges or tables
 SET ROLE tap_worker;
@@ -46,7 +49,8 @@ SELECT throws_ok($$SELECT count(*) FROM coord.jobs$$, '42501', NULL, 'worker: no
 SELECT throws_ok($$SELECT coord.schedule('tap-r', 'q', every => '1 hour')$$, '42501', NULL, 'worker: no schedules');
 SELECT throws_ok($$SELECT coord.tick()$$, '42501', NULL, 'worker: no tick');
 SELECT throws_ok($$SELECT coord.purge_jobs()$$, '42501', NULL, 'worker: no purge');
-SELECT throws_ok($$SELECT coord.cancel(1)$$, '42501', NULL, 'worker: no cancel');
+SELECT throws_ok(format('SELECT coord.cancel(%s)', (SELECT id FROM tap_owners_job)), '42501', NULL,
+                 'worker: no cancel of a job another role enqueued');
 SELECT throws_ok($$SELECT count(*) FROM coord.job$$, '42501', NULL, 'worker: no table');
 SELECT throws_ok($$UPDATE coord.job SET token = 0$$, '42501', NULL, 'worker: no writing tables');
 RESET ROLE;
