@@ -234,6 +234,7 @@ CREATE TABLE coord.batch (
     sealed_at        timestamptz
 );
 ALTER SEQUENCE coord.batch_id_seq OWNED BY coord.batch.id;
+COMMENT ON SEQUENCE coord.batch_id_seq IS 'Batch ids (coord.open_batch)';
 COMMENT ON TABLE coord.batch IS 'Batches opened by coord.open_batch: the callback to enqueue, who opened it, whether it is sealed';
 COMMENT ON COLUMN coord.batch.on_success IS 'true for on => ''success'': no callback when a job of the batch died or was cancelled';
 COMMENT ON COLUMN coord.batch.opened_by IS 'The role that called coord.open_batch (it, or coord_admin, may enqueue into it and seal it)';
