@@ -606,6 +606,8 @@ AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
 			if (session)
 				NoteInflight(&tags[i], modes[i]);
 		}
+		/* pending since a grant? (CoordAcquire): the rollback lets the set go */
+		CHECK_FOR_INTERRUPTS();
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
@@ -636,6 +638,15 @@ AcquireWithTimeout(const LOCKTAG *tags, const LOCKMODE *modes, int n,
  * session's lock_timeout still applies), 0 never waits, > 0 waits at most that
  * long for all of them together.  Returns false, holding none of them, when
  * they cannot all be had in time.
+ *
+ * An interrupt can be pending when the last lock is granted: a lock_timeout
+ * or statement_timeout that fired after the grant but before ProcSleep
+ * disabled its timer (the handler only sets QueryCancelPending), or a cancel
+ * that came while later locks were taken without waiting (LockAcquire does
+ * not check for interrupts then).  The caller's next CHECK_FOR_INTERRUPTS
+ * would fail the statement with every lock of the set still held, no longer
+ * in flight.  So CoordAcquire checks while they are in flight: a timeout of
+ * ours becomes false, anything else is raised and the set let go.
  *
  * With keep_inflight, the session locks stay recorded as in flight after
  * success, so an error in the caller's follow-up work releases them; the
@@ -683,6 +694,8 @@ CoordAcquire(const LOCKTAG *tags, const LOCKMODE *modes, int n, bool session,
 			if (session)
 				NoteInflight(&tags[i], modes[i]);
 		}
+		/* pending since a grant? (CoordAcquire): the abort callback lets go */
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (!ok || !keep_inflight)
 		n_inflight = 0;
