@@ -776,6 +776,11 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 			args[11] = IdArray(after, nafter);
 			nulls[11] = ' ';
 		}
+		/*
+		 * as the caller (search_path stays pinned): coord.enqueue records it
+		 * as the job's enqueued_by and checks its right to the node's batch
+		 */
+		SetUserIdAndSecContext(sw.save_userid, sw.save_sec_context);
 		CoordExec(&plan_flow_enqueue,
 				  "SELECT coord.enqueue(queue => $1, payload => COALESCE($2, '{}'::pg_catalog.jsonb), "
 				  "run_at => $3::pg_catalog.timestamptz, priority => COALESCE($4::pg_catalog.int4, 0), key => $5, host => $6, "
@@ -783,6 +788,8 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 				  "max_snoozes => COALESCE($10::pg_catalog.int4, 100), expires_at => $11::pg_catalog.timestamptz, after => $12, "
 				  "on_parent_failure => COALESCE($13, 'cancel'), batch => $14::pg_catalog.int8)",
 				  14, eargtypes, args, nulls, SPI_OK_SELECT, "enqueue_flow");
+		SetUserIdAndSecContext(CoordOwnerId(), sw.save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+							   SECURITY_RESTRICTED_OPERATION);
 		ids[k] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 

@@ -8,7 +8,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(36);
+SELECT plan(39);
 
 SELECT function_returns('coord', 'parent_results', ARRAY['bigint', 'bigint'], 'setof record');
 SELECT function_returns('coord', 'enqueue_flow', ARRAY['jsonb'], 'jsonb');
@@ -102,6 +102,25 @@ SELECT throws_ok($$SELECT coord.enqueue_flow('[{"name": "a", "queue": "tw_g", "a
 SELECT throws_ok($$SELECT coord.enqueue_flow('[{"name": "a", "queue": "tw_g"}, {"name": "z", "queue": "tw_g", "after": ["nope"]}]')$$,
                  '22023', NULL, 'an unknown name');
 SELECT is((SELECT count(*)::int FROM coord.jobs WHERE queue = 'tw_g'), 0, 'a refused flow enqueues nothing');
+
+-- a flow's nodes are the caller's: enqueued_by, and the batch's role check
+SET ROLE tap_wf_a;
+CREATE TEMP TABLE flow_a AS SELECT coord.enqueue_flow('[{"name": "x", "queue": "tw_fa"}]') AS m;
+SELECT is((SELECT enqueued_by::text FROM coord.my_jobs WHERE id = (SELECT (m->>'x')::bigint FROM flow_a)),
+          'tap_wf_a', 'a flow node is enqueued by the role that called enqueue_flow');
+CREATE TEMP TABLE batch_a AS SELECT coord.open_batch('tw_cb') AS b;
+GRANT SELECT ON batch_a TO PUBLIC;
+RESET ROLE;
+SET ROLE tap_wf_b;
+SELECT throws_ok(format('SELECT coord.enqueue_flow(''[{"name": "y", "queue": "tw_fb", "batch": %s}]'')',
+                        (SELECT b FROM batch_a)),
+                 '42501', NULL, 'a flow node cannot join another role''s batch');
+RESET ROLE;
+SET ROLE tap_wf_a;
+SELECT lives_ok(format('SELECT coord.enqueue_flow(''[{"name": "z", "queue": "tw_fb", "batch": %s}]'')',
+                       (SELECT b FROM batch_a)),
+                'a flow node joins its caller''s own batch');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;
