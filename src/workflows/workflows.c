@@ -776,6 +776,7 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 			args[11] = IdArray(after, nafter);
 			nulls[11] = ' ';
 		}
+
 		/*
 		 * as the caller (search_path stays pinned): coord.enqueue records it
 		 * as the job's enqueued_by and checks its right to the node's batch
