@@ -313,3 +313,14 @@ COMMENT ON VIEW coord.my_jobs IS
   'The coord.jobs rows of jobs enqueued by current_user or a role whose privileges it has, with every column (result, last_error, progress)';
 REVOKE ALL ON coord.my_jobs FROM PUBLIC;
 GRANT SELECT ON coord.my_jobs TO coord_admin, coord_worker, coord_monitor;
+
+-- ---------- the tick's health for coord_monitor (sql/parts/schedules.sql) ----------
+-- The tick's health for monitors, who read views, not tables.
+CREATE VIEW coord.tick_health AS
+SELECT t.ticked_at, t.last_tick_at, t.ticks,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.ticked_at AS age
+  FROM coord.tick_state AS t;
+COMMENT ON VIEW coord.tick_health IS
+  'When coord.tick last ran (ticked_at, by the server''s clock), the now it was given (last_tick_at), how many ticks ran, and how long ago, by the clock, the last one ran (age; NULL before the first)';
+REVOKE ALL ON coord.tick_health FROM PUBLIC;
+GRANT SELECT ON coord.tick_health TO coord_admin, coord_monitor;

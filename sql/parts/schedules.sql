@@ -43,6 +43,13 @@ COMMENT ON TABLE coord.tick_state IS
   'One row: the now of the last coord.tick, the clock time it ran, and how many ticks ran';
 REVOKE ALL ON coord.tick_state FROM PUBLIC;
 INSERT INTO coord.tick_state DEFAULT VALUES;
+-- The tick's health for monitors, who read views, not tables.
+CREATE VIEW coord.tick_health AS
+SELECT t.ticked_at, t.last_tick_at, t.ticks,
+       pg_catalog.clock_timestamp() OPERATOR(pg_catalog.-) t.ticked_at AS age
+  FROM coord.tick_state AS t;
+COMMENT ON VIEW coord.tick_health IS
+  'When coord.tick last ran (ticked_at, by the server''s clock), the now it was given (last_tick_at), how many ticks ran, and how long ago, by the clock, the last one ran (age; NULL before the first)';
 
 CREATE FUNCTION coord.schedule(name text, queue text, every interval DEFAULT NULL, cron text DEFAULT NULL,
                                payload jsonb DEFAULT '{}', starts_at timestamptz DEFAULT NULL,

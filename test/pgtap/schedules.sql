@@ -9,7 +9,7 @@
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 BEGIN;
-SELECT plan(102);
+SELECT plan(105);
 
 -- surface
 SELECT function_returns('coord', 'schedule',
@@ -219,6 +219,16 @@ RESET ROLE;
 SET ROLE tap_s_nobody;
 SELECT throws_ok($$SELECT coord.cron_next('* * * * *', '2024-01-01Z')$$, '42501', NULL, 'a role of none of them: not even cron_next');
 RESET ROLE;
+
+-- the tick's health: a view for coord_monitor
+SELECT coord.tick();
+SET ROLE tap_s_monitor;
+SELECT ok((SELECT ticks >= 1 AND age >= interval '0' FROM coord.tick_health), 'coord_monitor reads coord.tick_health');
+RESET ROLE;
+SET ROLE tap_s_nobody;
+SELECT throws_ok('SELECT * FROM coord.tick_health', '42501', NULL, 'a role of none of them may not read coord.tick_health');
+RESET ROLE;
+SELECT ok(NOT has_table_privilege('tap_s_monitor', 'coord.tick_state', 'SELECT'), 'coord.tick_state stays the owner''s');
 
 SELECT * FROM finish();
 ROLLBACK;
