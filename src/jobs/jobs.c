@@ -501,17 +501,6 @@ coord_heartbeat(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(until);
 }
 
-/*
- * CoordClaimIsCallers: is (id, token) the live claim of caller, by the rule
- * of heartbeat?  CoordJobClaimAttempt's answer, without a lock.  Inside SPI,
- * after the switch.
- */
-bool
-CoordClaimIsCallers(int64 id, int64 token, Oid caller)
-{
-	return CoordJobClaimAttempt(id, token, caller, false) > 0;
-}
-
 /* ---------- retry, state, purge ---------- */
 
 /*

@@ -111,7 +111,6 @@ extern void CoordRegisterJobWait(const CoordJobWaitHooks *hooks);
 /* For the wait hooks: inside SPI, as the owner; ids is a bigint[] */
 extern uint64 CoordReleaseWaiting(Datum ids);
 extern uint64 CoordCancelWaiting(Datum ids, const char *error);
-extern bool CoordClaimIsCallers(int64 id, int64 token, Oid caller);
 
 /* The queue's share of coord.tick (tick.c); inside SPI, as the owner */
 extern int64 CoordJobsTick(TimestampTz now);

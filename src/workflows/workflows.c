@@ -509,7 +509,7 @@ coord_parent_results(PG_FUNCTION_ARGS)
 	token = PG_GETARG_INT64(1);
 	InitMaterializedSRF(fcinfo, 0);
 	CoordSpiBegin(&sw);
-	if (CoordClaimIsCallers(id, token, sw.save_userid))
+	if (CoordJobClaimAttempt(id, token, sw.save_userid, false) > 0)
 	{
 		int			nest = SteerBegin();
 
