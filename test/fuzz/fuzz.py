@@ -216,6 +216,7 @@ class Pools:
         self.fence_tokens = [1]
         self.pids = [0, 1]
         self.pairs = [(1, 1)]
+        self.batches = [1]
 
     def add(self, name, v, cap=200):
         if v is None:
@@ -582,6 +583,12 @@ def array_gen1(c, elem, name, elemgen):
 
 
 JSON_SMALL = ["{}", "{\"n\": 1}", "{\"to\": \"a@example.org\"}", "[1, 2]", "{\"event\": \"heartbeat\"}"]
+FLOWS = ['[{"name": "a", "queue": "q0"}, {"name": "b", "queue": "q0", "after": ["a"]}]',
+         '[{"name": "a", "queue": "q0"}, {"name": "b", "queue": "q1", "after": ["a"]}, '
+         '{"name": "c", "queue": "q1", "after": ["a"]}, {"name": "d", "queue": "q2", "after": ["b", "c"], '
+         '"on_parent_failure": "run"}]',
+         '[{"name": "a", "queue": "q0", "after": [ID]}]',
+         '[{"name": "a", "queue": "q0", "after": ["b"]}, {"name": "b", "queue": "q0", "after": ["a"]}]']
 TEXT_TYPES = ("text", "character varying", "name", "character", "citext")
 VALID_INTERVALS = {
     "lease": ["1 second", "5 seconds", "1 minute", "5 minutes", None],
@@ -618,6 +625,10 @@ def valid_value(c, typ, name):
             return [r.choice(JSON_SMALL) for _ in range(r.randint(1, 5))]
         if name == "apps":
             return r.choice([None, ["a0"], ["a0", "a1"]])
+        if name == "after":
+            # parents: jobs the server handed out (live, finished or purged)
+            return r.choice([None, [POOLS.pick("ids", r)],
+                             [POOLS.pick("ids", r) for _ in range(r.randint(1, 4))]])
         return [plain(lambda: valid_value(c, elem, name)) for _ in range(r.randint(0, 3))]
     if typ in TEXT_TYPES:
         if name == "path":
@@ -626,7 +637,7 @@ def valid_value(c, typ, name):
             return r.choice(c.owned) if c.owned and r.random() < 0.5 else r.choice(["k0", "k1", "k2", "k3"])
         if name == "group_key":
             return r.choice([None, "g0", "g1"])
-        if name == "queue":
+        if name in ("queue", "callback_queue"):
             return r.choice(["q0", "q1", "q2", "apps"])
         if name == "host":
             return r.choice([None, None, "h0", "h1"])
@@ -636,6 +647,12 @@ def valid_value(c, typ, name):
             return r.choice(CRONS_OK)
         if name == "starts":
             return r.choice(["hourly", "daily", "weekly", "monthly", "yearly", None])
+        if name == "on_parent_failure":
+            return r.choice(["cancel", "run"])
+        if name == "on":
+            return r.choice([None, "success", "complete"])
+        if name == "step":
+            return r.choice(["s0", "s1", "s2"])
         return r.choice(["boom", "SMTP 451", "", None])
     if typ in ("integer", "bigint", "smallint"):
         if name == "id":
@@ -644,6 +661,8 @@ def valid_value(c, typ, name):
             return c.pairs[0][1] if c.pairs else POOLS.pick("tokens", r)
         if name == "pid":
             return POOLS.pick("pids", r)
+        if name == "batch":
+            return r.choice([None, POOLS.pick("batches", r)])
         return {"n": r.randint(1, 10), "priority": r.randint(-3, 3), "max_attempts": r.randint(1, 5),
                 "partition": r.randint(0, 3), "partitions": r.choice([None, 4])}.get(name, r.randint(0, 10))
     if typ == "boolean":
@@ -656,6 +675,9 @@ def valid_value(c, typ, name):
     if typ in ("jsonb", "json"):
         if name == "depends":
             return r.choice(["{}", "{\"a0\": \"hourly\"}", "{\"a1\": \"hourly\", \"a2\": \"daily\"}"])
+        if name == "nodes":
+            # a flow: a chain, a diamond, a parent by id, or a cycle (22023)
+            return r.choice(FLOWS).replace("ID", str(POOLS.pick("ids", r)))
         return r.choice(JSON_SMALL)
     return scalar(c, typ, name)
 
@@ -1159,6 +1181,8 @@ class Worker(threading.Thread):
                     POOLS.add("tokens", v)
                 elif label.startswith("coord.fence("):
                     POOLS.add("fence_tokens", v)
+                elif label.startswith("coord.open_batch("):
+                    POOLS.add("batches", v)
 
     def call_sweep(self):
         item = self.sweep.pop() if self.sweep else None
