@@ -30,6 +30,10 @@ import time
 
 import psycopg2
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from restart_common import (Monitor, Worker, connect, fail, log, lost_connection,  # noqa: E402
+                            orphaned, server_log_problems, server_log_size)
+
 DB = "coord_crash_flow"
 QUEUE = "crash_flow"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,40 +43,13 @@ N_KILLS = 2
 LEASE = "2 seconds"
 TIME_LIMIT = 120.0
 RECONNECT_LIMIT = 60.0
-CONNECTION_STATES = {"57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004"}
 
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def lost_connection(conn, err):
-    return conn is None or conn.closed != 0 or err.pgcode is None or err.pgcode in CONNECTION_STATES
-
-
-def orphaned():
-    if os.getppid() != PARENT:
-        sys.exit(3)
-
-
-def connect(app, limit):
-    deadline = time.monotonic() + limit
-    while True:
-        orphaned()
-        try:
-            conn = psycopg2.connect(dbname=DB, application_name=app)
-            conn.autocommit = False
-            return conn
-        except psycopg2.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def worker(name, mode, seed):
     rng = random.Random(seed)
     stats = {"done": 0, "refused": 0, "reconnects": 0, "errors": []}
-    conn = connect(name, RECONNECT_LIMIT)
+    conn = connect(DB, name, RECONNECT_LIMIT)
     hand = None
     while True:
         orphaned()
@@ -116,7 +93,7 @@ def worker(name, mode, seed):
                 except psycopg2.Error:
                     pass
                 stats["reconnects"] += 1
-                conn = connect(name, RECONNECT_LIMIT)
+                conn = connect(DB, name, RECONNECT_LIMIT)
                 continue                                      # hand (if any) is tried again
             stats["errors"].append(f"{err.pgcode}: {str(err).strip()}")
             try:
@@ -130,39 +107,6 @@ def worker(name, mode, seed):
     conn.close()
     print(json.dumps(stats), flush=True)
     return 1 if stats["errors"] else 0
-
-
-def fail(msg):
-    log("FAIL: " + msg)
-    sys.exit(1)
-
-
-class Monitor:
-    def __init__(self):
-        self.conn = None
-
-    def one(self, sql, *args, limit=RECONNECT_LIMIT):
-        deadline = time.monotonic() + limit
-        while True:
-            try:
-                if self.conn is None or self.conn.closed:
-                    self.conn = psycopg2.connect(dbname=DB, application_name="flow-driver")
-                    self.conn.autocommit = True
-                cur = self.conn.cursor()
-                cur.execute(sql, args)
-                return cur.fetchone()
-            except psycopg2.Error as err:
-                if self.conn is not None and not lost_connection(self.conn, err):
-                    raise
-                if self.conn is not None:
-                    try:
-                        self.conn.close()
-                    except psycopg2.Error:
-                        pass
-                self.conn = None
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
 
 
 def setup(rng):
@@ -204,15 +148,7 @@ def setup(rng):
     return roots, edges
 
 
-class Worker:
-    def __init__(self, name, mode, seed):
-        self.name, self.mode = name, mode
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", name, mode, str(seed)],
-                                     stdout=subprocess.PIPE, text=True)
-        self.killed = False
-
-
-def check(mon, workers, kills, restarts, elapsed, edges):
+def check(mon, workers, kills, restarts, elapsed, edges, crashes):
     q = mon.one
     problems = []
     n_results, n_distinct = q("SELECT count(*), count(DISTINCT job_id) FROM results")
@@ -262,6 +198,10 @@ def check(mon, workers, kills, restarts, elapsed, edges):
         problems.append(f"{len(errors)} unexpected errors in workers")
     if kills != N_KILLS or restarts != 1:
         problems.append(f"{kills} kills and {restarts} restarts, expected {N_KILLS} and 1")
+    for line in crashes[:10]:
+        log("server log: " + line)
+    if crashes:
+        problems.append(f"{len(crashes)} lines of the server log show a backend crash")
     if problems:
         for p in problems:
             log("problem: " + p)
@@ -280,6 +220,7 @@ def main():
     seed = int(os.environ.get("FLOW_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     log(f"seed {seed} (set FLOW_SEED to repeat the schedule)")
+    log_start = server_log_size()
     roots, edges = setup(rng)
     log(f"enqueued a flow of {N_NODES} nodes, {roots} roots, {edges} edges")
     kill_at = sorted(rng.uniform(0.1, 0.8) for _ in range(N_KILLS))
@@ -292,9 +233,9 @@ def main():
     def spawn(mode):
         nonlocal serial
         serial += 1
-        return Worker(f"w{serial}-{mode}", mode, rng.randrange(1 << 30))
+        return Worker(__file__, f"w{serial}-{mode}", mode, rng.randrange(1 << 30))
 
-    mon = Monitor()
+    mon = Monitor(DB, "flow-driver", RECONNECT_LIMIT)
     workers = []
     try:
         workers.extend(spawn(m) for m in modes)
@@ -324,15 +265,13 @@ def main():
             if all(w.killed or w.proc.poll() is not None for w in workers):
                 break
             time.sleep(0.02)
-        check(mon, workers, kills, restarts, time.monotonic() - t0, edges)
+        check(mon, workers, kills, restarts, time.monotonic() - t0, edges, server_log_problems(log_start))
     finally:
         for w in workers:
             if w.proc.poll() is None:
                 w.proc.kill()
                 w.proc.wait()
 
-
-PARENT = os.getppid()
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":

@@ -34,6 +34,10 @@ import time
 
 import psycopg2
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from restart_common import (Monitor, Worker, connect, fail, log, lost_connection,  # noqa: E402
+                            orphaned, server_log_problems, server_log_size)
+
 DB = "coord_crash_jobs"
 QUEUE = "crash_jobs"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,46 +48,17 @@ LEASE = "2 seconds"
 TIME_LIMIT = 120.0          # seconds for the processing, from the first worker start
 RECONNECT_LIMIT = 60.0      # seconds a worker keeps trying to reconnect
 
-# SQLSTATEs that mean the session is gone (or not there yet), not an SQL error.
-CONNECTION_STATES = {"57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004"}
 
-
-def log(msg):
-    print(msg, flush=True)
 
 
 # ---------------------------------------------------------------- worker
-
-def lost_connection(conn, err):
-    return conn is None or conn.closed != 0 or err.pgcode is None or err.pgcode in CONNECTION_STATES
-
-
-def orphaned():
-    """The driver is gone (it died or was killed): stop instead of working on."""
-    if os.getppid() != PARENT:
-        sys.exit(3)
-
-
-def connect(app, limit):
-    deadline = time.monotonic() + limit
-    while True:
-        orphaned()
-        try:
-            conn = psycopg2.connect(dbname=DB, application_name=app)
-            conn.autocommit = False
-            return conn
-        except psycopg2.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
 
 def worker(name, mode, seed):
     """Claims batches of 1..10 jobs and does each in one transaction with complete."""
     rng = random.Random(seed)
     session_bound = mode == "session"
     stats = {"done": 0, "refused": 0, "reconnects": 0, "claims": 0, "errors": []}
-    conn = connect(name, RECONNECT_LIMIT)
+    conn = connect(DB, name, RECONNECT_LIMIT)
     hand = []               # claimed jobs not yet done: [(id, token)]
     in_doubt = False        # hand[0] was being committed when the connection went
     carried = set()         # jobs claimed by an earlier connection of this worker
@@ -136,7 +111,7 @@ def worker(name, mode, seed):
                 stats["reconnects"] += 1
                 in_doubt = bool(hand)
                 carried = {job_id for job_id, _ in hand}
-                conn = connect(name, RECONNECT_LIMIT)
+                conn = connect(DB, name, RECONNECT_LIMIT)
                 continue
             stats["errors"].append(f"{err.pgcode}: {str(err).strip()}")
             sys.stderr.write(f"{name}: unexpected error {err.pgcode}: {err}")
@@ -153,41 +128,6 @@ def worker(name, mode, seed):
 
 
 # ---------------------------------------------------------------- driver
-
-def fail(msg):
-    log("FAIL: " + msg)
-    sys.exit(1)
-
-
-class Monitor:
-    """The driver's own connection, which survives the restart."""
-
-    def __init__(self):
-        self.conn = None
-
-    def one(self, sql, *args, limit=RECONNECT_LIMIT):
-        deadline = time.monotonic() + limit
-        while True:
-            try:
-                if self.conn is None or self.conn.closed:
-                    self.conn = psycopg2.connect(dbname=DB, application_name="jobs-driver")
-                    self.conn.autocommit = True
-                cur = self.conn.cursor()
-                cur.execute(sql, args)
-                return cur.fetchone()
-            except psycopg2.Error as err:
-                if self.conn is not None and not lost_connection(self.conn, err):
-                    raise
-                if self.conn is not None:
-                    try:
-                        self.conn.close()
-                    except psycopg2.Error:
-                        pass
-                self.conn = None
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-
 
 def setup():
     admin = psycopg2.connect(dbname="postgres")
@@ -239,14 +179,6 @@ def setup():
     cur.execute("ANALYZE")
     conn.close()
     return elapsed, problems
-
-
-class Worker:
-    def __init__(self, name, mode, seed):
-        self.name, self.mode = name, mode
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", name, mode, str(seed)],
-                                     stdout=subprocess.PIPE, text=True)
-        self.killed = False
 
 
 def check(mon, workers, kills, restarts, elapsed, problems):
@@ -351,27 +283,6 @@ def check(mon, workers, kills, restarts, elapsed, problems):
         f"and {restarts} immediate restart in {elapsed:.1f}s ({refused - refused_own} lost claims refused)")
 
 
-def server_log_size():
-    path = os.path.join(os.environ.get("COORD_TMP", ""), "server.log")
-    return os.path.getsize(path) if os.path.exists(path) else None
-
-
-def server_log_problems(start):
-    """Lines of the server log since start that show a backend crash or an assertion.
-
-    A backend that crashed would make the server restart every session, which
-    the workers survive by reconnecting: only the log tells it apart from the
-    restart the test does itself."""
-    if start is None:
-        return []
-    path = os.path.join(os.environ["COORD_TMP"], "server.log")
-    with open(path, errors="replace") as f:
-        f.seek(start)
-        text = f.read()
-    bad = ("was terminated by signal", "PANIC:", "TRAP:", "terminated abnormally")
-    return [line for line in text.splitlines() if any(b in line for b in bad)]
-
-
 def main():
     seed = int(os.environ.get("JOBS_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
@@ -391,9 +302,9 @@ def main():
     def spawn(mode):
         nonlocal serial
         serial += 1
-        return Worker(f"w{serial}-{mode}", mode, rng.randrange(1 << 30))
+        return Worker(__file__, f"w{serial}-{mode}", mode, rng.randrange(1 << 30))
 
-    mon = Monitor()
+    mon = Monitor(DB, "jobs-driver", RECONNECT_LIMIT)
     workers = []
     try:
         run(mon, workers, spawn, modes, kill_at, kill_kinds, restart_at, rng, problems, log_start)
@@ -458,7 +369,6 @@ def run(mon, workers, spawn, modes, kill_at, kill_kinds, restart_at, rng, proble
     check(mon, workers, kills, restarts, elapsed, problems)
 
 
-PARENT = os.getppid()
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
