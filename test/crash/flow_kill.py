@@ -32,7 +32,7 @@ import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from restart_common import (Monitor, Worker, connect, fail, log, lost_connection,  # noqa: E402
-                            orphaned, server_log_problems, server_log_size)
+                            orphaned, server_log_problems, server_log_size, verdict, worker_reports)
 
 DB = "coord_crash_flow"
 QUEUE = "crash_flow"
@@ -182,38 +182,10 @@ def check(mon, workers, kills, restarts, elapsed, edges, crashes):
         problems.append(f"left behind in coord.job/job_wait/job_dep: {left}")
     if tuple(hist) != (N_NODES, 0):
         problems.append(f"coord.job_history has {hist}, expected ({N_NODES}, 0)")
-    errors = []
-    for w in workers:
-        if w.killed:
-            continue
-        out = w.proc.stdout.read().strip().splitlines()
-        w.proc.wait()
-        if w.proc.returncode != 0 or not out:
-            problems.append(f"worker {w.name} exited with {w.proc.returncode}")
-        if out:
-            errors += [f"{w.name}: {e}" for e in json.loads(out[-1])["errors"]]
-    for e in errors[:10]:
-        log("  " + e)
-    if errors:
-        problems.append(f"{len(errors)} unexpected errors in workers")
-    if kills != N_KILLS or restarts != 1:
-        problems.append(f"{kills} kills and {restarts} restarts, expected {N_KILLS} and 1")
-    for line in crashes[:10]:
-        log("server log: " + line)
-    if crashes:
-        problems.append(f"{len(crashes)} lines of the server log show a backend crash")
-    if problems:
-        for p in problems:
-            log("problem: " + p)
-        log(f"(database {DB} is kept for inspection)")
-        fail("; ".join(problems))
-    mon.conn.close()
-    admin = psycopg2.connect(dbname="postgres")
-    admin.autocommit = True
-    admin.cursor().execute(f"DROP DATABASE {DB} WITH (FORCE)")
-    admin.close()
-    log(f"flow_kill: a flow of {N_NODES} nodes ({edges} edges) done exactly once, parents first, by "
-        f"{N_WORKERS} workers across {kills} SIGKILLs and {restarts} immediate restart in {elapsed:.1f}s")
+    worker_reports(workers, problems, kills, restarts, N_KILLS)
+    verdict(mon, DB, problems, crashes,
+            f"flow_kill: a flow of {N_NODES} nodes ({edges} edges) done exactly once, parents first, by "
+            f"{N_WORKERS} workers across {kills} SIGKILLs and {restarts} immediate restart in {elapsed:.1f}s")
 
 
 def main():

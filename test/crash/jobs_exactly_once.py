@@ -36,7 +36,7 @@ import psycopg2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from restart_common import (Monitor, Worker, connect, fail, log, lost_connection,  # noqa: E402
-                            orphaned, server_log_problems, server_log_size)
+                            orphaned, server_log_problems, server_log_size, verdict, worker_reports)
 
 DB = "coord_crash_jobs"
 QUEUE = "crash_jobs"
@@ -181,7 +181,7 @@ def setup():
     return elapsed, problems
 
 
-def check(mon, workers, kills, restarts, elapsed, problems):
+def check(mon, workers, kills, restarts, elapsed, problems, crashes):
     q = mon.one
     n_results, n_distinct = q("SELECT count(*), count(DISTINCT job_id) FROM results")
     twice = q("SELECT count(*), min(job_id) FROM (SELECT job_id FROM results GROUP BY job_id "
@@ -247,40 +247,10 @@ def check(mon, workers, kills, restarts, elapsed, problems):
     if stats is None or tuple(stats) != (0, 0, 0, 0, N_JOBS):
         problems.append(f"coord.queue_stats shows {stats}, expected (0, 0, 0, 0, {N_JOBS})")
 
-    errors = []
-    reconnects = 0
-    clean = 0
-    for w in workers:
-        if w.killed:
-            continue
-        out = w.proc.stdout.read().strip().splitlines()
-        w.proc.wait()
-        if w.proc.returncode != 0 or not out:
-            problems.append(f"worker {w.name} exited with {w.proc.returncode}")
-        if out:
-            s = json.loads(out[-1])
-            errors += [f"{w.name}: {e}" for e in s["errors"]]
-            reconnects += s["reconnects"]
-            clean += 1
-    log(f"{clean} workers finished cleanly, {reconnects} reconnects; unexpected errors: {len(errors)}")
-    for e in errors[:10]:
-        log("  " + e)
-    if errors:
-        problems.append(f"{len(errors)} unexpected errors in workers")
-    if kills != N_KILLS or restarts != 1:
-        problems.append(f"{kills} kills and {restarts} restarts, expected {N_KILLS} and 1")
-    if problems:
-        for p in problems:
-            log("problem: " + p)
-        log(f"(database {DB} is kept for inspection)")
-        fail("; ".join(problems))
-    mon.conn.close()
-    admin = psycopg2.connect(dbname="postgres")
-    admin.autocommit = True
-    admin.cursor().execute(f"DROP DATABASE {DB} WITH (FORCE)")
-    admin.close()
-    log(f"jobs_exactly_once: {N_JOBS} jobs done exactly once by {N_WORKERS} workers across {kills} SIGKILLs "
-        f"and {restarts} immediate restart in {elapsed:.1f}s ({refused - refused_own} lost claims refused)")
+    worker_reports(workers, problems, kills, restarts, N_KILLS)
+    verdict(mon, DB, problems, crashes,
+            f"jobs_exactly_once: {N_JOBS} jobs done exactly once by {N_WORKERS} workers across {kills} SIGKILLs "
+            f"and {restarts} immediate restart in {elapsed:.1f}s ({refused - refused_own} lost claims refused)")
 
 
 def main():
@@ -361,12 +331,7 @@ def run(mon, workers, spawn, modes, kill_at, kill_kinds, restart_at, rng, proble
         time.sleep(0.05)
     elapsed = time.monotonic() - t0
     log(f"all workers finished after {elapsed:.1f}s")
-    crashes = server_log_problems(log_start)
-    for line in crashes[:10]:
-        log("server log: " + line)
-    if crashes:
-        problems.append(f"{len(crashes)} lines of the server log show a backend crash")
-    check(mon, workers, kills, restarts, elapsed, problems)
+    check(mon, workers, kills, restarts, elapsed, problems, server_log_problems(log_start))
 
 
 

@@ -4,6 +4,7 @@ an SQL error, reconnecting, stopping when the driver is gone, the driver's
 own reconnecting connection, a worker process running the script's
 `worker` entry, and the server log's crash lines.  Not a test of its own:
 no .sh runs it."""
+import json
 import os
 import subprocess
 import sys
@@ -112,3 +113,50 @@ def server_log_problems(start):
         text = f.read()
     bad = ("was terminated by signal", "PANIC:", "TRAP:", "terminated abnormally")
     return [line for line in text.splitlines() if any(b in line for b in bad)]
+
+
+def worker_reports(workers, problems, kills, restarts, n_kills):
+    """Reads the last line (JSON stats) of every worker not killed; adds to
+    problems a worker that failed, its unexpected errors, and kills or
+    restarts other than planned.  Returns (clean workers, reconnects)."""
+    errors, reconnects, clean = [], 0, 0
+    for w in workers:
+        if w.killed:
+            continue
+        out = w.proc.stdout.read().strip().splitlines()
+        w.proc.wait()
+        if w.proc.returncode != 0 or not out:
+            problems.append(f"worker {w.name} exited with {w.proc.returncode}")
+        if out:
+            s = json.loads(out[-1])
+            errors += [f"{w.name}: {e}" for e in s["errors"]]
+            reconnects += s.get("reconnects", 0)
+            clean += 1
+    log(f"{clean} workers finished cleanly, {reconnects} reconnects; unexpected errors: {len(errors)}")
+    for e in errors[:10]:
+        log("  " + e)
+    if errors:
+        problems.append(f"{len(errors)} unexpected errors in workers")
+    if kills != n_kills or restarts != 1:
+        problems.append(f"{kills} kills and {restarts} restarts, expected {n_kills} and 1")
+    return clean, reconnects
+
+
+def verdict(mon, db, problems, crashes, summary):
+    """Fails with every problem (keeping the database), or drops the
+    database and prints summary."""
+    for line in crashes[:10]:
+        log("server log: " + line)
+    if crashes:
+        problems.append(f"{len(crashes)} lines of the server log show a backend crash")
+    if problems:
+        for p in problems:
+            log("problem: " + p)
+        log(f"(database {db} is kept for inspection)")
+        fail("; ".join(problems))
+    mon.conn.close()
+    admin = psycopg2.connect(dbname="postgres")
+    admin.autocommit = True
+    admin.cursor().execute(f"DROP DATABASE {db} WITH (FORCE)")
+    admin.close()
+    log(summary)
