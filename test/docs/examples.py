@@ -21,6 +21,13 @@ meta-command such as \\gset): psql would otherwise glue it to the next one.
 An unknown marker, a marker not directly before a ```sql fence, or an
 unterminated fence (of any language) fails the page without running it.
 
+Every ```python block needs a marker of its own: `<!-- example: run -->`
+runs it, after the page's SQL, with Debian's python3 (psycopg2 and
+psycopg 3 are there) in a fresh database of its own (PGDATABASE), and it
+must exit 0 within the page's time (end it with an assert of what it
+shows); `<!-- example: skip -->` says why not in the text around it (a
+fragment, a second host, the quick start's own test).
+
     test/docs/examples.py [PAGE...]     pages relative to the repository root
                                         (default: README.md and docs/**/*.md)
     test/docs/examples.py --check [PAGE...]   parse only, no server
@@ -44,6 +51,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DB = "coord_docs_examples"
 PAGE_TIMEOUT = int(os.environ.get("COORD_DOCS_PAGE_TIMEOUT", "120"))
 END = "@@pg_coord-docs-examples-end@@"
+# Debian's python3 has psycopg2 and psycopg 3, whatever python3 comes first on PATH
+PYTHON = os.environ.get("COORD_DOCS_PYTHON", "/usr/bin/python3")
 
 FENCE_OPEN = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 MARKER_START = re.compile(r"^\s*<!--\s*example\b")
@@ -71,6 +80,7 @@ class Block:
         self.skip = False
         self.error = None           # expected SQLSTATE
         self.setup = []             # [(md_line, text)] hidden SQL
+        self.lang = "sql"
 
 
 def terminated(lines):
@@ -128,10 +138,10 @@ def parse_marker(page_lines, i):
         nxt = j + 1
     first = text[0][1].strip()
     word, _, rest = first.partition(" ")
-    if word == "skip":
+    if word in ("skip", "run"):
         if rest.strip() or any(t.strip() for _, t in text[1:]):
-            raise PageError(start, "example: skip takes nothing after it")
-        return "skip", None, None, nxt
+            raise PageError(start, f"example: {word} takes nothing after it")
+        return word, None, None, nxt
     if word == "error":
         state = rest.strip()
         if not SQLSTATE.match(state) or any(t.strip() for _, t in text[1:]):
@@ -145,7 +155,7 @@ def parse_marker(page_lines, i):
         if not terminated(sql):
             raise PageError(start, "the setup's last statement does not end with ';'")
         return "setup", None, sql, nxt
-    raise PageError(start, f"unknown example marker {word!r} (known: skip, error SQLSTATE, setup)")
+    raise PageError(start, f"unknown example marker {word!r} (known: skip, error SQLSTATE, setup, run)")
 
 
 def parse_page(text):
@@ -178,9 +188,19 @@ def parse_page(text):
                 j += 1
             if j == len(page_lines):
                 raise PageError(i + 1, f"unterminated {fence} fence")
-            if lang == "sql":
+            if lang == "python":
+                kinds = [p[0] for p in pending]
+                if kinds not in (["run"], ["skip"]):
+                    raise PageError(i + 1, "a ```python block needs one marker: <!-- example: run --> "
+                                           "or <!-- example: skip -->")
+                b = Block(i + 1, content)
+                b.lang, b.skip = "python", kinds == ["skip"]
+                blocks.append(b)
+            elif lang == "sql":
                 b = Block(i + 1, content)
                 for kind, arg, sql, _, mline in pending:
+                    if kind == "run":
+                        raise PageError(mline, "example: run is for ```python blocks (sql blocks run anyway)")
                     if kind == "skip":
                         b.skip = True
                     elif kind == "error":
@@ -240,6 +260,8 @@ def run_page(page, blocks):
         origin.append(None)
 
     for b in blocks:
+        if b.lang != "sql":
+            continue
         emit(b, b.setup)
         if b.skip:
             continue
@@ -297,6 +319,29 @@ def run_page(page, blocks):
     for b in blocks:
         if b.error and not b.skip and b not in seen:
             return f"{page}:{b.line}: the block ran without an error, expected SQLSTATE {b.error}"
+    for b in blocks:
+        if b.lang == "python" and not b.skip:
+            err = run_python(page, b)
+            if err:
+                return err
+    return None
+
+
+def run_python(page, b):
+    """Runs a ```python block in a fresh database; None or the failure."""
+    fresh_db()
+    try:
+        env = dict(os.environ, PGDATABASE=DB)
+        try:
+            r = subprocess.run([PYTHON, "-c", "\n".join(t for _, t in b.lines)], env=env,
+                               capture_output=True, text=True, timeout=PAGE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"{page}:{b.line}: the python block timed out after {PAGE_TIMEOUT} s"
+    finally:
+        drop_db()
+    if r.returncode != 0:
+        tail = " | ".join(r.stderr.strip().splitlines()[-3:])
+        return f"{page}:{b.line}: the python block exited {r.returncode}: {tail}"
     return None
 
 
@@ -372,7 +417,7 @@ def main(argv):
             print(f"ok {k} - {page} ({nblocks} blocks, {skipped} skipped"
                   f"{', not run' if check_only else ''})")
     print(f"1..{len(plist)}")
-    print(f"examples: {len(plist)} pages, {total_blocks} sql blocks, {failed} pages failed")
+    print(f"examples: {len(plist)} pages, {total_blocks} blocks, {failed} pages failed")
     return 1 if failed else 0
 
 
