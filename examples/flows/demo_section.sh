@@ -234,7 +234,7 @@ flows_demo_run() {
   t=$((SECONDS + 10))
   while ! grep -q "job $xjob end" "$FL_TMP/agent.log" && [ $SECONDS -lt $t ]; do sleep 0.02; done
   echo "     the agent's log (it LISTENs on the job's channel \"coord:job:$xjob\"; the cancel NOTIFYs it at its commit):"
-  grep -E "job $xjob[ :]" "$FL_TMP/agent.log" | sed 's/^/      | /'
+  grep -E "job ${xjob}[ :]" "$FL_TMP/agent.log" | sed 's/^/      | /'
 
   # ------------------------------------------------------------ 6. stop
   local alive=() name stopped=0

@@ -26,7 +26,7 @@ drop_db() {
 . "$ROOT/examples/flows/demo_section.sh"
 report=$(mktemp)
 set +e
-flows_demo | tee "$report"
+flows_demo "$@" | tee "$report"
 rc=${PIPESTATUS[0]}
 set -e
 
