@@ -294,10 +294,11 @@ flows_demo_run() {
   # notifications' after the aggregate's end, the callback's after the last
   # notification's end
   after=$(fl_q "
-    SELECT (SELECT count(*) FROM flows.claims AS c JOIN flows.nodes AS n ON n.job_id = c.job_id
-             WHERE c.claimed_at <= ALL (SELECT r.ended_at FROM flows.nodes AS p
-                                          JOIN flows.results AS r ON r.job_id = p.job_id WHERE p.name = ANY (n.after))
-               AND n.after <> '{}')
+    SELECT (SELECT count(*) FROM flows.claims AS c JOIN flows.nodes AS n ON n.job_id = c.job_id,
+                   LATERAL (SELECT max(r.ended_at) AS last, count(DISTINCT p.name) AS ended
+                              FROM flows.nodes AS p JOIN flows.results AS r ON r.job_id = p.job_id
+                             WHERE p.name = ANY (n.after)) AS pe
+             WHERE n.after <> '{}' AND (pe.ended < cardinality(n.after) OR c.claimed_at <= pe.last))
            + (SELECT count(*) FROM flows.claims AS c
                WHERE c.queue = 'notify' AND c.claimed_at <= (SELECT r.ended_at FROM flows.results AS r
                                                                WHERE r.node = 'aggregate'))
