@@ -47,7 +47,7 @@ def main():
     flow = [
         node("fetch", "fetch", file=file, rows=48210, ms=300),
         node("clean", "transform", ["fetch"], drops=312, ms=800),
-        node("geocode", "transform", ["fetch"], ms=1000),
+        node("geocode", "transform", ["fetch"], ms=1500),
         node("dedupe", "transform", ["fetch"], drops=95, ms=600),
         node("aggregate", "aggregate", ["clean", "geocode", "dedupe"],
              report="import " + file, customers=customers, ms=200),
