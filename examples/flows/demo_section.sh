@@ -192,7 +192,8 @@ flows_demo_run() {
 
   # ------------------------------------------------------------ 4. the producer's awaits
   local producer_ok=0
-  fl_wait_exit "${FL_PID[producer]}" 60 || echo "    the producer still runs after 60 s"
+  fl_wait_exit "${FL_PID[producer]}" 60 ||
+    { echo "    the producer still ran after 60 s: SIGKILL"; kill -KILL "${FL_PID[producer]}" 2>/dev/null || true; }
   rc=0; { wait "${FL_PID[producer]}"; } 2>/dev/null || rc=$?
   [ "$rc" = 0 ] && producer_ok=1
   unset 'FL_PID[producer]'
