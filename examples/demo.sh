@@ -25,6 +25,7 @@ SCENARIOS=(
   "S4|mail runners: claims, leases, weighted partition groups (was per-runner hash splits)|demo_s4"
   "S5|application-server scheduler: recurring events, one run at a time|demo_s5"
   "agent|coord-agent: S2 apps on two hosts, S1 components as agent tasks, the status view|demo_agent"
+  "flows|workflows: an import flow, a batch with a callback, cancel and await (was a queue library + a home-made DAG runner)|demo_flows"
 )
 
 # ---------------------------------------------------------------- scenarios
@@ -46,6 +47,8 @@ demo_s4() { . "$EXAMPLES/s4/demo_section.sh"; s4_demo; }
 demo_s5() { . "$EXAMPLES/s5/demo_section.sh"; s5_demo; }
 
 demo_agent() { . "$EXAMPLES/agent/demo_section.sh"; agent_demo; }
+
+demo_flows() { . "$EXAMPLES/flows/demo_section.sh"; flows_demo; }
 
 # ---------------------------------------------------------------- driver
 

@@ -5,7 +5,7 @@
 # private cluster, runs the chosen job, stops the cluster.
 #
 #   test/run.sh test    every suite; ends with "N passed, M failed"
-#   test/run.sh demo    the S1-S5 scenarios with real worker processes
+#   test/run.sh demo    the demo's scenarios (examples/demo.sh) with real worker processes
 #   test/run.sh bench   make bench: figures side by side with raw SQL
 set -u
 . "$(dirname "$0")/lib.sh"
