@@ -223,8 +223,12 @@ s2_demo_run() {
   big_ok=$(s2_q "WITH up AS (SELECT finished_at, row_number() OVER (ORDER BY finished_at DESC) AS n
                                 FROM coord.app_runs WHERE app IN ('adxcheck', 'retgtcheck')
                                  AND period_start < timestamptz '$week' + interval '7 days')
+                 -- created by the complete of one of the week's last two hourly runs:
+                 -- created_at is that transaction's start, before its finished_at
+                 -- (clock_timestamp); when the last two completes overlap, either
+                 -- may commit last, so it is compared with the third-last
                  SELECT b.created_at <= (SELECT finished_at FROM up WHERE n = 1)
-                    AND b.created_at > (SELECT finished_at FROM up WHERE n = 2)
+                    AND b.created_at > (SELECT finished_at FROM up WHERE n = 3)
                    FROM coord.app_runs AS b WHERE b.app = 'bigcounter'")
   timed=$(s2_q "SELECT state || ' ' || attempts FROM coord.runs WHERE app = 'adxcheck' AND period_start = '$hang'")
   late=$(cat "$S2_LOGDIR"/w*.log | grep -c 'late complete of adxcheck .* -> False' || true)
