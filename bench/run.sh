@@ -1171,9 +1171,12 @@ SELECT min(id), max(id) - min(id) + 1, (SELECT id FROM coord.job_history WHERE q
   CONFIG_OPTS[enq-done]="-D pdone=$pdone"
   COUNT_SQL[claim-none]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
   COUNT_SQL[claim-wait]=${COUNT_SQL[claim-none]}
+  # warm-up: both kinds of runs once (the first claim run after the fill ran
+  # at a third of the later ones' rate)
+  prerun_workflows claim-none || return 1
   "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 3 -D pbase="$pbase" -D pdone="$pdone" \
     -f "$BENCH_DIR/workflows-enq.sql" -f "$BENCH_DIR/workflows-enqafter.sql" -f "$BENCH_DIR/workflows-enqdone.sql" \
-    "$BENCH_DB" >"$OUT/$STAMP/workflows-warmup.log" 2>&1
+    -f "$BENCH_DIR/jobs-claim-coord.sql" "$BENCH_DB" >"$OUT/$STAMP/workflows-warmup.log" 2>&1
   run_section workflows enq:workflows-enq.sql enq-after:workflows-enqafter.sql enq-done:workflows-enqdone.sql \
     claim-none:jobs-claim-coord.sql
   cp "$OUT/workflows.tsv" "$OUT/workflows-a.tsv"
