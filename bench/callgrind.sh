@@ -64,6 +64,18 @@ SELECT coord.enqueue('pd', '{}');
 SELECT coord.complete(id, token) FROM coord.claim('pd');
 VACUUM ANALYZE;
 SQL
+# CALLGRIND_WAITING=N: N waiting jobs in queue q (after a parent that never
+# ends), to count what a waiting backlog costs the claims (issue 27)
+if [ "${CALLGRIND_WAITING:-0}" -gt 0 ]; then
+  psql -qX -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -v ON_ERROR_STOP=1 >/dev/null <<SQL
+SELECT coord.enqueue('wbp', '{}');
+SELECT count(*) FROM generate_series(1, ceil(${CALLGRIND_WAITING} / 10000.0)::int) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('i', i), ARRAY[10000]),
+                             after => ARRAY[(SELECT id FROM coord.job WHERE queue = 'wbp')]) AS e;
+VACUUM ANALYZE;
+SQL
+  log "waiting jobs in queue q: $(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT count(*) FROM coord.job_wait WHERE queue = 'q'")"
+fi
 PLIVE=$(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT id FROM coord.job WHERE queue = 'p'")
 PDONE=$(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT id FROM coord.job_history WHERE queue = 'pd'")
 as_pg "$PGBIN/pg_ctl" -D "$DATA" -w stop >/dev/null

@@ -1207,7 +1207,7 @@ import sys, statistics
 rel = [l.split() for l in open(sys.argv[1]) if l.strip()]
 ms = [float(r[1]) for r in rel]
 print()
-print(f"Release of {int(sys.argv[3]):,} waiting children: one \`coord.complete\` of their parent, while 4 pgbench workers claim + complete jobs of queue q:")
+print(f"Release of {int(sys.argv[3]):,} waiting children: one `coord.complete` of their parent, while 4 pgbench workers claim + complete jobs of queue q:")
 print()
 print("| round | completing statement, ms | children ready after it | q jobs other workers finished during it | workers' claims + completes/s over their 6 s run |")
 print("|---|---|---|---|---|")
