@@ -189,14 +189,14 @@ LockParents(SPIPlanPtr *lock, SPIPlanPtr *mark, bool live, Datum *args, int64 *f
 
 	if (live)
 		SteeredExec(lock,
-				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
-				  "FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+					"SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+					"FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
 	else
 		SteeredExec(lock,
-				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
-				  "FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+					"SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+					"FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
 	n = (int) SPI_processed;
 	unmarked = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < SPI_processed; i++)
@@ -214,14 +214,14 @@ LockParents(SPIPlanPtr *lock, SPIPlanPtr *mark, bool live, Datum *args, int64 *f
 		margs[0] = IdArray(unmarked, nu);
 		if (live)
 			SteeredExec(mark,
-					  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+						"UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+						"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+						1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
 		else
 			SteeredExec(mark,
-					  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+						"UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+						"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+						1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
 	}
 	return n;
 }
@@ -274,9 +274,9 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 
 		args[0] = IdArray(rest, nrest);
 		SteeredExec(&plan_ended,
-				  "SELECT id, state OPERATOR(pg_catalog.<>) 'done' FROM coord.job_history "
-				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "finding ended parents");
+					"SELECT id, state OPERATOR(pg_catalog.<>) 'done' FROM coord.job_history "
+					"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "finding ended parents");
 		for (i = 0; i < SPI_processed; i++)
 		{
 			bool		isnull;
