@@ -17,6 +17,11 @@
 #          (issue 16: at most 1.1x coord)
 #   raw:   WITH c AS (UPDATE ... FOR UPDATE SKIP LOCKED ... RETURNING id)
 #          DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id
+# Enqueue sides (issue 27, not in the default; CALLGRIND_SIDES="enq enqafter
+# enqdone"): the instructions per enqueue of
+#   enq:      SELECT coord.enqueue('e', '{"x":1}')
+#   enqafter: the same with after => ARRAY[p], p a live job in another queue
+#   enqdone:  the same with after => ARRAY[p], p a finished job (history)
 # Each side also runs 0 jobs (start-up and PREPARE only), which is
 # subtracted.  Both run claim and complete in one statement here (make bench
 # runs them as two transactions), so only the ratio and the changes between
@@ -51,14 +56,37 @@ CREATE TABLE bench_jobs (id bigserial PRIMARY KEY, queue text NOT NULL, payload 
   state text NOT NULL DEFAULT 'ready', attempts int NOT NULL DEFAULT 0, locked_until timestamptz);
 CREATE INDEX bench_jobs_ready ON bench_jobs (queue, priority DESC, run_at, id) WHERE state = 'ready';
 INSERT INTO bench_jobs (queue, payload) SELECT 'q', '{"x":1}' FROM generate_series(1, 40000);
+-- the enqueue sides' parents: a live job (with a child already, so it is
+-- marked as a parent, as in steady use) and a finished one
+SELECT coord.enqueue('p', '{}', priority => -1);
+SELECT coord.enqueue('p', '{}', after => ARRAY[(SELECT max(id) FROM coord.job WHERE queue = 'p')]);
+SELECT coord.enqueue('pd', '{}');
+SELECT coord.complete(id, token) FROM coord.claim('pd');
 VACUUM ANALYZE;
 SQL
+# CALLGRIND_WAITING=N: N waiting jobs in queue q (after a parent that never
+# ends), to count what a waiting backlog costs the claims (issue 27)
+if [ "${CALLGRIND_WAITING:-0}" -gt 0 ]; then
+  psql -qX -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -v ON_ERROR_STOP=1 >/dev/null <<SQL
+SELECT coord.enqueue('wbp', '{}');
+SELECT count(*) FROM generate_series(1, ceil(${CALLGRIND_WAITING} / 10000.0)::int) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('i', i), ARRAY[10000]),
+                             after => ARRAY[(SELECT id FROM coord.job WHERE queue = 'wbp')]) AS e;
+VACUUM ANALYZE;
+SQL
+  log "waiting jobs in queue q: $(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT count(*) FROM coord.job_wait WHERE queue = 'q'")"
+fi
+PLIVE=$(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT id FROM coord.job WHERE queue = 'p'")
+PDONE=$(psql -qXAt -h "$TMP" -p "${COORD_PGPORT:-54361}" -U postgres -d postgres -c "SELECT id FROM coord.job_history WHERE queue = 'pd'")
 as_pg "$PGBIN/pg_ctl" -D "$DATA" -w stop >/dev/null
 
 declare -A PREP=(
   [coord]="PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
   [worker]="SET ROLE cg_worker; PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q');"
   [group]="SELECT coord.join('g', 'm'); PREPARE j AS SELECT coord.complete(id, token) FROM coord.claim('q', partition_group => 'g');"
+  [enq]="PREPARE j AS SELECT coord.enqueue('e', '{\"x\":1}');"
+  [enqafter]="PREPARE j AS SELECT coord.enqueue('e', '{\"x\":1}', after => ARRAY[${PLIVE}::bigint]);"
+  [enqdone]="PREPARE j AS SELECT coord.enqueue('e', '{\"x\":1}', after => ARRAY[${PDONE}::bigint]);"
   [raw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
 )
 # instructions of one single-user run of n jobs, on a fresh copy of the data
@@ -70,6 +98,8 @@ count() {
   as_pg valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
     "$PGBIN/postgres" --single -D "$copy" -c shared_preload_libraries= postgres \
     <"$TMP/script.sql" >"$TMP/single.log" 2>&1
+  # CALLGRIND_KEEP=DIR keeps each run's profile (callgrind_annotate it)
+  [ -n "${CALLGRIND_KEEP:-}" ] && cp "$TMP/cg.out" "$CALLGRIND_KEEP/cg.$side.$n.out"
   sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$TMP/single.log"
 }
 printf '%-6s %14s %16s\n' side "jobs" "instructions/job"

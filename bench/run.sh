@@ -27,6 +27,11 @@
 #   limits    claim + complete with a per-key concurrency limit and a
 #             per-key rate limit over 100 keys against no limit (issue 17:
 #             at least 0.8x)
+#   workflows (not in the default; about 5 minutes) issue 27: enqueue with
+#             after of one parent against a plain enqueue, claim + complete
+#             with 1,000,000 waiting jobs in the queue against none, a parent
+#             with 1,000 waiting children finished while workers claim,
+#             coord.await's wake-up against LISTEN/NOTIFY (bench/await_notify.py)
 #   fence     (not in the default) a write guarded by coord.fence_ok against
 #             the same write unchecked, per client's path and on one shared
 #             path (issue 24)
@@ -1069,6 +1074,192 @@ read.  Measures as in the lock section: writes/s and CPU µs per write." \
   write_block fence "$OUT/fence.md"
   cp "$OUT/fence.md" "$OUT/$STAMP/"
   cat "$OUT/fence.table.md"
+}
+
+# Workflows (issue 27): enqueue with after of one parent against a plain
+# enqueue (at most 1.2x: throughput ratio at least 0.83); claim + complete
+# with 1,000,000 waiting jobs (coord.job_wait) in the claimed queue against
+# none (within 5%); a parent with 1,000 waiting children finished while 4
+# workers claim other jobs; coord.await's wake-up against LISTEN/NOTIFY's.
+WORKFLOWS_SPEC='enq|coord.enqueue|1 job/xact, 4 clients|-|pair
+enq-after|coord.enqueue, after => one live parent|a parent per client|enq|pair|0.833
+enq-done|coord.enqueue, after => one finished parent|one parent, all clients|enq|pair
+claim-none|coord.claim + complete, no waiting jobs|1 job/claim, 4 workers|-|count
+claim-wait|coord.claim + complete, WF_BACKLOG waiting jobs in the same queue|1 job/claim, 4 workers|claim-none|count|0.95'
+WF_BACKLOG=${WF_BACKLOG:-1000000}
+WF_CHILDREN=${WF_CHILDREN:-1000}
+WF_AWAIT_RUNS=${WF_AWAIT_RUNS:-200}
+
+prerun_workflows() {
+  case $1 in
+    enq*)
+      psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<'SQL' || return 1
+DELETE FROM coord.job_dep AS d USING coord.job_wait AS w WHERE w.id = d.child AND w.queue = 'we';
+DELETE FROM coord.job_dep AS d USING coord.job AS j WHERE j.id = d.child AND j.queue = 'we';
+DELETE FROM coord.job_wait WHERE queue = 'we';
+DELETE FROM coord.job WHERE queue = 'we';
+VACUUM ANALYZE coord.job;
+VACUUM ANALYZE coord.job_wait;
+VACUUM ANALYZE coord.job_dep;
+CHECKPOINT;
+SQL
+      ;;
+    claim*)
+      psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<'SQL' || return 1
+SELECT count(*) FROM generate_series(1, ceil(greatest(50000 - (SELECT count(*) FROM coord.job WHERE queue = 'q'), 0) / 1000.0)::int) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('i', i), ARRAY[1000])) AS e;
+VACUUM ANALYZE coord.job;
+VACUUM ANALYZE coord.job_history;
+CHECKPOINT;
+SQL
+      ;;
+  esac
+}
+
+# wf_release ROUND: a parent with WF_CHILDREN waiting children is finished
+# while 4 pgbench workers claim + complete jobs of queue q; appends "round
+# ms ready_after q_jobs_finished_meanwhile pgbench_tps" to workflows-release.tsv.
+wf_release() {
+  local r=$1 log=$OUT/$STAMP/workflows-release-$1 pid out
+  psql -qXAt -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SELECT coord.enqueue('wrp', '{}');
+SELECT count(*) FROM coord.enqueue_many('wrc$r', array_fill('{}'::jsonb, ARRAY[$WF_CHILDREN]),
+  after => ARRAY[(SELECT max(id) FROM coord.job WHERE queue = 'wrp')]);
+VACUUM ANALYZE coord.job_wait;
+SQL
+  "$PGBENCH" -n -M prepared -c 4 -j "$BENCH_THREADS" -T 6 -f "$BENCH_DIR/jobs-claim-coord.sql" "$BENCH_DB" >"$log.pgbench" 2>&1 &
+  pid=$!
+  sleep 3
+  out=$(psql -qXAt -F ' ' -v ON_ERROR_STOP=1 -d "$BENCH_DB" <<SQL | tail -1
+SELECT id AS pid, token AS ptoken FROM coord.claim('wrp', 1, '1 hour') \gset
+SELECT clock_timestamp() AS t0 \gset
+SELECT coord.complete(:pid, :ptoken) \gset
+SELECT clock_timestamp() AS t1 \gset
+SELECT round(extract(epoch FROM (:'t1'::timestamptz - :'t0'::timestamptz)) * 1000, 1),
+       (SELECT count(*) FROM coord.job WHERE queue = 'wrc$r'),
+       (SELECT count(*) FROM coord.job_wait WHERE queue = 'wrc$r');
+SQL
+) || { wait "$pid"; return 1; }
+  wait "$pid" || { log "pgbench failed during the release; see $log.pgbench"; return 1; }
+  set -- $out
+  [ "$2" = "$WF_CHILDREN" ] && [ "$3" = 0 ] || { log "release round $r: $2 children ready, $3 still waiting"; return 1; }
+  # jobs of q other workers finished while the completing statement ran
+  out="$1 $2 $(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'
+      AND finished_at BETWEEN (SELECT finished_at FROM coord.job_history WHERE queue = 'wrp' ORDER BY id DESC LIMIT 1)
+                          AND (SELECT finished_at FROM coord.job_history WHERE queue = 'wrp' ORDER BY id DESC LIMIT 1) + interval '1 millisecond' * $1") $(sed -n 's/^tps = \([0-9.]*\) (without.*/\1/p' "$log.pgbench")"
+  printf '%s %s\n' "$r" "$out" >>"$OUT/workflows-release.tsv"
+  log "  release round $r: $WF_CHILDREN children ready in $1 ms; q jobs finished meanwhile: $(echo "$out" | cut -d' ' -f3)"
+}
+
+bench_workflows() {
+  local load_start pbase n pdone r t0
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== workflows: $((5 * BENCH_RUNS)) runs of ${BENCH_DURATION} s, a backlog of $WF_BACKLOG waiting jobs, $BENCH_RUNS releases, $WF_AWAIT_RUNS await wake-ups"
+  # parents: one live job per client (each already with a child, so marked as
+  # a parent, as in steady use) and one finished job
+  psql -qXAt -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SELECT count(*) FROM coord.enqueue_many('wp', array_fill('{}'::jsonb, ARRAY[$BENCH_CLIENTS]));
+SELECT count(coord.enqueue('wc', '{}', after => ARRAY[id])) FROM coord.job WHERE queue = 'wp';
+SELECT coord.enqueue('wpd', '{}');
+SELECT count(coord.complete(id, token)) FROM coord.claim('wpd');
+SQL
+  read -r pbase n pdone < <(psql -qXAt -F ' ' -v ON_ERROR_STOP=1 -d "$BENCH_DB" -c "
+SELECT min(id), max(id) - min(id) + 1, (SELECT id FROM coord.job_history WHERE queue = 'wpd')
+  FROM coord.job WHERE queue = 'wp'")
+  [ "$n" = "$BENCH_CLIENTS" ] || { log "workflows: parents $pbase.. not consecutive ($n)"; return 1; }
+  CONFIG_OPTS[enq-after]="-D pbase=$pbase"
+  CONFIG_OPTS[enq-done]="-D pdone=$pdone"
+  COUNT_SQL[claim-none]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  COUNT_SQL[claim-wait]=${COUNT_SQL[claim-none]}
+  # warm-up: both kinds of runs once (the first claim run after the fill ran
+  # at a third of the later ones' rate)
+  prerun_workflows claim-none || return 1
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 3 -D pbase="$pbase" -D pdone="$pdone" \
+    -f "$BENCH_DIR/workflows-enq.sql" -f "$BENCH_DIR/workflows-enqafter.sql" -f "$BENCH_DIR/workflows-enqdone.sql" \
+    -f "$BENCH_DIR/jobs-claim-coord.sql" "$BENCH_DB" >"$OUT/$STAMP/workflows-warmup.log" 2>&1
+  run_section workflows enq:workflows-enq.sql enq-after:workflows-enqafter.sql enq-done:workflows-enqdone.sql \
+    claim-none:jobs-claim-coord.sql
+  cp "$OUT/workflows.tsv" "$OUT/workflows-a.tsv"
+  # the waiting backlog: WF_BACKLOG jobs of queue q after a live parent that
+  # never ends, by enqueue_many (10,000 a call, one transaction)
+  t0=$(date +%s.%N)
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SELECT coord.enqueue('wbp', '{}');
+SELECT count(*) FROM generate_series(1, $((WF_BACKLOG / 10000))) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('i', i), ARRAY[10000]),
+                             after => ARRAY[(SELECT id FROM coord.job WHERE queue = 'wbp')]) AS e;
+VACUUM ANALYZE coord.job_wait;
+VACUUM ANALYZE coord.job_dep;
+SQL
+  WF_BACKLOG_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.0f", b - a}')
+  log "  backlog: $(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.job_wait WHERE queue = 'q'") waiting jobs in ${WF_BACKLOG_S} s"
+  run_section workflows claim-wait:jobs-claim-coord.sql
+  cat "$OUT/workflows-a.tsv" "$OUT/workflows.tsv" >"$OUT/workflows-b.tsv" && mv "$OUT/workflows-b.tsv" "$OUT/workflows.tsv"
+  cp "$OUT/workflows.tsv" "$OUT/$STAMP/workflows.tsv"
+  summarize workflows "${WORKFLOWS_SPEC//WF_BACKLOG/$(printf "%'d" "$WF_BACKLOG")}" job \
+    "issue 27: enqueue with after at most 1.2× a plain enqueue (throughput ratio ≥ 0.83); claims with the waiting backlog within 5% of none (≥ 0.95)" >/dev/null
+  rm -f "$OUT/workflows-release.tsv"
+  for r in $(seq "$BENCH_RUNS"); do wf_release "$r" || return 1; done
+  PGDATABASE=$BENCH_DB "$PYTHON" "$BENCH_DIR/await_notify.py" "$WF_AWAIT_RUNS" aw >"$OUT/$STAMP/workflows-await.txt" ||
+    { log "await_notify.py failed"; return 1; }
+  "$PYTHON" - "$OUT/workflows-release.tsv" "$OUT/$STAMP/workflows-await.txt" "$WF_CHILDREN" >>"$OUT/workflows.table.md" <<'PY'
+import sys, statistics
+rel = [l.split() for l in open(sys.argv[1]) if l.strip()]
+ms = [float(r[1]) for r in rel]
+print()
+print(f"Release of {int(sys.argv[3]):,} waiting children: one `coord.complete` of their parent, while 4 pgbench workers claim + complete jobs of queue q:")
+print()
+print("| round | completing statement, ms | children ready after it | q jobs other workers finished during it | workers' claims + completes/s over their 6 s run |")
+print("|---|---|---|---|---|")
+for r in rel:
+    print(f"| {r[0]} | {float(r[1]):.1f} | {int(r[2]):,} | {int(r[3]):,} | {float(r[4]):,.0f} |")
+print()
+print(f"Median {statistics.median(ms):.1f} ms; every round made all children ready in that one statement, "
+      f"and other workers' claims went on meanwhile in {sum(1 for r in rel if int(r[3]) > 0)} of {len(rel)} rounds.")
+def pct(v, p):
+    v = sorted(v); k = (len(v) - 1) * p / 100; f = int(k)
+    return v[f] + (v[min(f + 1, len(v) - 1)] - v[f]) * (k - f)
+lat = {}
+for l in open(sys.argv[2]):
+    k, v = l.split()
+    lat.setdefault(k, []).append(float(v))
+print()
+print("Wake-up latency (bench/await_notify.py; ms from the finisher's COMMIT sent to the waiter's wake-up, client clock; finisher with synchronous_commit off; the two kinds alternate):")
+print()
+print("| waiter | runs | p50 ms | p90 ms | p99 ms | max ms |")
+print("|---|---|---|---|---|---|")
+names = {"await": "coord.await(id, '10 seconds')", "notify": "LISTEN + select(), NOTIFY in the finishing transaction"}
+for k in ("await", "notify"):
+    v = lat[k]
+    print(f"| {names[k]} | {len(v)} | {pct(v, 50):.2f} | {pct(v, 90):.2f} | {pct(v, 99):.2f} | {max(v):.2f} |")
+a, n = lat["await"], lat["notify"]
+print()
+print(f"Target (coord.await wakes within 10 ms of the finishing commit): p99 {pct(a, 99):.2f} ms, "
+      f"{'met' if pct(a, 99) <= 10 else 'NOT met'}; LISTEN/NOTIFY on the same machine and run: p99 {pct(n, 99):.2f} ms.")
+PY
+  section_block workflows "Workflows (issue 27): enqueue with after, a waiting backlog, a release of $(printf "%'d" "$WF_CHILDREN") children, await wake-ups" \
+"Configurations: *coord.enqueue* = \`coord.enqueue('we', '{\"x\":1}')\`; *after
+=> one live parent* = the same with \`after => ARRAY[p]\`, p a job queued in
+another queue, one per client (each already has a child, so it is marked as
+a parent: the steady case; the enqueue locks it FOR KEY SHARE and writes the
+job into coord.job_wait and an edge into coord.job_dep); *after => one
+finished parent* = p a job completed before the runs (the child goes straight
+into coord.job, with an edge marked ended).  Before each enqueue run the 'we'
+jobs and their edges are deleted, then VACUUM ANALYZE and CHECKPOINT.
+*claim + complete* = bench/jobs-claim-coord.sql on queue q (topped up to
+50,000 ready jobs before each run); *with waiting jobs* = the same after
+$(printf "%'d" "$WF_BACKLOG") jobs of queue q were enqueued with after of a parent that
+never ends (\`enqueue_many\`, 10,000 per call, one statement: ${WF_BACKLOG_S:-?} s, then
+VACUUM ANALYZE).  The claim runs without the backlog ran interleaved with the
+enqueue runs, before the backlog was made; the runs with it after, so their
+per-round ratios compare runs a few minutes apart.  Measures: jobs/s and CPU
+µs per job (server backends plus pgbench).  Instructions per enqueue, which
+do not move with the machine's load, are in the notes below
+(bench/callgrind.sh)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=workflows make bench" "$load_start"
+  write_block workflows "$OUT/workflows.md"
+  cp "$OUT/workflows.md" "$OUT/$STAMP/"
+  cat "$OUT/workflows.table.md"
 }
 
 # ---------------------------------------------------------------- main

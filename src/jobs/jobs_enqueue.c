@@ -517,6 +517,11 @@ SteerBegin(void)
 	return nest;
 }
 
+/*
+ * The row goes through jsonb in a LATERAL function, evaluated once per row:
+ * (jsonb_populate_record(...)).* ran it once per column of coord.job, and a
+ * release of 1,000 children took a second.
+ */
 uint64
 CoordReleaseWaiting(Datum ids)
 {
@@ -530,9 +535,9 @@ CoordReleaseWaiting(Datum ids)
 	nest = SteerBegin();
 	n = CoordExec(&plan_release,
 				  "WITH w AS (DELETE FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING *) "
-				  "INSERT INTO coord.job SELECT (pg_catalog.jsonb_populate_record(NULL::coord.job, "
+				  "INSERT INTO coord.job SELECT r.* FROM w, LATERAL pg_catalog.jsonb_populate_record(NULL::coord.job, "
 				  "pg_catalog.to_jsonb(w) OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object('run_at', "
-				  "GREATEST(w.run_at, pg_catalog.now())))).* FROM w RETURNING queue, host",
+				  "GREATEST(w.run_at, pg_catalog.now()))) AS r RETURNING queue, host",
 				  1, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "releasing waiting jobs");
 	AtEOXact_GUC(true, nest);
 	for (i = 0; i < n; i++)
@@ -560,9 +565,9 @@ CoordCancelWaiting(Datum ids, const char *error)
 	args[0] = ids;
 	nest = SteerBegin();
 	CoordExec(&plan_cancel_wait,
-			  "DELETE FROM coord.job_wait AS w WHERE w.id OPERATOR(pg_catalog.=) ANY ($1) "
-			  "RETURNING (pg_catalog.jsonb_populate_record(NULL::coord.job, pg_catalog.to_jsonb(w))).*",
-			  1, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "cancelling waiting jobs");
+			  "WITH w AS (DELETE FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) RETURNING *) "
+			  "SELECT r.* FROM w, LATERAL pg_catalog.jsonb_populate_record(NULL::coord.job, pg_catalog.to_jsonb(w)) AS r",
+			  1, argtypes, args, NULL, SPI_OK_SELECT, "cancelling waiting jobs");
 	AtEOXact_GUC(true, nest);
 	return JobsArchive("cancelled", error, (Datum) 0, true);
 }

@@ -42,6 +42,7 @@ static SPIPlanPtr plan_lock_wait = NULL;
 static SPIPlanPtr plan_ended = NULL;
 static SPIPlanPtr plan_link = NULL;
 static SPIPlanPtr plan_link_live = NULL;
+static SPIPlanPtr plan_link_one = NULL;
 static SPIPlanPtr plan_unlink = NULL;
 static SPIPlanPtr plan_count_down = NULL;
 static SPIPlanPtr plan_parents = NULL;
@@ -136,6 +137,40 @@ SteerEnd(int nest)
 	AtEOXact_GUC(true, nest);
 }
 
+/*
+ * SteeredExec: CoordExec with the settings of SteerBegin in force only when
+ * the plan cache is about to plan (CoordPlanGeneration, as the claim does):
+ * setting and resetting four settings cost an enqueue with after a tenth of
+ * its instructions.  A plan made anew without them (an invalidation came in
+ * between) is dropped, so that the next call prepares and steers it.
+ */
+static uint64
+SteeredExec(SPIPlanPtr *slot, const char *sql, int nargs, const Oid *argtypes,
+			Datum *args, const char *nulls, int expected, const char *what)
+{
+	SPIPlanPtr	plan = CoordPlan(slot, sql, nargs, argtypes);
+	int			generation = CoordPlanGeneration(plan);
+	uint64		n;
+
+	if (generation < 0)
+	{
+		int			nest = SteerBegin();
+
+		n = CoordExecPlan(plan, args, nulls, expected, what);
+		SteerEnd(nest);
+	}
+	else
+	{
+		n = CoordExecPlan(plan, args, nulls, expected, what);
+		if (CoordPlanGeneration(plan) != generation)
+		{
+			CoordSpiCheck(SPI_freeplan(plan), 0, "SPI_freeplan");
+			*slot = NULL;
+		}
+	}
+	return n;
+}
+
 
 /*
  * The parents (args[0]) that are in coord.job (live) or coord.job_wait:
@@ -153,15 +188,15 @@ LockParents(SPIPlanPtr *lock, SPIPlanPtr *mark, bool live, Datum *args, int64 *f
 	uint64		i;
 
 	if (live)
-		CoordExec(lock,
-				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
-				  "FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+		SteeredExec(lock,
+					"SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+					"FROM coord.job WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
 	else
-		CoordExec(lock,
-				  "SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
-				  "FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
+		SteeredExec(lock,
+					"SELECT id, (deps OPERATOR(pg_catalog.&) 1::pg_catalog.int2) OPERATOR(pg_catalog.<>) 0 "
+					"FROM coord.job_wait WHERE id OPERATOR(pg_catalog.=) ANY ($1) FOR KEY SHARE",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "locking parents");
 	n = (int) SPI_processed;
 	unmarked = palloc(sizeof(int64) * Max(n, 1));
 	for (i = 0; i < SPI_processed; i++)
@@ -178,15 +213,15 @@ LockParents(SPIPlanPtr *lock, SPIPlanPtr *mark, bool live, Datum *args, int64 *f
 
 		margs[0] = IdArray(unmarked, nu);
 		if (live)
-			CoordExec(mark,
-					  "UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+			SteeredExec(mark,
+						"UPDATE coord.job SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+						"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+						1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
 		else
-			CoordExec(mark,
-					  "UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
-					  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-					  1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
+			SteeredExec(mark,
+						"UPDATE coord.job_wait SET deps = deps OPERATOR(pg_catalog.|) 1::pg_catalog.int2 "
+						"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+						1, argtypes, margs, NULL, SPI_OK_UPDATE, "marking parents");
 	}
 	return n;
 }
@@ -215,11 +250,9 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 	int			nrest = n;
 	int32		pending = 0;
 	int			round;
-	int			nest;
 
 	memcpy(rest, parents, sizeof(int64) * n);
 	*failed = false;
-	nest = SteerBegin();
 	for (round = 0; round < RESOLVE_ROUNDS && nrest > 0; round++)
 	{
 		uint64		i;
@@ -240,10 +273,10 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 			break;
 
 		args[0] = IdArray(rest, nrest);
-		CoordExec(&plan_ended,
-				  "SELECT id, state OPERATOR(pg_catalog.<>) 'done' FROM coord.job_history "
-				  "WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
-				  1, argtypes, args, NULL, SPI_OK_SELECT, "finding ended parents");
+		SteeredExec(&plan_ended,
+					"SELECT id, state OPERATOR(pg_catalog.<>) 'done' FROM coord.job_history "
+					"WHERE id OPERATOR(pg_catalog.=) ANY ($1)",
+					1, argtypes, args, NULL, SPI_OK_SELECT, "finding ended parents");
 		for (i = 0; i < SPI_processed; i++)
 		{
 			bool		isnull;
@@ -255,7 +288,6 @@ WaitResolve(const int64 *parents, int n, bool *failed)
 		nrest = Subtract(rest, nrest, found, nf);
 		CHECK_FOR_INTERRUPTS();
 	}
-	SteerEnd(nest);
 	resolved_all_live = (pending == n);
 	if (nrest > 0)
 		ereport(ERROR,
@@ -274,7 +306,6 @@ WaitLink(const int64 *parents, int n, const int64 *ids, int nids)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, INT8ARRAYOID};
 	Datum		args[2];
-	int			nest;
 
 	if ((int64) n * nids > EDGES_MAX)
 		ereport(ERROR,
@@ -283,21 +314,36 @@ WaitLink(const int64 *parents, int n, const int64 *ids, int nids)
 				 errdetail("Jobs times parents is %lld; at most %d edges are added at once.",
 						   (long long) n * nids, EDGES_MAX),
 				 errhint("Enqueue the jobs in several calls.")));
+	if (n == 1 && nids == 1)
+	{
+		/*
+		 * The common case, one parent and one job: a plain VALUES.  The
+		 * parent has ended unless resolve found it live or waiting.
+		 */
+		Oid			types1[3] = {INT8OID, INT8OID, BOOLOID};
+		Datum		args1[3];
+
+		args1[0] = Int64GetDatum(parents[0]);
+		args1[1] = Int64GetDatum(ids[0]);
+		args1[2] = BoolGetDatum(!resolved_all_live);
+		CoordExec(&plan_link_one,
+				  "INSERT INTO coord.job_dep (parent, child, ended) VALUES ($1, $2, $3)",
+				  3, types1, args1, NULL, SPI_OK_INSERT, "recording dependencies");
+		return;
+	}
 	args[0] = IdArray(parents, n);
 	args[1] = IdArray(ids, nids);
-	nest = SteerBegin();
 	if (resolved_all_live)
-		CoordExec(&plan_link_live,
-				  "INSERT INTO coord.job_dep (parent, child) "
-				  "SELECT p, c FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
-				  2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
+		SteeredExec(&plan_link_live,
+					"INSERT INTO coord.job_dep (parent, child) "
+					"SELECT p, c FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
+					2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
 	else
-		CoordExec(&plan_link,
-				  "INSERT INTO coord.job_dep (parent, child, ended) "
-				  "SELECT p, c, EXISTS (SELECT 1 FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) p) "
-				  "FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
-				  2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
-	SteerEnd(nest);
+		SteeredExec(&plan_link,
+					"INSERT INTO coord.job_dep (parent, child, ended) "
+					"SELECT p, c, EXISTS (SELECT 1 FROM coord.job_history AS h WHERE h.id OPERATOR(pg_catalog.=) p) "
+					"FROM pg_catalog.unnest($1) AS p, pg_catalog.unnest($2) AS c",
+					2, argtypes, args, NULL, SPI_OK_INSERT, "recording dependencies");
 }
 
 /*
