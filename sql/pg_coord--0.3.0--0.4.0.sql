@@ -324,3 +324,7 @@ COMMENT ON VIEW coord.tick_health IS
   'When coord.tick last ran (ticked_at, by the server''s clock), the now it was given (last_tick_at), how many ticks ran, and how long ago, by the clock, the last one ran (age; NULL before the first)';
 REVOKE ALL ON coord.tick_health FROM PUBLIC;
 GRANT SELECT ON coord.tick_health TO coord_admin, coord_monitor;
+
+-- The tick purges ended batches (issue 27 follow-up; sql/parts/batches.sql)
+CREATE INDEX batch_end_ended_at ON coord.batch_end (ended_at);
+COMMENT ON INDEX coord.batch_end_ended_at IS 'The tick''s purge finds the batches that ended longest ago';

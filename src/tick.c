@@ -15,7 +15,8 @@
  * expired leases, then fences and lock names nobody uses, elections without
  * a leader, partition groups without members, idle token buckets, ended
  * pauses and free slots, requested keys whose owner is gone, and signals
- * no app depends on (those after coord.job_history_retention).  Each share
+ * no app depends on, steps of vanished jobs and ended batches (those after
+ * coord.job_history_retention).  Each share
  * runs in a subtransaction of its own (a row it cannot handle costs a
  * WARNING, not the tick), deletes at most a batch per tick and skips rows
  * others have locked, so a backlog drains over several ticks; times are the
@@ -41,6 +42,7 @@
 #include "schedules/schedules.h"
 #include "semaphores.h"
 #include "workflows/workflows.h"
+#include "workflows/workflows_batch.h"
 
 static SPIPlanPtr plan_tick_state = NULL;
 
@@ -68,13 +70,14 @@ typedef enum PurgeShare
 	PURGE_LIMITS,
 	PURGE_REQUESTS,
 	PURGE_SIGNALS,
-	PURGE_STEPS
+	PURGE_STEPS,
+	PURGE_BATCHES
 } PurgeShare;
 
 static const char *const PurgeWhat[] = {
 	"expired leases", "fences and lock names", "elections", "partition groups",
 	"token buckets, pauses and slots", "requested keys", "signals",
-	"steps of vanished jobs"
+	"steps of vanished jobs", "ended batches"
 };
 
 typedef struct PurgeArgs
@@ -115,6 +118,9 @@ PurgeOne(void *arg)
 		case PURGE_STEPS:
 			(void) CoordStepsTick(a->at);
 			break;
+		case PURGE_BATCHES:
+			(void) CoordBatchesTick(a->at);
+			break;
 	}
 }
 
@@ -131,12 +137,15 @@ Purge(TimestampTz now)
 
 	a.at = Min(now, GetCurrentTimestamp());
 	a.horizon = a.at - (int64) coord_retention * USECS_PER_SEC;
-	for (int s = PURGE_LEASES; s <= PURGE_STEPS; s++)
+	for (int s = PURGE_LEASES; s <= PURGE_BATCHES; s++)
 	{
 		ErrorData  *e;
 
-		/* signals and steps keep coord.job_history_retention (0 keeps them) */
-		if (coord_retention == 0 && s != PURGE_SIGNALS && s != PURGE_STEPS)
+		/*
+		 * signals, steps and batches keep coord.job_history_retention (0
+		 * keeps them)
+		 */
+		if (coord_retention == 0 && s != PURGE_SIGNALS && s != PURGE_STEPS && s != PURGE_BATCHES)
 			continue;
 		a.share = (PurgeShare) s;
 		e = CoordIsolated(PurgeOne, &a);

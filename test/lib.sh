@@ -206,6 +206,7 @@ shared_buffers = 256MB
 fsync = on
 synchronous_commit = on
 max_locks_per_transaction = 128
+max_prepared_transactions = 10    # two-phase commit specs (iso_jobs_await_prepared)
 deadlock_timeout = 100ms
 log_min_messages = warning
 log_line_prefix = '%m [%p] %a '

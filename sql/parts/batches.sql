@@ -44,6 +44,10 @@ CREATE TABLE coord.batch_end (
 );
 COMMENT ON TABLE coord.batch_end IS 'Ended batches: the callback job enqueued (NULL when on => ''success'' and a job died or was cancelled)';
 REVOKE ALL ON coord.batch_end FROM PUBLIC;
+-- coord.tick deletes ended batches older than coord.job_history_retention,
+-- the oldest first, a bounded number a tick.
+CREATE INDEX batch_end_ended_at ON coord.batch_end (ended_at);
+COMMENT ON INDEX coord.batch_end_ended_at IS 'The tick''s purge finds the batches that ended longest ago';
 
 CREATE FUNCTION coord.open_batch(callback_queue text, callback_payload jsonb DEFAULT '{}', "on" text DEFAULT 'complete')
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_open_batch'

@@ -44,6 +44,9 @@
 									 * (queue, limit_key) */
 #define COORD_NS_AWAIT		17221	/* jobs_control.c: coord.await of a job id */
 #define COORD_NS_AWAIT_ANY	17222	/* jobs_control.c: some coord.await waits */
+#define COORD_NS_AWAIT_PREP	17223	/* jobs_common.c: a prepared transaction
+									 * finished a job id (0: more than
+									 * AWAIT_PREP_IDS_MAX of them) */
 #define COORD_NS_BATCH		17231	/* workflows_batch.c: a batch's gate */
 #define COORD_NS_BATCH_END	17232	/* workflows_batch.c: who ends a batch */
 #define COORD_NS_BATCH_SKIP	17233	/* workflows_batch.c: finishers not last */

@@ -7,7 +7,10 @@
  *		a claim that found nothing takes (JobsSetIdle) and the NOTIFY at PRE_COMMIT
  *		of a transaction that enqueued (JobsWakeAtCommit), which looks for them;
  *		and the finisher's half of coord.await (JobsNoteFinished: at COMMIT, the
- *		latches of the sessions awaiting the jobs it finished are set).
+ *		latches of the sessions awaiting the jobs it finished are set; at
+ *		PRE_PREPARE, the jobs are marked with locks that the prepared
+ *		transaction holds until COMMIT or ROLLBACK PREPARED, and the latches
+ *		set).
  *
  * Per-backend state here: the idle marks (session locks, kept across
  * transactions, at most coord.max_idle_marks), the channels this
@@ -85,6 +88,13 @@ static List *wake_channels = NIL;
  */
 #define FINISHED_LOCAL	16
 #define FINISHED_MAX	8192
+
+/*
+ * A transaction that prepares marks at most this many finished jobs one by
+ * one (a lock-table entry each, until COMMIT or ROLLBACK PREPARED); past
+ * it, or past FINISHED_MAX, one mark (key 0) stands for all of them.
+ */
+#define AWAIT_PREP_IDS_MAX	64
 static int64 finished_local[FINISHED_LOCAL];
 static int64 *finished_ids = finished_local;
 static int	finished_cap = FINISHED_LOCAL;
@@ -259,6 +269,39 @@ WakeAwaiters(void)
 }
 
 /*
+ * At PRE_PREPARE: COMMIT PREPARED, from any session, runs none of our code,
+ * so the transaction marks the jobs it finished before it prepares: a lock
+ * (COORD_NS_AWAIT_PREP, id) for each of them, or (COORD_NS_AWAIT_PREP, 0)
+ * for more than AWAIT_PREP_IDS_MAX (or FINISHED_MAX) jobs, in
+ * RowExclusiveLock (prepared finishers never wait for one another: the 0
+ * key is shared).  Transaction locks move to the prepared transaction, and
+ * COMMIT or ROLLBACK PREPARED releases them after the outcome is visible.
+ * Then it wakes the awaiters as a commit would: an awaiter whose share lock
+ * on its job's key (and key 0) is refused knows a prepared transaction
+ * holds the job and looks again at short intervals until it can take them
+ * (jobs_control.c).  A lock taken here waits at most for an awaiter's look.
+ */
+static void
+MarkPreparedFinished(void)
+{
+	LOCKTAG		tag;
+	int			i;
+
+	if (finished_all || nfinished > AWAIT_PREP_IDS_MAX)
+	{
+		CoordSetTag(&tag, 0, COORD_NS_AWAIT_PREP);
+		(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+	}
+	else
+		for (i = 0; i < nfinished; i++)
+		{
+			CoordSetTag(&tag, (uint64) finished_ids[i], COORD_NS_AWAIT_PREP);
+			(void) LockAcquire(&tag, RowExclusiveLock, false, false);
+		}
+	WakeAwaiters();
+}
+
+/*
  * The other half: at PRE_COMMIT, NOTIFY the channels this transaction fed
  * on which some session is marked idle (JobsSetIdle, below).
  */
@@ -281,6 +324,10 @@ JobsXactCallback(XactEvent event, void *arg)
 					Async_Notify(channel, NULL);
 			}
 			wake_channels = NIL;
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (nfinished > 0 || finished_all)
+				MarkPreparedFinished();
 			break;
 		case XACT_EVENT_COMMIT:
 			if (nfinished > 0 || finished_all)

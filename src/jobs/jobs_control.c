@@ -21,7 +21,12 @@
  * JobsNoteFinished), after the commit is visible, and the awaiter looks
  * again with a new snapshot.  It takes its marks before its first look, so
  * a commit either shows in a look or finds the marks.  src/jobs/README.md
- * ("Job control") says why this and not a lock wait.
+ * ("Job control") says why this and not a lock wait.  A finisher that
+ * PREPAREs marks its jobs first with locks the prepared transaction holds
+ * (COORD_NS_AWAIT_PREP, jobs_common.c) and sets the latches; the awaiter
+ * takes a share lock on its job's mark without waiting for each look:
+ * refused, it looks again every 10 ms to 1 s until COMMIT or ROLLBACK
+ * PREPARED (which sets no latch) releases it.
  *
  * What survives an abort: nothing.  The marks are transaction locks,
  * released by the abort that a cancelled await (statement_timeout,
@@ -53,6 +58,9 @@
 #define NOTIFY_PAYLOAD_MAX	(BLCKSZ - NAMEDATALEN - 128)
 /* the longest single sleep of an await (it then looks again) */
 #define AWAIT_SLEEP_MAX_MS	(3600 * 1000)
+/* how often an await looks while a prepared transaction holds its job */
+#define AWAIT_PREP_POLL_MIN_MS	10
+#define AWAIT_PREP_POLL_MAX_MS	1000
 
 static SPIPlanPtr plan_progress = NULL;
 static SPIPlanPtr plan_progress_any = NULL;
@@ -287,6 +295,25 @@ AwaitLookAt(int64 id, bool first, AwaitLook *look)
 }
 
 /*
+ * Share locks on the job's prepared-finish mark and on the mark of key 0,
+ * without waiting.  false (and neither held) when a transaction that
+ * finished the job -- or more jobs than it names -- has prepared or is
+ * preparing (jobs_common.c, MarkPreparedFinished).
+ */
+static bool
+AwaitPrepTake(const LOCKTAG *job, const LOCKTAG *all)
+{
+	if (CoordLockTake(job, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	if (CoordLockTake(all, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		CoordLockLetGo(job, ShareLock, false);
+		return false;
+	}
+	return true;
+}
+
+/*
  * coord.await(id, timeout DEFAULT NULL) returns (state, result, error):
  * how the job finished (done, dead, cancelled; result of a done job, error
  * of the others), or all NULL when timeout passed first.  NULL timeout:
@@ -304,9 +331,12 @@ coord_await(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	bool		nulls[3] = {true, true, true};
 	LOCKTAG		any_tag,
-				job_tag;
+				job_tag,
+				prep_tag,
+				prep_all_tag;
 	AwaitLook	look;
 	bool		first = true;
+	long		poll_ms = 0;	/* while a prepared transaction holds the job */
 
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
@@ -325,14 +355,30 @@ coord_await(PG_FUNCTION_ARGS)
 	CoordSetTag(&job_tag, (uint64) id, COORD_NS_AWAIT);
 	(void) CoordLockTake(&any_tag, ShareLock, false, true);
 	(void) CoordLockTake(&job_tag, ShareLock, false, true);
+	CoordSetTag(&prep_tag, (uint64) id, COORD_NS_AWAIT_PREP);
+	CoordSetTag(&prep_all_tag, 0, COORD_NS_AWAIT_PREP);
 	for (;;)
 	{
 		long		sleep_ms = AWAIT_SLEEP_MAX_MS;
 
+		/*
+		 * The prepared-finish marks are held during the look, so no finisher
+		 * prepares between the check and the look.  Refused, a prepared
+		 * transaction finished the job: its COMMIT PREPARED sets no latch, so
+		 * look again at 10 ms, doubling to 1 s, until the marks go.
+		 */
+		bool		prep_free = AwaitPrepTake(&prep_tag, &prep_all_tag);
+
 		AwaitLookAt(id, first, &look);
+		if (prep_free)
+		{
+			CoordLockLetGo(&prep_all_tag, ShareLock, false);
+			CoordLockLetGo(&prep_tag, ShareLock, false);
+		}
 		first = false;
 		if (look.finished)
 			break;
+		poll_ms = prep_free ? 0 : (poll_ms == 0 ? AWAIT_PREP_POLL_MIN_MS : Min(poll_ms * 2, AWAIT_PREP_POLL_MAX_MS));
 		if (IsolationUsesXactSnapshot())
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
@@ -348,6 +394,8 @@ coord_await(PG_FUNCTION_ARGS)
 			/* rounded up: no wake-up just before the deadline */
 			sleep_ms = Min((long) ((deadline - now + 999) / 1000), (long) AWAIT_SLEEP_MAX_MS);
 		}
+		if (poll_ms > 0)
+			sleep_ms = Min(sleep_ms, poll_ms);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -488,11 +488,23 @@ WaitFinishedEnd(void)
 		{
 			int			n = nended;
 			Ended	   *batch = palloc(sizeof(Ended) * n);
+			CoordUserSwitch sw;
 
 			CHECK_FOR_INTERRUPTS();
 			memcpy(batch, ended, sizeof(Ended) * n);
 			nended = 0;
+
+			/*
+			 * A connection of its own per round (the owner already: the
+			 * switch changes nothing): its SPI results and what it allocates
+			 * go when the round ends.  A chain of 10,000 kept every round's
+			 * result tables (one per statement, each a memory context with a
+			 * copy of coord.job's descriptor) until the cascade's end, and
+			 * spent most of its time faulting fresh pages in.
+			 */
+			CoordSpiBegin(&sw);
 			CascadeRound(batch, n);
+			CoordSpiEnd(&sw);
 			pfree(batch);
 		}
 	}

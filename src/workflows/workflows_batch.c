@@ -20,7 +20,9 @@
  * total holds the skip lock and goes; the others take the end lock, wait
  * for the skippers, and read under the latest snapshot: the last of them
  * sees every count committed.  All are transaction locks: what an abort
- * undoes (tallies, the end row, the callback job) goes with them.
+ * undoes (tallies, the end row, the callback job) goes with them.  The
+ * tick deletes old ended batches (CoordBatchesTick) under the gate in
+ * ShareLock, as a seal.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -43,6 +45,9 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "common/common.h"
 #include "compat.h"
@@ -142,9 +147,15 @@ BatchTally(int64 batch, int64 enqueued, int64 done, int64 dead, int64 cancelled)
 	args[3] = Int64GetDatum(done);
 	args[4] = Int64GetDatum(dead);
 	args[5] = Int64GetDatum(cancelled);
+
+	/*
+	 * a batch the tick purged (a job of it retried after its end) counts
+	 * nothing: the gate put the purge's commit before this statement
+	 */
 	CoordExec(&plan_tally,
 			  "INSERT INTO coord.batch_tally AS t (batch, stripe, enqueued, done, dead, cancelled) "
-			  "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (batch, stripe) DO UPDATE SET "
+			  "SELECT $1, $2, $3, $4, $5, $6 FROM coord.batch AS b WHERE b.id OPERATOR(pg_catalog.=) $1 "
+			  "ON CONFLICT (batch, stripe) DO UPDATE SET "
 			  "enqueued = t.enqueued OPERATOR(pg_catalog.+) excluded.enqueued, "
 			  "done = t.done OPERATOR(pg_catalog.+) excluded.done, "
 			  "dead = t.dead OPERATOR(pg_catalog.+) excluded.dead, "
@@ -610,6 +621,65 @@ BatchJobsEnded(HeapTuple *rows, TupleDesc desc, uint64 n, const char *state)
 			BatchLock(ended[i].batch, COORD_NS_BATCH, RowExclusiveLock);
 		PendingAdd(ended[i].batch, is_done ? 1 : (is_dead ? 2 : 3), ended[i].n);
 	}
+}
+
+/*
+ * CoordBatchesTick (workflows_batch.h): deletes, with their tallies and end
+ * rows, at most BATCHES_TICK_MAX batches that ended before at less
+ * coord.job_history_retention (0 keeps them) and have no job left (a job
+ * retried after the end keeps its batch until it ends too).  Each batch's
+ * gate is taken in ShareLock, without waiting (a busy batch waits for the
+ * next tick), as seal_batch takes it: an enqueuer, finisher or retry of it
+ * still open has counted before the DELETE reads the tallies (a new
+ * snapshot: the tick runs READ COMMITTED), and a later one waits for the
+ * tick's commit and finds the batch gone (a retried job then counts
+ * nowhere).  Inside SPI, as the owner.
+ */
+int64
+CoordBatchesTick(TimestampTz at)
+{
+	static SPIPlanPtr plan_old = NULL;
+	static SPIPlanPtr plan_purge = NULL;
+	Oid			argtypes[2] = {TIMESTAMPTZOID, INT4OID};
+	Oid			idtypes[1] = {INT8ARRAYOID};
+	Datum		args[2];
+	const char *keep = GetConfigOption("coord.job_history_retention", true, false);
+	int64		seconds = keep != NULL ? pg_strtoint64(keep) : 0;
+	Datum	   *ids;
+	int			n = 0;
+	uint64		i;
+
+	if (seconds <= 0)
+		return 0;
+	args[0] = TimestampTzGetDatum(at - seconds * USECS_PER_SEC);
+	args[1] = Int32GetDatum(BATCHES_TICK_MAX);
+	CoordExec(&plan_old,
+			  "SELECT o.batch FROM (SELECT e.batch FROM coord.batch_end AS e "
+			  "WHERE e.ended_at OPERATOR(pg_catalog.<) $1 ORDER BY e.ended_at LIMIT $2) AS o "
+			  "ORDER BY o.batch",
+			  2, argtypes, args, NULL, SPI_OK_SELECT, "finding ended batches");
+	ids = palloc(sizeof(Datum) * Max(SPI_processed, 1));
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int64		batch = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		LOCKTAG		tag;
+
+		CHECK_FOR_INTERRUPTS();
+		CoordSetTag(&tag, (uint64) batch, COORD_NS_BATCH);
+		if (CoordLockTake(&tag, ShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+			ids[n++] = Int64GetDatum(batch);
+	}
+	if (n == 0)
+		return 0;
+	args[0] = PointerGetDatum(construct_array(ids, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	return (int64) CoordExec(&plan_purge,
+							 "DELETE FROM coord.batch AS b WHERE b.id OPERATOR(pg_catalog.=) ANY ($1) "
+							 "AND EXISTS (SELECT FROM coord.batch_end AS e WHERE e.batch OPERATOR(pg_catalog.=) b.id) "
+							 "AND (SELECT COALESCE(pg_catalog.sum(t.enqueued), 0) OPERATOR(pg_catalog.=) "
+							 "COALESCE(pg_catalog.sum(t.done OPERATOR(pg_catalog.+) t.dead OPERATOR(pg_catalog.+) t.cancelled), 0) "
+							 "FROM coord.batch_tally AS t WHERE t.batch OPERATOR(pg_catalog.=) b.id)",
+							 1, idtypes, args, NULL, SPI_OK_DELETE, "purging ended batches");
 }
 
 void

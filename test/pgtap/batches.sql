@@ -8,7 +8,7 @@
 \pset format unaligned
 \pset tuples_only true
 SET client_min_messages = error;
-SELECT plan(49);
+SELECT plan(57);
 
 -- The contract's functions, view and privileges.
 SELECT function_returns('coord', 'open_batch', ARRAY['text', 'jsonb', 'text'], 'bigint');
@@ -93,10 +93,47 @@ SELECT throws_ok($$SELECT coord.seal_batch((SELECT id FROM w))$$, '42501', NULL,
 RESET ROLE;
 SELECT ok(coord.seal_batch((SELECT id FROM w)), 'the admin (here the owner) may');
 
+-- The tick deletes ended batches older than coord.job_history_retention
+-- (docs/batches.md); an unsealed, a live, a young one and one with a job
+-- retried since its end stay.  A job retried after its batch went still ends.
+CREATE TEMP TABLE p (k text PRIMARY KEY, id bigint);
+INSERT INTO p SELECT 'old', coord.open_batch('bt_cb3');
+INSERT INTO p SELECT 'young', coord.open_batch('bt_cb3');
+INSERT INTO p SELECT 'open', coord.open_batch('bt_cb3');
+INSERT INTO p SELECT 'live', coord.open_batch('bt_cb3');
+INSERT INTO p SELECT 'again', coord.open_batch('bt_cb3');
+SELECT coord.enqueue('bt_p', '{}', batch => (SELECT id FROM p WHERE k = 'live'));
+SELECT coord.enqueue_many('bt_pd', ARRAY['{}', '{}']::jsonb[], max_attempts => 1, batch => (SELECT id FROM p WHERE k = 'again'));
+SELECT coord.fail(c.id, c.token, 'no') FROM coord.claim('bt_pd', 2) AS c;
+SELECT coord.seal_batch(id) FROM p WHERE k IN ('old', 'young', 'live', 'again');
+UPDATE coord.batch SET opened_at = now() - interval '30 days' WHERE id IN (SELECT id FROM p);
+UPDATE coord.batch_end SET ended_at = now() - interval '8 days'
+ WHERE batch IN (SELECT id FROM p WHERE k IN ('old', 'again'));
+SELECT ok(coord.retry((SELECT min(h.id) FROM coord.job_history AS h WHERE h.queue = 'bt_pd' AND h.state = 'dead')),
+          'a dead job of an ended batch is retried');
+SELECT coord.tick();
+SELECT results_eq($$SELECT k FROM p WHERE id IN (SELECT id FROM coord.batch) ORDER BY k$$,
+                  ARRAY['again', 'live', 'open', 'young'], 'the tick deletes the ended batch older than the history retention');
+SELECT is((SELECT count(*)::int FROM coord.batch_tally WHERE batch = (SELECT id FROM p WHERE k = 'old'))
+          + (SELECT count(*)::int FROM coord.batch_end WHERE batch = (SELECT id FROM p WHERE k = 'old')), 0,
+          'with its tallies and end row');
+SELECT ok((SELECT coord.complete(c.id, c.token) FROM coord.claim('bt_pd') AS c), 'the retried job completes');
+SELECT coord.tick();
+SELECT results_eq($$SELECT k FROM p WHERE id IN (SELECT id FROM coord.batch) ORDER BY k$$,
+                  ARRAY['live', 'open', 'young'], 'a batch whose retried job ended goes at the next tick');
+SELECT ok(coord.retry((SELECT min(h.id) FROM coord.job_history AS h WHERE h.queue = 'bt_pd' AND h.state = 'dead')),
+          'a dead job of a deleted batch can still be retried');
+SELECT ok((SELECT coord.complete(c.id, c.token) FROM coord.claim('bt_pd') AS c), 'and complete: its batch counts nothing');
+SET coord.job_history_retention = 0;
+UPDATE coord.batch_end SET ended_at = now() - interval '8 days' WHERE batch = (SELECT id FROM p WHERE k = 'young');
+SELECT coord.tick();
+SELECT ok((SELECT id FROM p WHERE k = 'young') IN (SELECT id FROM coord.batch), 'coord.job_history_retention 0 keeps them');
+RESET coord.job_history_retention;
+
 SELECT * FROM finish();
-DELETE FROM coord.job WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2');
-DELETE FROM coord.job_history WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2');
-DELETE FROM coord.batch WHERE callback_queue IN ('bt_cb', 'bt_cb2');
-DROP TABLE b, j, s, w;
+DELETE FROM coord.job WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2', 'bt_cb3', 'bt_p', 'bt_pd');
+DELETE FROM coord.job_history WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2', 'bt_cb3', 'bt_p', 'bt_pd');
+DELETE FROM coord.batch WHERE callback_queue IN ('bt_cb', 'bt_cb2', 'bt_cb3');
+DROP TABLE b, j, s, w, p;
 DROP ROLE batch_w1;
 DROP ROLE batch_w2;

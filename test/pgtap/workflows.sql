@@ -8,7 +8,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(39);
+SELECT plan(48);
 
 SELECT function_returns('coord', 'parent_results', ARRAY['bigint', 'bigint'], 'setof record');
 SELECT function_returns('coord', 'enqueue_flow', ARRAY['jsonb'], 'jsonb');
@@ -90,6 +90,41 @@ SELECT results_eq($$SELECT coord.job_state(id) FROM ids WHERE name IN ('x1', 'x2
                   ARRAY['cancelled', 'cancelled', 'ready'], 'its waiting descendants are cancelled, a run one runs');
 INSERT INTO ids SELECT 'late', coord.enqueue('tw_x', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'x')]);
 SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'late')), 'cancelled', 'a job after a cancelled job is cancelled');
+
+-- long cascades: a chain of 2,000, a fan-out of 2,000 and a flow chain of
+-- 2,000; every descendant ends cancelled, a run job at the chain's end
+-- becomes ready (bench/RESULTS.md times 10,000 of each)
+DO $$
+DECLARE
+  prev bigint := coord.enqueue('tw_long', '{}', run_at => now() + interval '1 day');
+BEGIN
+  INSERT INTO ids VALUES ('chain', prev);
+  FOR i IN 1..2000 LOOP
+    prev := coord.enqueue('tw_long', '{}', after => ARRAY[prev]);
+  END LOOP;
+  INSERT INTO ids SELECT 'chain_run', coord.enqueue('tw_long_run', '{}', after => ARRAY[prev], on_parent_failure => 'run');
+END $$;
+INSERT INTO ids SELECT 'fan', coord.enqueue('tw_fan', '{}', run_at => now() + interval '1 day');
+SELECT is((SELECT count(*)::int FROM coord.enqueue_many('tw_fan', (SELECT array_agg('{}'::jsonb) FROM generate_series(1, 2000)),
+                                                          after => ARRAY[(SELECT id FROM ids WHERE name = 'fan')])),
+          2000, 'a fan-out of 2,000 waits');
+INSERT INTO ids SELECT 'flow', (coord.enqueue_flow((SELECT jsonb_agg(jsonb_build_object('name', 'n' || i, 'queue', 'tw_lflow')
+    || CASE WHEN i > 1 THEN jsonb_build_object('after', jsonb_build_array('n' || (i - 1))) ELSE '{}' END)
+  FROM generate_series(1, 2000) AS i)) ->> 'n1')::bigint;
+SELECT ok(coord.cancel((SELECT id FROM ids WHERE name = 'chain')), 'the head of a chain of 2,000 is cancelled');
+SELECT results_eq($$SELECT state, count(*)::int FROM coord.jobs WHERE queue = 'tw_long' GROUP BY state$$,
+                  $$VALUES ('cancelled', 2001)$$, 'every job of the chain is cancelled');
+SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'chain_run')), 'ready', 'the run job at its end is ready');
+SELECT ok(coord.cancel((SELECT id FROM ids WHERE name = 'fan')), 'the parent of 2,000 is cancelled');
+SELECT results_eq($$SELECT state, count(*)::int FROM coord.jobs WHERE queue = 'tw_fan' GROUP BY state$$,
+                  $$VALUES ('cancelled', 2001)$$, 'every child of the fan-out is cancelled');
+SELECT ok(coord.cancel((SELECT id FROM ids WHERE name = 'flow')), 'the root of a flow chain of 2,000 is cancelled');
+SELECT results_eq($$SELECT state, count(*)::int FROM coord.jobs WHERE queue = 'tw_lflow' GROUP BY state$$,
+                  $$VALUES ('cancelled', 2000)$$, 'every node of the flow is cancelled');
+SELECT is((SELECT count(*)::int FROM coord.job_wait WHERE queue IN ('tw_long', 'tw_fan', 'tw_lflow'))
+          + (SELECT count(*)::int FROM coord.job_dep AS d JOIN coord.job_history AS h ON h.id = d.child
+             WHERE h.queue IN ('tw_long', 'tw_fan', 'tw_lflow')),
+          0, 'no waiting row or edge of them is left');
 
 -- enqueue_flow
 SELECT is((SELECT count(*)::int FROM jsonb_object_keys(coord.enqueue_flow(
