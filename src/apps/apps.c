@@ -380,7 +380,7 @@ AppsEnqueueRun(const AppDef *d, TimestampTz start, Jsonb *payload)
 	 * clock ticks use
 	 */
 	id = CoordEnqueueOrigin(d->queue, payload, GetCurrentTransactionStartTimestamp(), d->host,
-							APP_MAX_ATTEMPTS, origin, AppsRunKey(d, start));
+							APP_MAX_ATTEMPTS, origin, AppsRunKey(d, start), InvalidOid);
 	if (id == 0)
 		id = CoordOriginJob(origin);
 	return id;

@@ -819,17 +819,18 @@ coord_mark_queued_job(PG_FUNCTION_ARGS)
 
 /*
  * CoordEnqueueOrigin adds the job of a schedule or an app run (or, origin
- * NULL, a batch's callback), with an optional dedupe key.  At most one live job has a given origin (a unique
+ * NULL, a batch's callback: enqueued_by, the batch's opener, may await it
+ * and read it in coord.my_jobs), with an optional dedupe key.  At most one live job has a given origin (a unique
  * index): returns 0, and adds nothing, when there is one already (or a live
  * job with that key), also against a concurrent caller.
  */
 int64
 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const char *host,
-				   int32 max_attempts, const char *origin, const char *key)
+				   int32 max_attempts, const char *origin, const char *key, Oid enqueued_by)
 {
-	Oid			argtypes[7] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID};
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[8] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, TEXTOID, INT4OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		isnull;
 
 	args[0] = CStringGetTextDatum(queue);
@@ -842,11 +843,13 @@ CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at, const 
 	nulls[5] = origin ? ' ' : 'n';
 	args[6] = key ? CStringGetTextDatum(key) : (Datum) 0;
 	nulls[6] = key ? ' ' : 'n';
+	args[7] = ObjectIdGetDatum(enqueued_by);
+	nulls[7] = OidIsValid(enqueued_by) ? ' ' : 'n';
 	CoordExec(&plan_origin_enqueue,
-			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key) "
-			  "VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
+			  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, origin, key, "
+			  "enqueued_by) VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $8) "
 			  "ON CONFLICT DO NOTHING RETURNING id",
-			  7, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+			  8, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 	if (SPI_processed != 1)
 		return 0;
 	JobsWakeAtCommit(queue, host);

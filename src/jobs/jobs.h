@@ -65,7 +65,7 @@ extern void CoordBatchJoin(int64 batch, int64 n, Oid caller, bool retried);
 /* For the concerns that make jobs: inside SPI, as the owner */
 extern int64 CoordEnqueueOrigin(const char *queue, Jsonb *payload, TimestampTz run_at,
 								const char *host, int32 max_attempts, const char *origin,
-								const char *key);
+								const char *key, Oid enqueued_by);
 extern int64 CoordOriginJob(const char *origin);
 extern int64 CoordRevokeJob(int64 id, int64 token, const char *error);
 extern uint64 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs,

@@ -270,7 +270,7 @@ PutInstance(const ScheduleDef *d, TimestampTz slot)
 	if (slot == DT_NOEND)
 		return false;
 	return CoordEnqueueOrigin(d->queue, DatumGetJsonbP(d->payload), slot, d->host,
-							  SCHEDULE_MAX_ATTEMPTS, SchedOrigin(d->name), NULL) != 0;
+							  SCHEDULE_MAX_ATTEMPTS, SchedOrigin(d->name), NULL, InvalidOid) != 0;
 }
 
 /*

@@ -216,7 +216,8 @@ BatchMaybeEnd(int64 batch, const BatchState *bs)
 	if (!bs->on_success || bs->dead + bs->cancelled == 0)
 	{
 		job = CoordEnqueueOrigin(bs->callback_queue, CallbackPayload(batch, bs),
-								 GetCurrentTimestamp(), NULL, BATCH_CALLBACK_ATTEMPTS, NULL, NULL);
+								 GetCurrentTimestamp(), NULL, BATCH_CALLBACK_ATTEMPTS, NULL, NULL,
+								 bs->opened_by);
 		if (job == 0)
 			elog(ERROR, "the callback job of batch " INT64_FORMAT " was not enqueued", batch);
 	}

@@ -8,7 +8,7 @@
 \pset format unaligned
 \pset tuples_only true
 SET client_min_messages = error;
-SELECT plan(57);
+SELECT plan(60);
 
 -- The contract's functions, view and privileges.
 SELECT function_returns('coord', 'open_batch', ARRAY['text', 'jsonb', 'text'], 'bigint');
@@ -92,6 +92,16 @@ SELECT throws_ok($$SELECT coord.enqueue('bt_q', batch => (SELECT id FROM w))$$, 
 SELECT throws_ok($$SELECT coord.seal_batch((SELECT id FROM w))$$, '42501', NULL, 'nor seal it');
 RESET ROLE;
 SELECT ok(coord.seal_batch((SELECT id FROM w)), 'the admin (here the owner) may');
+-- the callback is the opener's job: it awaits it and reads it in coord.my_jobs
+CREATE TEMP TABLE wc AS SELECT callback_job AS id FROM coord.batches WHERE batch = (SELECT id FROM w);
+GRANT SELECT ON wc TO batch_w1;
+SELECT is((SELECT enqueued_by FROM coord.job WHERE id = (SELECT id FROM wc)), 'batch_w1'::regrole::oid,
+          'the callback job is enqueued by the batch''s opener');
+SET ROLE batch_w1;
+SELECT is((SELECT count(*) FROM coord.my_jobs WHERE id = (SELECT id FROM wc)), 1::bigint,
+          'the opener sees its callback in coord.my_jobs');
+SELECT is((SELECT (coord.await((SELECT id FROM wc), '0 s')).state), NULL, 'and may await it (not finished yet)');
+RESET ROLE;
 
 -- The tick deletes ended batches older than coord.job_history_retention
 -- (docs/batches.md); an unsealed, a live, a young one and one with a job
@@ -134,6 +144,6 @@ SELECT * FROM finish();
 DELETE FROM coord.job WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2', 'bt_cb3', 'bt_p', 'bt_pd');
 DELETE FROM coord.job_history WHERE queue IN ('bt_q', 'bt_cb', 'bt_cb2', 'bt_cb3', 'bt_p', 'bt_pd');
 DELETE FROM coord.batch WHERE callback_queue IN ('bt_cb', 'bt_cb2', 'bt_cb3');
-DROP TABLE b, j, s, w, p;
+DROP TABLE b, j, s, w, wc, p;
 DROP ROLE batch_w1;
 DROP ROLE batch_w2;
