@@ -115,6 +115,16 @@ extern void CoordCommonInit(void);
 extern void CoordLocksInit(void);
 
 /* Arguments */
+/* qsort/bsearch comparator of int64 values (job ids) */
+static inline int
+CoordCmpInt64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 extern void CoordRequireArg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern char *CoordNameArg(FunctionCallInfo fcinfo, int argno, const char *what, bool nullable);
 extern Jsonb *CoordCheckPayload(Jsonb *payload);

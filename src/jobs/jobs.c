@@ -119,15 +119,6 @@ BackoffUs(int32 attempt)
 	return (int64) d;
 }
 
-static int
-CmpInt64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* ---------- complete, fail, heartbeat ---------- */
 
 /* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
@@ -248,7 +239,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 		}
 		(void) JobsArchive("done", NULL, (Datum) 0, true);
 		/* sorted, so that each id is looked up in O(log n) */
-		qsort(completed, done, sizeof(int64), CmpInt64);
+		qsort(completed, done, sizeof(int64), CoordCmpInt64);
 		for (i = 0; i < n; i++)
 		{
 			int64		id = DatumGetInt64(elems[i]);
@@ -256,7 +247,7 @@ coord_complete_many(PG_FUNCTION_ARGS)
 
 			CHECK_FOR_INTERRUPTS();
 			was_done = done > 0 &&
-				bsearch(&id, completed, done, sizeof(int64), CmpInt64) != NULL;
+				bsearch(&id, completed, done, sizeof(int64), CoordCmpInt64) != NULL;
 			if (was_done)
 				JobsDropSessionClaim(id);
 			else

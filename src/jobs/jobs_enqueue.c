@@ -114,15 +114,6 @@ FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 	fl->expires_at = fl->expires_null ? (Datum) 0 : PG_GETARG_DATUM(argno + 2);
 }
 
-static int
-CmpInt64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /*
  * The workflow arguments that follow expires_at (after, on_parent_failure,
  * batch): argno is after's position.  A catalog older than 0.4.0 passes
@@ -172,7 +163,7 @@ WorkflowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
 						 errmsg("after must not contain null elements")));
 			fl->parents[i] = DatumGetInt64(elems[i]);
 		}
-		qsort(fl->parents, n, sizeof(int64), CmpInt64);
+		qsort(fl->parents, n, sizeof(int64), CoordCmpInt64);
 		for (i = 0; i < n; i++)
 			if (k == 0 || fl->parents[k - 1] != fl->parents[i])
 				fl->parents[k++] = fl->parents[i];
@@ -476,7 +467,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	CoordSpiEnd(&sw);
 
 	/* RETURNING order is not promised; ids are */
-	qsort(ids, n, sizeof(int64), CmpInt64);
+	qsort(ids, n, sizeof(int64), CoordCmpInt64);
 	for (i = 0; i < n; i++)
 	{
 		Datum		v = Int64GetDatum(ids[i]);

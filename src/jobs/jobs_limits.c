@@ -96,15 +96,6 @@ CmpInt32(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static int
-CmpInt64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 void
 JobsLimitsInval(void)
 {
@@ -806,7 +797,7 @@ JobsLimitScanEnd(LimitScan *ls, const int64 *ids, const int64 *tokens, int n)
 		return;
 	for (int t = 0; t < ls->ntaken; t++)
 	{
-		const int64 *hit = bsearch(&ls->taken_ids[t], ids, n, sizeof(int64), CmpInt64);
+		const int64 *hit = bsearch(&ls->taken_ids[t], ids, n, sizeof(int64), CoordCmpInt64);
 		KeyState   *scopes[2] = {&ls->qs, ls->taken[t]};
 
 		CHECK_FOR_INTERRUPTS();

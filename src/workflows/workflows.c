@@ -80,15 +80,6 @@ TakeIds(int64 *ids)
 	return (int) SPI_processed;
 }
 
-static int
-CmpId(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return x < y ? -1 : x > y ? 1 : 0;
-}
-
 /* Removes from rest (sorted) the ids in found (any order); returns the new count. */
 static int
 Subtract(int64 *rest, int n, int64 *found, int nfound)
@@ -98,9 +89,9 @@ Subtract(int64 *rest, int n, int64 *found, int nfound)
 
 	if (nfound == 0)
 		return n;
-	qsort(found, nfound, sizeof(int64), CmpId);
+	qsort(found, nfound, sizeof(int64), CoordCmpInt64);
 	for (i = 0; i < n; i++)
-		if (bsearch(&rest[i], found, nfound, sizeof(int64), CmpId) == NULL)
+		if (bsearch(&rest[i], found, nfound, sizeof(int64), CoordCmpInt64) == NULL)
 			rest[k++] = rest[i];
 	return k;
 }
