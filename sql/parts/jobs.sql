@@ -230,6 +230,33 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval, boolean) IS
   'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay, uses up no attempt but counts a snooze (dead after max_snoozes or past expires_at); pause_key pauses the job''s limit_key for retry_after. NULL when the claim is not the caller''s';
 
+-- One commit per job (0.4.0): finish a job and claim the next ones of its
+-- queue in one statement.  One row per job claimed, each with what
+-- coord.complete (completed) or coord.fail (state) returned; exactly one row,
+-- the job columns NULL, when nothing was claimed.
+CREATE FUNCTION coord.complete_and_claim(id bigint, token bigint, result jsonb DEFAULT NULL,
+                                         n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                         session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                         partition_group text DEFAULT NULL)
+RETURNS TABLE (completed boolean, id bigint, queue text, payload jsonb, attempt integer, token bigint,
+               lease_until timestamptz, key text, group_key text, host text, run_at timestamptz)
+AS 'MODULE_PATHNAME', 'coord_complete_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text) IS
+  'Completes a claimed job as coord.complete does (completed: false, and no change, when the claim is no longer the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
+
+CREATE FUNCTION coord.fail_and_claim(id bigint, token bigint, error text DEFAULT NULL,
+                                     retry_after interval DEFAULT NULL, pause_key boolean DEFAULT false,
+                                     n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                     session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                     partition_group text DEFAULT NULL)
+RETURNS TABLE (state text, id bigint, queue text, payload jsonb, attempt integer, token bigint,
+               lease_until timestamptz, key text, group_key text, host text, run_at timestamptz)
+AS 'MODULE_PATHNAME', 'coord_fail_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text) IS
+  'Fails a claimed job as coord.fail does (state: scheduled, dead, or NULL when the claim is not the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
+
 CREATE FUNCTION coord.heartbeat(id bigint, token bigint, lease interval DEFAULT NULL)
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_heartbeat'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
