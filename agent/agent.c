@@ -60,6 +60,7 @@ static bool draining;
 /* claiming (below), also for a report that claims (report_job) */
 static void claim_in_doubt(const char *queue, ClaimStatus status, const char *why);
 static int	start_claimed(PGresult *res, const char *queue, int n, msec_t sent);
+static void claimed_in_doubt(const Job *job, const char *how);
 static msec_t drain_deadline;
 static bool drain_killed;
 
@@ -457,6 +458,9 @@ report_job(Job *job)
 			xstrdup("(its report's outcome was unknown; coord.claim_state: released: nothing committed, and the session-bound claim ended with its session; nothing reported)") :
 			xasprintf("(%s)", why);
 
+			if (!released)
+				claimed_in_doubt(job, "its outcome stays unknown");
+
 			log_end(job, released ? "lost" : "unknown", more);
 			free(more);
 			free(why);
@@ -475,9 +479,12 @@ report_job(Job *job)
 		}
 		else
 		{
+			/* committed: so did the claim of a report that also claimed */
+			claimed_in_doubt(job, "that committed");
 			kept = job->doubt_kept;
 			job->in_doubt = false;
 		}
+		job->doubt_claimed = false;
 	}
 	if (state == NULL)
 	{
@@ -502,9 +509,15 @@ report_job(Job *job)
 			state = proto_complete(job, r.result, &kept, &next);
 		else
 			state = proto_fail(job, r.error, r.retry_after, &next);
+		/*
+		 * A report that also claimed: its claims are started; when its
+		 * outcome is unknown, so is the claim's, and it is settled with the
+		 * report's (claimed_in_doubt): no claim if it did not commit.
+		 */
 		if (next.n > 0)
 		{
-			if (next.status == CLAIM_UNKNOWN || next.status == CLAIM_UNREADABLE)
+			job->doubt_claimed = next.status == CLAIM_UNKNOWN;
+			if (next.status == CLAIM_UNREADABLE)
 				claim_in_doubt(cfg->queues[0], next.status, next.why);
 			else if (next.status == CLAIM_OK && state != NULL)
 				(void) start_claimed(next.rows, cfg->queues[0], next.n, sent);
@@ -713,6 +726,31 @@ claim_in_doubt(const char *queue, ClaimStatus status, const char *why)
 	log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
 			  queue, why);
 	db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+}
+
+/*
+ * A report that also claimed, whose outcome was in doubt, is resolved:
+ * committed (or still unknown), its claims may be held by the session that
+ * sent it, and we do not know them.  Session-bound: drop that session, if
+ * it is still ours, so that they are released; lease: they come back when
+ * their lease runs out.  Not committed: it claimed nothing.
+ */
+static void
+claimed_in_doubt(const Job *job, const char *how)
+{
+	char		b[32];
+
+	if (!job->doubt_claimed)
+		return;
+	if (cfg->lease != 0)
+		log_warning("job %lld: its report also claimed from queue %s and %s: jobs it may have claimed come back when their lease runs out (%s)",
+					(long long) job->id, job->queue, how, format_duration(cfg->lease, b, sizeof(b)));
+	else if (db_state == DB_READY && job->doubt_session == db_session())
+	{
+		log_warning("job %lld: its report also claimed from queue %s and %s: reconnecting, so that the claims it may have made are released",
+					(long long) job->id, job->queue, how);
+		db_lost_after("report and claim outcome unknown", BROKEN_CLAIM_DELAY_MS);
+	}
 }
 
 /*

@@ -387,7 +387,7 @@ proto_heartbeat(const Job *job, char **valid_until)
 #define NEXT_COLUMNS \
 	"SELECT c.id, c.queue, c.payload::text, c.attempt, c.token, " \
 	"c.payload->>'task', c.payload->>'app', c.payload->>'period_start', c.payload->>'period_end', " \
-	"COALESCE(coord.job_snoozes(c.id), 0), "
+	"CASE WHEN c.id IS NOT NULL THEN COALESCE(coord.job_snoozes(c.id), 0) END, "
 
 /* The claim arguments of a report that also claims, from parameter first on. */
 static void
