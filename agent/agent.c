@@ -509,6 +509,7 @@ report_job(Job *job)
 			state = proto_complete(job, r.result, &kept, &next);
 		else
 			state = proto_fail(job, r.error, r.retry_after, &next);
+
 		/*
 		 * A report that also claimed: its claims are started; when its
 		 * outcome is unknown, so is the claim's, and it is settled with the

@@ -44,6 +44,7 @@ extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const cha
 extern void proto_claim_job(const PGresult *rows, int r, Job *job);
 extern bool proto_listen_job(int64_t id, bool listen);
 extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
+
 /*
  * One commit per job: a report that also claims up to n jobs of the job's
  * queue (coord.complete_and_claim, coord.fail_and_claim), as proto_claim

@@ -15,6 +15,9 @@
 #   next      one commit per job: a single-job loop on coord.complete_and_claim
 #             against today's claim-then-complete loop and the hand-written
 #             SKIP LOCKED queue doing each (4 workers; issue 28: at least 1.3x)
+#   batch     claim + complete of 100 jobs a call (coord.claim + complete_many)
+#             against the hand-written SKIP LOCKED batch, 4 workers: the
+#             jobs section's batched rows alone (issue 28: at least 1.0x)
 #   oldsnap   claim + complete with and without a session holding an old
 #             snapshot, 200,000 jobs queued, coord and raw (OLDSNAP_DURATION s
 #             per run, default 40)
@@ -715,6 +718,36 @@ raw one-commit loop (the same runs)." \
   write_block next "$OUT/next.md"
   cp "$OUT/next.md" "$OUT/$STAMP/"
   cat "$OUT/next.table.md"
+}
+
+BATCH_SPEC='claimb-raw|raw SKIP LOCKED claim + DELETE|100 jobs/claim, 4 workers|-|count
+claimb-coord|coord.claim + complete_many|100 jobs/claim, 4 workers|claimb-raw|count|1.0'
+
+prerun_batch() { jobs_drop_e && jobs_fill q "$JOBS_BACKLOG_BATCH"; }
+
+# The jobs section's batched rows alone (issue 28: the batch claim +
+# complete had fallen to 0.93x the hand-written batch).
+bench_batch() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== batch: $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  jobs_raw_table
+  COUNT_SQL[claimb-raw]="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
+  COUNT_SQL[claimb-coord]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  run_section batch claimb-raw:jobs-claimb-raw.sql claimb-coord:jobs-claimb-coord.sql
+  summarize batch "$BATCH_SPEC" job "batch claim + complete at least matches the hand-written SKIP LOCKED batch" >/dev/null
+  section_block batch "Batch claim + complete, 100 jobs a call, $BENCH_CLIENTS workers" \
+"The batched rows of the jobs section alone (bench/jobs-claimb-*.sql):
+\`coord.claim('q', 100)\` then \`coord.complete_many(ids, tokens)\`, two
+transactions per 100 jobs, against the hand-written SKIP LOCKED queue's
+\`UPDATE ... LIMIT 100 FOR UPDATE SKIP LOCKED ... RETURNING id\` then
+\`DELETE ... WHERE id = ANY (...)\`.  Both backlogs are topped up to
+$JOBS_BACKLOG_BATCH ready jobs before each run (VACUUM ANALYZE,
+CHECKPOINT); jobs counted in the database." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=batch make bench" "$load_start"
+  write_block batch "$OUT/batch.md"
+  cp "$OUT/batch.md" "$OUT/$STAMP/"
+  cat "$OUT/batch.table.md"
 }
 
 OLDSNAP_DURATION=${OLDSNAP_DURATION:-40}

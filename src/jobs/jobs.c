@@ -277,20 +277,38 @@ coord_complete_many(PG_FUNCTION_ARGS)
 					 "AND ((j.lease_until IS NOT NULL "
 					 "      AND (j.claimed_by OPERATOR(pg_catalog.=) $4 OR $5)) "
 					 "     OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
-					 "RETURNING j.*",
+					 "RETURNING j",
 					 5, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	{
-		/* the completed ones: let their claims go; the others: only if gone */
+		/*
+		 * the completed ones: let their claims go; the others: only if gone.
+		 * RETURNING the whole row, one composite column (JobsArchive): far
+		 * cheaper to project than each of coord.job's columns
+		 */
 		SPITupleTable *tt = SPI_tuptable;
 		int64	   *completed = palloc(sizeof(int64) * Max(done, 1));
-		int			c_id = SPI_fnumber(tt->tupdesc, "id");
+		TupleDesc	rowdesc = NULL;
+		int			c_id = 0;
 
 		for (r = 0; r < done; r++)
 		{
 			bool		isnull;
+			HeapTupleHeader th = DatumGetHeapTupleHeader(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+			HeapTupleData row;
 
-			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, c_id, &isnull));
+			if (rowdesc == NULL)
+			{
+				rowdesc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(th), HeapTupleHeaderGetTypMod(th));
+				c_id = SPI_fnumber(rowdesc, "id");
+			}
+			row.t_len = HeapTupleHeaderGetDatumLength(th);
+			ItemPointerSetInvalid(&row.t_self);
+			row.t_tableOid = InvalidOid;
+			row.t_data = th;
+			completed[r] = DatumGetInt64(heap_getattr(&row, c_id, rowdesc, &isnull));
 		}
+		if (rowdesc != NULL)
+			ReleaseTupleDesc(rowdesc);
 		(void) JobsArchive("done", NULL, (Datum) 0, true);
 		/* sorted, so that each id is looked up in O(log n) */
 		qsort(completed, done, sizeof(int64), CmpInt64);

@@ -10,20 +10,26 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(60);
+SELECT plan(62);
 
 SELECT has_function('coord', 'complete_and_claim',
                     ARRAY['bigint', 'bigint', 'jsonb', 'integer', 'interval', 'boolean', 'text', 'text']);
 SELECT has_function('coord', 'fail_and_claim',
                     ARRAY['bigint', 'bigint', 'text', 'interval', 'boolean', 'integer', 'interval', 'boolean', 'text', 'text']);
-SELECT is(pg_catalog.pg_get_function_result('coord.complete_and_claim'::regproc),
-          'TABLE(completed boolean, id bigint, queue text, payload jsonb, attempt integer, token bigint, '
-          'lease_until timestamp with time zone, key text, group_key text, host text, run_at timestamp with time zone)',
-          'complete_and_claim: completed, then the columns of coord.claimed_job in their order');
-SELECT is(pg_catalog.pg_get_function_result('coord.fail_and_claim'::regproc),
-          'TABLE(state text, id bigint, queue text, payload jsonb, attempt integer, token bigint, '
-          'lease_until timestamp with time zone, key text, group_key text, host text, run_at timestamp with time zone)',
-          'fail_and_claim: state, then the columns of coord.claimed_job');
+SELECT is(pg_catalog.pg_get_function_result('coord.complete_and_claim'::regproc), 'SETOF coord.claimed_after_complete',
+          'complete_and_claim returns rows of coord.claimed_after_complete');
+SELECT is(pg_catalog.pg_get_function_result('coord.fail_and_claim'::regproc), 'SETOF coord.claimed_after_fail',
+          'fail_and_claim returns rows of coord.claimed_after_fail');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = 'coord.claimed_after_complete'::regclass AND a.attnum > 0),
+          'completed boolean, ' || (SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = 'coord.claimed_job'::regclass AND a.attnum > 0),
+          'completed, then the columns of coord.claimed_job in their order');
+SELECT is((SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = 'coord.claimed_after_fail'::regclass AND a.attnum > 0),
+          'state text, ' || (SELECT pg_catalog.string_agg(a.attname || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+             FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = 'coord.claimed_job'::regclass AND a.attnum > 0),
+          'state, then the columns of coord.claimed_job in their order');
 
 -- errors: the caller's, before any work
 SELECT throws_ok($$SELECT * FROM coord.complete_and_claim(NULL, 1)$$, '22004', 'id must not be null', 'a NULL id');
