@@ -383,11 +383,12 @@ JobsArchive(const char *st, const char *error, Datum result, bool result_null)
 	nulls = palloc(sizeof(bool) * hdesc->natts);
 	jvalues = palloc(sizeof(Datum) * jdesc->natts);
 	jnulls = palloc(sizeof(bool) * jdesc->natts);
+
 	/*
 	 * The jobs one statement finishes finish at one time: the history's BRIN
-	 * index on finished_at then updates its range's summary for the first
-	 * row only, not for each (a summary update cost each job of a batch of
-	 * 100 about 7,000 instructions).
+	 * index on finished_at then updates its range's summary for the first row
+	 * only, not for each (a summary update cost each job of a batch of 100
+	 * about 7,000 instructions).
 	 */
 	now = GetCurrentTimestamp();
 	for (r = 0; r < n; r++)

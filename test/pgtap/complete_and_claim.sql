@@ -10,7 +10,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(62);
+SELECT plan(66);
 
 SELECT has_function('coord', 'complete_and_claim',
                     ARRAY['bigint', 'bigint', 'jsonb', 'integer', 'interval', 'boolean', 'text', 'text']);
@@ -200,6 +200,18 @@ SELECT is((SELECT c.payload FROM tap_cc AS t,
             WHERE t.what = 'key'), '{"k": 3}'::jsonb,
           'fail_and_claim with pause_key: the paused key''s next job is skipped');
 RESET ROLE;
+
+-- partition_group: the claim takes only the segments this session owns, as coord.claim does
+SELECT is(cardinality(coord.join('tap-cc/g', 'm1')), 1024, 'joined a group: every segment owned');
+DO $$ BEGIN PERFORM coord.enqueue('tap-cc-g', pg_catalog.jsonb_build_object('g', i), priority => 10 - i)
+          FROM generate_series(1, 2) AS i; END $$;
+INSERT INTO tap_cc (what, id, token) SELECT 'group', id, token FROM coord.claim('tap-cc-g', partition_group => 'tap-cc/g');
+SELECT is((SELECT c.payload FROM tap_cc AS t,
+                  coord.complete_and_claim(t.id, t.token, partition_group => 'tap-cc/g') AS c WHERE t.what = 'group'),
+          '{"g": 2}'::jsonb, 'partition_group: the group''s next job claimed');
+SELECT throws_ok($$SELECT * FROM tap_cc AS t, coord.complete_and_claim(t.id, t.token, partition_group => 'tap-cc/nosuch') AS c
+                    WHERE t.what = 'group'$$, '42704', NULL, 'an unknown partition group: 42704');
+SELECT ok(coord.leave('tap-cc/g'), 'left the group');
 
 -- grants: coord_worker only
 SELECT ok(has_function_privilege('coord_worker', 'coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text)', 'EXECUTE'),
