@@ -5,9 +5,10 @@
  *
  * The family's top file: the SQL entry points other than the claim and
  * job control (enqueue, complete, fail, heartbeat, retry, the state
- * functions, purge, mark_queued_job) and the origin API of jobs.h, through
- * which schedules and apps make their jobs and are told when those
- * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
+ * functions, purge, mark_queued_job), complete's and fail's work for
+ * jobs_next.c too (JobsCompleteOne, JobsFailOne), and the origin API of
+ * jobs.h, through which schedules and apps make their jobs and are told
+ * when those finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
  * the family's module init (CoordJobsInit), which hands jobs_common.c the
  * caches of the files above it (JobsCacheHooks), so that no file calls up.
  *

@@ -17,7 +17,9 @@
  *
  * coord_claim is seven steps over one ClaimCall: ClaimArgs, ClaimBegin,
  * ClaimFromFrontier, ClaimFromHead, ClaimMoveFrontier, ClaimBuryExhausted,
- * ClaimEmit; ClaimMarkIdle then says whether the worker waits.
+ * ClaimEmit; ClaimMarkIdle then says whether the worker waits.  The steps
+ * after ClaimArgs are JobsClaimRun, which jobs_next.c's one-commit entry
+ * points call too (with JobsClaimArgs for their own argument numbers).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

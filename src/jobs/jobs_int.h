@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * jobs_int.h
  *		What the files of the job queue share among themselves: jobs.c,
- *		jobs_claim.c, jobs_finish.c and jobs_common.c include it, and no
+ *		jobs_claim.c, jobs_finish.c, jobs_next.c and the others include it, and no
  *		other file may (the queue's interface is jobs.h).
  *-------------------------------------------------------------------------
  */
