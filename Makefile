@@ -16,6 +16,7 @@ OBJS = \
 	src/requests.o \
 	src/jobs/jobs.o \
 	src/jobs/jobs_claim.o \
+	src/jobs/jobs_next.o \
 	src/jobs/jobs_claim_row.o \
 	src/jobs/jobs_finish.o \
 	src/jobs/jobs_enqueue.o \

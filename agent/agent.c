@@ -56,6 +56,11 @@ static char *last_claim_error;
 static char *last_next_due_error;
 
 static bool draining;
+
+/* claiming (below), also for a report that claims (report_job) */
+static void claim_in_doubt(const char *queue, ClaimStatus status, const char *why);
+static int	start_claimed(PGresult *res, const char *queue, int n, msec_t sent);
+static void claimed_in_doubt(const Job *job, const char *how);
 static msec_t drain_deadline;
 static bool drain_killed;
 
@@ -453,6 +458,9 @@ report_job(Job *job)
 			xstrdup("(its report's outcome was unknown; coord.claim_state: released: nothing committed, and the session-bound claim ended with its session; nothing reported)") :
 			xasprintf("(%s)", why);
 
+			if (!released)
+				claimed_in_doubt(job, "its outcome stays unknown");
+
 			log_end(job, released ? "lost" : "unknown", more);
 			free(more);
 			free(why);
@@ -471,18 +479,50 @@ report_job(Job *job)
 		}
 		else
 		{
+			/* committed: so did the claim of a report that also claimed */
+			claimed_in_doubt(job, "that committed");
 			kept = job->doubt_kept;
 			job->in_doubt = false;
 		}
+		job->doubt_claimed = false;
 	}
 	if (state == NULL)
 	{
 		KillReason	killed = job->killed;
+		NextClaim	next;
+		msec_t		sent = now_ms();
 
+		/*
+		 * One commit per job: the report claims the next jobs of the queue
+		 * too, for the slots free once this job is gone (its own and any
+		 * other).  Only with one queue: an agent of several takes them in
+		 * turn (claim_jobs), which a report of one queue's job would not.
+		 */
+		memset(&next, 0, sizeof(next));
+		if (!draining && db_state == DB_READY && db_group_ready() && cfg->nqueues == 1 &&
+			strcmp(job->queue, cfg->queues[0]) == 0)
+			next.n = cfg->concurrency - njobs + 1;
+		next.lease = cfg->lease;
+		next.host = cfg->host;
+		next.pgroup = cfg->partition_group;
 		if (r.complete)
-			state = proto_complete(job, r.result, &kept);
+			state = proto_complete(job, r.result, &kept, &next);
 		else
-			state = proto_fail(job, r.error, r.retry_after);
+			state = proto_fail(job, r.error, r.retry_after, &next);
+
+		/*
+		 * A report that also claimed: its claims are started; when its
+		 * outcome is unknown, so is the claim's, and it is settled with the
+		 * report's (claimed_in_doubt): no claim if it did not commit.
+		 */
+		if (next.n > 0)
+		{
+			job->doubt_claimed = next.status == CLAIM_UNKNOWN;
+			if (next.status == CLAIM_UNREADABLE)
+				claim_in_doubt(cfg->queues[0], next.status, next.why);
+			else if (next.status == CLAIM_OK && state != NULL)
+				(void) start_claimed(next.rows, cfg->queues[0], next.n, sent);
+		}
 		if (state != NULL && strcmp(state, "unknown") == 0)
 		{
 			/* a lost session said KILL_LOST: not so before it is resolved */
@@ -608,7 +648,7 @@ reject_job(Job *job)
 	char	   *state;
 
 	job->started = job->ended = now_ms();
-	state = proto_fail(job, error, -1);
+	state = proto_fail(job, error, -1, NULL);
 	log_info("job %lld rejected task=%s queue=%s attempt=%d outcome=rejected state=%s error=\"%s\"",
 			 (long long) job->id, job->task, job->queue, job->attempt,
 			 state ? state : "unknown", error);
@@ -641,7 +681,7 @@ start_job(Job *job)
 		char	   *state;
 
 		/* our trouble, not the job's: no attempt used */
-		state = proto_fail(job, error, 5000);
+		state = proto_fail(job, error, 5000, NULL);
 		log_error("job %lld: %s (state %s)", (long long) job->id, error, state ? state : "unknown");
 		free(state);
 		free(error);
@@ -657,6 +697,96 @@ start_job(Job *job)
 static bool marked_idle = false;
 
 /*
+ * A claim (or a report that also claimed) whose outcome is unknown or whose
+ * result cannot be read: the session may hold claims we cannot know.
+ */
+static void
+claim_in_doubt(const char *queue, ClaimStatus status, const char *why)
+{
+	bool		session_bound = cfg->lease == 0;
+
+	if (status == CLAIM_UNKNOWN)
+	{
+		/* it may have claimed: drop the session that may hold claims */
+		char		b[32];
+		char	   *m = xasprintf("the outcome of a claim from queue %s is unknown (%s): %s",
+								  queue, db_doubt(),
+								  !session_bound ? "jobs it may have claimed come back when their lease runs out" :
+								  db_state == DB_READY ? "reconnecting, so that the session's claims are released" :
+								  "any claim it made ended with the session");
+
+		if (!session_bound)
+			log_error("%s (%s)", m, format_duration(cfg->lease, b, sizeof(b)));
+		else
+			log_error("%s", m);
+		free(m);
+		if (db_state == DB_READY)
+			db_lost_after("claim outcome unknown", BROKEN_CLAIM_DELAY_MS);
+		return;
+	}
+	log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
+			  queue, why);
+	db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+}
+
+/*
+ * A report that also claimed, whose outcome was in doubt, is resolved:
+ * committed (or still unknown), its claims may be held by the session that
+ * sent it, and we do not know them.  Session-bound: drop that session, if
+ * it is still ours, so that they are released; lease: they come back when
+ * their lease runs out.  Not committed: it claimed nothing.
+ */
+static void
+claimed_in_doubt(const Job *job, const char *how)
+{
+	char		b[32];
+
+	if (!job->doubt_claimed)
+		return;
+	if (cfg->lease != 0)
+		log_warning("job %lld: its report also claimed from queue %s and %s: jobs it may have claimed come back when their lease runs out (%s)",
+					(long long) job->id, job->queue, how, format_duration(cfg->lease, b, sizeof(b)));
+	else if (db_state == DB_READY && job->doubt_session == db_session())
+	{
+		log_warning("job %lld: its report also claimed from queue %s and %s: reconnecting, so that the claims it may have made are released",
+					(long long) job->id, job->queue, how);
+		db_lost_after("report and claim outcome unknown", BROKEN_CLAIM_DELAY_MS);
+	}
+}
+
+/*
+ * Starts the jobs of a claim's rows (sent: when the claim was sent, which
+ * a lease counts from); clears res.  Returns how many it claimed.
+ */
+static int
+start_claimed(PGresult *res, const char *queue, int n, msec_t sent)
+{
+	bool		session_bound = cfg->lease == 0;
+	int			got = res ? PQntuples(res) : 0;
+	int			r;
+
+	if (got > 0)
+		log_verbose("claimed %d job(s) from queue %s", got, queue);
+	else if (n > 0)
+		marked_idle = true;
+	for (r = 0; r < got && db_state == DB_READY; r++)
+	{
+		Job		   *job = job_new();
+
+		proto_claim_job(res, r, job);
+		job->session_bound = session_bound;
+		job->lease = session_bound ? 0 : cfg->lease;
+		job->lease_valid_until = session_bound ? 0 : sent + cfg->lease;
+		start_job(job);
+	}
+	if (r < got)
+		log_info("the connection went down during the claim: %d claimed job(s) not started", got - r);
+	if (res)
+		PQclear(res);
+	return got;
+}
+
+/*
  * One claim of up to n jobs from a queue; starts them.  Returns how many it
  * got, or -1 on an error.  n = 0 claims nothing and drops the idle mark.
  */
@@ -664,37 +794,15 @@ static int
 claim_from(const char *queue, int n)
 {
 	PGresult   *res;
-	int			got,
-				r;
-	bool		session_bound = cfg->lease == 0;
 	msec_t		sent = now_ms();
 	const char *why;
+	ClaimStatus status = proto_claim(queue, n, cfg->lease, cfg->host, cfg->partition_group, &res, &why);
 
-	switch (proto_claim(queue, n, cfg->lease, cfg->host, cfg->partition_group, &res, &why))
+	switch (status)
 	{
 		case CLAIM_UNKNOWN:
-			{
-				/* it may have claimed: drop the session that may hold claims */
-				char		b[32];
-				char	   *m = xasprintf("the outcome of a claim from queue %s is unknown (%s): %s",
-										  queue, db_doubt(),
-										  !session_bound ? "jobs it may have claimed come back when their lease runs out" :
-										  db_state == DB_READY ? "reconnecting, so that the session's claims are released" :
-										  "any claim it made ended with the session");
-
-				if (!session_bound)
-					log_error("%s (%s)", m, format_duration(cfg->lease, b, sizeof(b)));
-				else
-					log_error("%s", m);
-				free(m);
-				if (db_state == DB_READY)
-					db_lost_after("claim outcome unknown", BROKEN_CLAIM_DELAY_MS);
-				return -1;
-			}
 		case CLAIM_UNREADABLE:
-			log_error("claim from queue %s returned what the agent cannot read (%s): reconnecting, so that the session's claims are released",
-					  queue, why);
-			db_lost_after("unreadable claim result", BROKEN_CLAIM_DELAY_MS);
+			claim_in_doubt(queue, status, why);
 			return -1;
 		case CLAIM_FAILED:
 			if (db_state == DB_READY)
@@ -713,25 +821,7 @@ claim_from(const char *queue, int n)
 	}
 	free(last_claim_error);
 	last_claim_error = NULL;
-	got = PQntuples(res);
-	if (got > 0)
-		log_verbose("claimed %d job(s) from queue %s", got, queue);
-	else if (n > 0)
-		marked_idle = true;
-	for (r = 0; r < got && db_state == DB_READY; r++)
-	{
-		Job		   *job = job_new();
-
-		proto_claim_job(res, r, job);
-		job->session_bound = session_bound;
-		job->lease = session_bound ? 0 : cfg->lease;
-		job->lease_valid_until = session_bound ? 0 : sent + cfg->lease;
-		start_job(job);
-	}
-	if (r < got)
-		log_info("the connection went down during the claim: %d claimed job(s) not started", got - r);
-	PQclear(res);
-	return got;
+	return start_claimed(res, queue, n, sent);
 }
 
 /*

@@ -193,6 +193,7 @@ typedef struct Job
 								 * before anything else */
 	bool		doubt_kept;		/* the complete in doubt sent the result */
 	unsigned long doubt_session;	/* db_session() of the report in doubt */
+	bool		doubt_claimed;	/* the report in doubt also claimed (n > 0) */
 
 	Buf			line;			/* stdout: the line being read */
 	Buf			last_line;		/* stdout: the last non-empty line */

@@ -238,11 +238,11 @@ is_integer(const char *s)
  * payload, an attempt and a token.
  */
 static const char *
-unreadable_claim(const PGresult *res, int n)
+unreadable_claim(const PGresult *res, int n, int ncols)
 {
 	int			r;
 
-	if (PQnfields(res) != 10)
+	if (PQnfields(res) != ncols)
 		return "wrong number of columns";
 	if (PQntuples(res) > n)
 		return "more rows than asked for";
@@ -302,7 +302,7 @@ proto_claim(const char *queue, int n, msec_t lease, const char *host, const char
 	res = db_run(sql, 6, values, PGRES_TUPLES_OK, sqlstate);
 	if (res == NULL && db_doubt() != NULL)
 		return CLAIM_UNKNOWN;
-	if (res != NULL && (*why = unreadable_claim(res, n)) != NULL)
+	if (res != NULL && (*why = unreadable_claim(res, n, 10)) != NULL)
 	{
 		PQclear(res);
 		return CLAIM_UNREADABLE;
@@ -383,6 +383,65 @@ proto_heartbeat(const Job *job, char **valid_until)
 	return status;
 }
 
+/* The claim columns of a report that also claims, before the report's own (the last). */
+#define NEXT_COLUMNS \
+	"SELECT c.id, c.queue, c.payload::text, c.attempt, c.token, " \
+	"c.payload->>'task', c.payload->>'app', c.payload->>'period_start', c.payload->>'period_end', " \
+	"CASE WHEN c.id IS NOT NULL THEN COALESCE(coord.job_snoozes(c.id), 0) END, "
+
+/* The claim arguments of a report that also claims, from parameter first on. */
+static void
+next_values(const NextClaim *next, const char **values, char *nbuf, size_t nlen,
+			char *interval, size_t ilen)
+{
+	snprintf(nbuf, nlen, "%d", next->n);
+	snprintf(interval, ilen, "%lld milliseconds", (long long) (next->lease == 0 ? 300000 : next->lease));
+	values[0] = nbuf;
+	values[1] = interval;
+	values[2] = next->lease == 0 ? "true" : "false";
+	values[3] = next->host;
+	values[4] = next->pgroup;
+}
+
+/*
+ * The jobs a report that also claimed got: next->rows (NULL when it claimed
+ * none: its one row has NULL job columns) and next->status; false when the
+ * result cannot be read (next->why; the session may hold claims we cannot
+ * know).  The report's own answer is the last column of the first row.
+ */
+static bool
+next_claimed(PGresult *res, NextClaim *next)
+{
+	int			last = PQnfields(res) - 1;
+
+	next->rows = NULL;
+	next->why = NULL;
+	if (PQntuples(res) < 1 || PQnfields(res) != 11)
+		next->why = "wrong number of rows or columns";
+	else if (PQntuples(res) == 1 && PQgetisnull(res, 0, 0))
+	{
+		next->status = CLAIM_OK;	/* nothing claimed */
+		return true;
+	}
+	else
+	{
+		for (int r = 1; r < PQntuples(res) && next->why == NULL; r++)
+			if (PQgetisnull(res, r, last) != PQgetisnull(res, 0, last) ||
+				strcmp(PQgetvalue(res, r, last), PQgetvalue(res, 0, last)) != 0)
+				next->why = "rows that disagree on the report's outcome";
+		if (next->why == NULL)
+			next->why = unreadable_claim(res, next->n, 11);
+	}
+	if (next->why != NULL)
+	{
+		next->status = CLAIM_UNREADABLE;
+		return false;
+	}
+	next->status = CLAIM_OK;
+	next->rows = res;
+	return true;
+}
+
 /*
  * coord.fail; returns the new state ('scheduled', 'dead'), "lost" when the
  * claim was no longer ours, "unknown" when it may or may not have committed
@@ -390,15 +449,18 @@ proto_heartbeat(const Job *job, char **valid_until)
  * error).
  */
 char *
-proto_fail(const Job *job, const char *error, msec_t retry_after)
+proto_fail(const Job *job, const char *error, msec_t retry_after, NextClaim *next)
 {
 	char		id[24],
 				token[24],
-				delay[48];
-	const char *values[4];
+				delay[48],
+				nbuf[16],
+				interval[48];
+	const char *values[9];
 	PGresult   *res;
 	char	   *state;
 	char	   *clean = clean_text(error, strlen(error));
+	bool		claims = next != NULL && next->n > 0;
 
 	snprintf(id, sizeof(id), "%lld", (long long) job->id);
 	snprintf(token, sizeof(token), "%lld", (long long) job->token);
@@ -407,18 +469,53 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
 	values[1] = token;
 	values[2] = clean;
 	values[3] = retry_after >= 0 ? delay : NULL;
+	if (claims)
+		next_values(next, values + 4, nbuf, sizeof(nbuf), interval, sizeof(interval));
 
 	/*
 	 * NULL stays NULL (a failure, not a snooze); LEAST ignores the NULL of a
 	 * server without the setting
 	 */
-	res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
-				 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
-				 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END)",
-				 4, values, PGRES_TUPLES_OK, NULL);
+	if (claims)
+		res = db_run(NEXT_COLUMNS "c.state "
+					 "FROM coord.fail_and_claim($1::bigint, $2::bigint, $3::text, "
+					 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
+					 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END, "
+					 "n => $5::integer, lease => $6::interval, session_bound => $7::boolean, "
+					 "host => $8, partition_group => $9) AS c",
+					 9, values, PGRES_TUPLES_OK, NULL);
+	else
+		res = db_run("SELECT coord.fail($1::bigint, $2::bigint, $3::text, "
+					 "CASE WHEN $4::interval IS NOT NULL THEN LEAST($4::interval, "
+					 "pg_catalog.current_setting('coord.max_retry_after', true)::interval) END)",
+					 4, values, PGRES_TUPLES_OK, NULL);
 	free(clean);
+	if (claims)
+	{
+		next->rows = NULL;
+		next->status = res == NULL ? (db_doubt() ? CLAIM_UNKNOWN : CLAIM_FAILED) : CLAIM_OK;
+	}
 	if (res == NULL)
 		return db_doubt() ? xstrdup("unknown") : NULL;
+	if (claims)
+	{
+		int			last = PQnfields(res) - 1;
+
+		if (!next_claimed(res, next))
+		{
+			/* the report is read when it can be; the caller drops the session */
+			log_error("job %lld: coord.fail_and_claim returned what the agent cannot read (%s)",
+					  (long long) job->id, next->why);
+			state = PQntuples(res) >= 1 && PQnfields(res) == 11 ?
+				xstrdup(PQgetisnull(res, 0, last) ? "lost" : PQgetvalue(res, 0, last)) : NULL;
+			PQclear(res);
+			return state;
+		}
+		state = xstrdup(PQgetisnull(res, 0, last) ? "lost" : PQgetvalue(res, 0, last));
+		if (next->rows == NULL)
+			PQclear(res);
+		return state;
+	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 1)
 	{
 		log_error("job %lld: coord.fail returned %d row(s) of %d column(s)",
@@ -438,23 +535,34 @@ proto_fail(const Job *job, const char *error, msec_t retry_after)
  * or NULL (it did not: connection or statement error).
  */
 char *
-proto_complete(const Job *job, const char *result, bool *kept)
+proto_complete(const Job *job, const char *result, bool *kept, NextClaim *next)
 {
+	static const char *plain = "SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)";
+	static const char *claiming = NEXT_COLUMNS "c.completed "
+	"FROM coord.complete_and_claim($1::bigint, $2::bigint, $3::jsonb, n => $4::integer, "
+	"lease => $5::interval, session_bound => $6::boolean, host => $7, partition_group => $8) AS c";
 	char		id[24],
-				token[24];
-	const char *values[3];
+				token[24],
+				nbuf[16],
+				interval[48];
+	const char *values[8];
 	PGresult   *res;
 	char		sqlstate[6];
 	char	   *state;
+	bool		claims = next != NULL && next->n > 0;
+	const char *sql = claims ? claiming : plain;
+	int			nparams = claims ? 8 : 3;
+	int			last;
 
 	snprintf(id, sizeof(id), "%lld", (long long) job->id);
 	snprintf(token, sizeof(token), "%lld", (long long) job->token);
 	values[0] = id;
 	values[1] = token;
 	values[2] = result;
+	if (claims)
+		next_values(next, values + 3, nbuf, sizeof(nbuf), interval, sizeof(interval));
 	*kept = (result != NULL);
-	res = db_run("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
-				 3, values, PGRES_TUPLES_OK, sqlstate);
+	res = db_run(sql, nparams, values, PGRES_TUPLES_OK, sqlstate);
 	if (res == NULL && result != NULL && db_state == DB_READY && strncmp(sqlstate, "22", 2) == 0)
 	{
 		/* not JSON after all (data exception): the result is NULL */
@@ -462,11 +570,33 @@ proto_complete(const Job *job, const char *result, bool *kept)
 					(long long) job->id);
 		values[2] = NULL;
 		*kept = false;
-		res = db_run("SELECT coord.complete($1::bigint, $2::bigint, $3::jsonb)",
-					 3, values, PGRES_TUPLES_OK, NULL);
+		res = db_run(sql, nparams, values, PGRES_TUPLES_OK, NULL);
+	}
+	if (claims)
+	{
+		next->rows = NULL;
+		next->status = res == NULL ? (db_doubt() ? CLAIM_UNKNOWN : CLAIM_FAILED) : CLAIM_OK;
 	}
 	if (res == NULL)
 		return db_doubt() ? xstrdup("unknown") : NULL;
+	if (claims)
+	{
+		last = PQnfields(res) - 1;
+		if (!next_claimed(res, next))
+		{
+			/* the report is read when it can be; the caller drops the session */
+			log_error("job %lld: coord.complete_and_claim returned what the agent cannot read (%s)",
+					  (long long) job->id, next->why);
+			state = PQntuples(res) >= 1 && PQnfields(res) == 11 ?
+				xstrdup(strcmp(PQgetvalue(res, 0, last), "t") == 0 ? "done" : "lost") : NULL;
+			PQclear(res);
+			return state;
+		}
+		state = xstrdup(strcmp(PQgetvalue(res, 0, last), "t") == 0 ? "done" : "lost");
+		if (next->rows == NULL)
+			PQclear(res);
+		return state;
+	}
 	if (PQntuples(res) != 1 || PQnfields(res) != 1)
 	{
 		log_error("job %lld: coord.complete returned %d row(s) of %d column(s)",

@@ -44,8 +44,27 @@ extern ClaimStatus proto_claim(const char *queue, int n, msec_t lease, const cha
 extern void proto_claim_job(const PGresult *rows, int r, Job *job);
 extern bool proto_listen_job(int64_t id, bool listen);
 extern HeartbeatStatus proto_heartbeat(const Job *job, char **valid_until);
-extern char *proto_complete(const Job *job, const char *result, bool *kept);
-extern char *proto_fail(const Job *job, const char *error, msec_t retry_after);
+
+/*
+ * One commit per job: a report that also claims up to n jobs of the job's
+ * queue (coord.complete_and_claim, coord.fail_and_claim), as proto_claim
+ * would; n = 0, or no NextClaim, reports only.  status and rows are as
+ * proto_claim's (CLAIM_OK: rows holds 0 to n jobs, read with
+ * proto_claim_job; the caller clears it); why for CLAIM_UNREADABLE.
+ */
+typedef struct NextClaim
+{
+	int			n;
+	msec_t		lease;			/* 0: session-bound */
+	const char *host;
+	const char *pgroup;
+	ClaimStatus status;
+	PGresult   *rows;
+	const char *why;
+} NextClaim;
+
+extern char *proto_complete(const Job *job, const char *result, bool *kept, NextClaim *next);
+extern char *proto_fail(const Job *job, const char *error, msec_t retry_after, NextClaim *next);
 extern char *proto_claim_state(const Job *job, char *sqlstate);
 extern bool proto_next_due(const AgentConfig *cfg, msec_t *wait_ms);
 

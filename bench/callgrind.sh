@@ -22,6 +22,15 @@
 #   enq:      SELECT coord.enqueue('e', '{"x":1}')
 #   enqafter: the same with after => ARRAY[p], p a live job in another queue
 #   enqdone:  the same with after => ARRAY[p], p a finished job (history)
+#   next:  one commit per job, as a worker loop runs it: complete_and_claim
+#          of the job in hand (its id and token carried from one statement to
+#          the next in two settings, set_config), which claims the next
+#   nextraw: the raw queue's same loop: WITH d AS (DELETE the job in hand)
+#          UPDATE ... SKIP LOCKED ... RETURNING, carried the same way
+#   batch: SELECT coord.complete_many(array_agg(id), array_agg(token))
+#          FROM coord.claim('q', 100): 100 jobs a statement (counted per job)
+#   batchraw: the raw queue's WITH c AS (UPDATE ... LIMIT 100 ...) DELETE
+# (the default sides: coord worker group raw next nextraw batch batchraw)
 # Each side also runs 0 jobs (start-up and PREPARE only), which is
 # subtracted.  Both run claim and complete in one statement here (make bench
 # runs them as two transactions), so only the ratio and the changes between
@@ -88,23 +97,30 @@ declare -A PREP=(
   [enqafter]="PREPARE j AS SELECT coord.enqueue('e', '{\"x\":1}', after => ARRAY[${PLIVE}::bigint]);"
   [enqdone]="PREPARE j AS SELECT coord.enqueue('e', '{\"x\":1}', after => ARRAY[${PDONE}::bigint]);"
   [raw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
+  [next]="SELECT set_config('cg.id', id::text, false), set_config('cg.token', token::text, false) FROM coord.claim('q'); PREPARE j AS SELECT set_config('cg.id', id::text, false), set_config('cg.token', token::text, false) FROM coord.complete_and_claim(current_setting('cg.id')::bigint, current_setting('cg.token')::bigint);"
+  [nextraw]="WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) SELECT set_config('cg.id', id::text, false) FROM c; PREPARE j AS WITH d AS (DELETE FROM bench_jobs WHERE id = current_setting('cg.id')::bigint), c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id) SELECT set_config('cg.id', id::text, false) FROM c;"
+  [batch]="PREPARE j AS SELECT coord.complete_many(array_agg(id), array_agg(token)) FROM coord.claim('q', 100);"
+  [batchraw]="PREPARE j AS WITH c AS (UPDATE bench_jobs SET state = 'running', attempts = attempts + 1, locked_until = now() + interval '5 minutes' WHERE id IN (SELECT id FROM bench_jobs WHERE queue = 'q' AND state = 'ready' AND run_at <= now() ORDER BY priority DESC, run_at, id LIMIT 100 FOR UPDATE SKIP LOCKED) RETURNING id) DELETE FROM bench_jobs USING c WHERE bench_jobs.id = c.id;"
 )
+# jobs per EXECUTE of a side (the batch sides take 100 a statement)
+declare -A PER=([batch]=100 [batchraw]=100)
 # instructions of one single-user run of n jobs, on a fresh copy of the data
 count() {
   local side=$1 n=$2 copy=$TMP/run
   rm -rf "$copy" && cp -a "$DATA" "$copy" && chmod 700 "$copy"
   { echo "${PREP[$side]}"; for _ in $(seq "$n"); do echo "EXECUTE j;"; done; } >"$TMP/script.sql"
   chown postgres: "$TMP/script.sql" 2>/dev/null || true
-  as_pg valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" \
+  as_pg valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.out" ${CALLGRIND_OPTS:-} \
     "$PGBIN/postgres" --single -D "$copy" -c shared_preload_libraries= postgres \
     <"$TMP/script.sql" >"$TMP/single.log" 2>&1
   # CALLGRIND_KEEP=DIR keeps each run's profile (callgrind_annotate it)
   [ -n "${CALLGRIND_KEEP:-}" ] && cp "$TMP/cg.out" "$CALLGRIND_KEEP/cg.$side.$n.out"
   sed -n 's/^==[0-9]*== Collected : \([0-9]*\)$/\1/p' "$TMP/single.log"
 }
-printf '%-6s %14s %16s\n' side "jobs" "instructions/job"
-for side in ${CALLGRIND_SIDES:-coord worker group raw}; do
+printf '%-8s %12s %16s\n' side "jobs" "instructions/job"
+for side in ${CALLGRIND_SIDES:-coord worker group raw next nextraw batch batchraw}; do
+  per=${PER[$side]:-1}
   base=$(count "$side" 0)
-  full=$(count "$side" "$JOBS")
-  printf '%-6s %14s %16s\n' "$side" "$JOBS" "$(( (full - base) / JOBS ))"
+  full=$(count "$side" $((JOBS / per)))
+  printf '%-8s %12s %16s\n' "$side" "$((JOBS / per * per))" "$(( (full - base) / (JOBS / per * per) ))"
 done

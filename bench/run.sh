@@ -12,6 +12,12 @@
 #             ON CONFLICT + 2 UPDATEs baseline on a plain table
 #   jobs      enqueue (single, batched) and claim + complete (single at 4 and
 #             8 workers, batched) against a hand-written SKIP LOCKED queue
+#   next      one commit per job: a single-job loop on coord.complete_and_claim
+#             against today's claim-then-complete loop and the hand-written
+#             SKIP LOCKED queue doing each (4 workers; issue 28: at least 1.3x)
+#   batch     claim + complete of 100 jobs a call (coord.claim + complete_many)
+#             against the hand-written SKIP LOCKED batch, 4 workers: the
+#             jobs section's batched rows alone (issue 28: at least 1.0x)
 #   oldsnap   claim + complete with and without a session holding an old
 #             snapshot, 200,000 jobs queued, coord and raw (OLDSNAP_DURATION s
 #             per run, default 40)
@@ -663,6 +669,90 @@ the hand-written queue (ratio ≥ 1.00; the machine's noise is several percent).
   write_block jobs "$OUT/jobs.md"
   cp "$OUT/jobs.md" "$OUT/$STAMP/"
   cat "$OUT/jobs.table.md"
+}
+
+NEXT_SPEC='claim-raw|raw SKIP LOCKED claim, then DELETE|1 job/claim, 4 workers, 2 commits/job|-|count
+claim-coord|coord.claim, then coord.complete|1 job/claim, 4 workers, 2 commits/job|claim-raw|count
+next-raw|raw DELETE + SKIP LOCKED claim in one statement|1 job/claim, 4 workers, 1 commit/job|claim-raw|count
+next-coord|coord.complete_and_claim|1 job/claim, 4 workers, 1 commit/job|claim-coord|count|1.3
+next-coord-vs-raw|coord.complete_and_claim (against the raw one-statement loop)|1 job/claim, 4 workers, 1 commit/job|next-raw|count|1.0'
+
+prerun_next() {
+  case $1 in
+    next-coord-vs-raw) return 0 ;;
+    *) jobs_drop_e && jobs_fill q "$JOBS_BACKLOG" ;;
+  esac
+}
+
+# One commit per job (issue 28): the single-job loop of a worker, today's
+# (claim, then complete: two transactions) and on coord.complete_and_claim
+# (one), each beside the hand-written SKIP LOCKED queue doing the same.
+bench_next() {
+  local load_start c
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== next: $((4 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  jobs_raw_table
+  for c in claim next; do
+    COUNT_SQL[$c-raw]="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
+    COUNT_SQL[$c-coord]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+    CONFIG_OPTS[$c-raw]="-D id=0"
+    CONFIG_OPTS[$c-coord]="-D id=0"
+  done
+  run_section next \
+    claim-raw:jobs-claim-raw.sql claim-coord:jobs-claim-coord.sql \
+    next-raw:jobs-next-raw.sql next-coord:jobs-next-coord.sql
+  # the coord one-commit loop against the raw one, from the same runs
+  awk -F'\t' -v OFS='\t' '$2 == "next-coord" {$2 = "next-coord-vs-raw"; print}' "$OUT/next.tsv" >>"$OUT/next.tsv"
+  summarize next "$NEXT_SPEC" job "issue 28: the one-commit loop at least 1.3× today's claim-then-complete loop" >/dev/null
+  section_block next "One commit per job: a single-job worker loop, $BENCH_CLIENTS workers" \
+"Configurations (bench/jobs-claim-*.sql, bench/jobs-next-*.sql): *coord.claim,
+then coord.complete* = today's single-job loop, \`coord.claim('q')\` and
+\`coord.complete(id, token)\` as two statements and two transactions per
+job; *coord.complete_and_claim* = \`coord.complete_and_claim(id, token)\`
+finishing the job in hand and claiming the next in one statement and one
+commit (a client's first run claims only: \`pgbench -D id=0\` and \`\\if\`);
+the raw rows are the hand-written SKIP LOCKED queue of the jobs section
+doing each: \`UPDATE ... SKIP LOCKED ... RETURNING id\` then \`DELETE\`, and
+\`WITH done AS (DELETE ... WHERE id = :id) UPDATE ... SKIP LOCKED ...
+RETURNING id\` in one statement.  Both backlogs are topped up to
+$JOBS_BACKLOG ready jobs before each run (VACUUM ANALYZE, CHECKPOINT); jobs
+are counted in the database (coord: done rows in coord.job_history; raw:
+rows deleted).  The last row compares the coord one-commit loop with the
+raw one-commit loop (the same runs)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=next make bench" "$load_start"
+  write_block next "$OUT/next.md"
+  cp "$OUT/next.md" "$OUT/$STAMP/"
+  cat "$OUT/next.table.md"
+}
+
+BATCH_SPEC='claimb-raw|raw SKIP LOCKED claim + DELETE|100 jobs/claim, 4 workers|-|count
+claimb-coord|coord.claim + complete_many|100 jobs/claim, 4 workers|claimb-raw|count|1.0'
+
+prerun_batch() { jobs_drop_e && jobs_fill q "$JOBS_BACKLOG_BATCH"; }
+
+# The jobs section's batched rows alone (issue 28: the batch claim +
+# complete had fallen to 0.93x the hand-written batch).
+bench_batch() {
+  local load_start
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== batch: $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  jobs_raw_table
+  COUNT_SQL[claimb-raw]="SELECT -count(*) FROM bench_jobs WHERE queue = 'q'"
+  COUNT_SQL[claimb-coord]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  run_section batch claimb-raw:jobs-claimb-raw.sql claimb-coord:jobs-claimb-coord.sql
+  summarize batch "$BATCH_SPEC" job "batch claim + complete at least matches the hand-written SKIP LOCKED batch" >/dev/null
+  section_block batch "Batch claim + complete, 100 jobs a call, $BENCH_CLIENTS workers" \
+"The batched rows of the jobs section alone (bench/jobs-claimb-*.sql):
+\`coord.claim('q', 100)\` then \`coord.complete_many(ids, tokens)\`, two
+transactions per 100 jobs, against the hand-written SKIP LOCKED queue's
+\`UPDATE ... LIMIT 100 FOR UPDATE SKIP LOCKED ... RETURNING id\` then
+\`DELETE ... WHERE id = ANY (...)\`.  Both backlogs are topped up to
+$JOBS_BACKLOG_BATCH ready jobs before each run (VACUUM ANALYZE,
+CHECKPOINT); jobs counted in the database." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=batch make bench" "$load_start"
+  write_block batch "$OUT/batch.md"
+  cp "$OUT/batch.md" "$OUT/$STAMP/"
+  cat "$OUT/batch.table.md"
 }
 
 OLDSNAP_DURATION=${OLDSNAP_DURATION:-40}

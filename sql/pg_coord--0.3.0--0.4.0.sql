@@ -328,3 +328,73 @@ GRANT SELECT ON coord.tick_health TO coord_admin, coord_monitor;
 -- The tick purges ended batches (issue 27 follow-up; sql/parts/batches.sql)
 CREATE INDEX batch_end_ended_at ON coord.batch_end (ended_at);
 COMMENT ON INDEX coord.batch_end_ended_at IS 'The tick''s purge finds the batches that ended longest ago';
+-- ---------- one commit per job (issue 28): as sql/parts/jobs.sql and grants.sql ----------
+-- One commit per job (0.4.0): finish a job and claim the next ones of its
+-- queue in one statement.  One row per job claimed, each with what
+-- coord.complete (completed) or coord.fail (state) returned; exactly one row,
+-- the job columns NULL, when nothing was claimed.
+-- Their rows: what complete (completed) or fail (state) returned, then the
+-- columns of coord.claimed_job.  Composite types rather than RETURNS TABLE:
+-- a function with OUT columns builds its row type from pg_proc at every
+-- executor start and call (about 20,000 instructions a call).
+CREATE TYPE coord.claimed_after_complete AS (
+    completed   boolean,
+    id          bigint,
+    queue       text,
+    payload     jsonb,
+    attempt     integer,
+    token       bigint,
+    lease_until timestamptz,
+    key         text,
+    group_key   text,
+    host        text,
+    run_at      timestamptz
+);
+COMMENT ON TYPE coord.claimed_after_complete IS
+  'A row of coord.complete_and_claim: completed (what coord.complete returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
+CREATE TYPE coord.claimed_after_fail AS (
+    state       text,
+    id          bigint,
+    queue       text,
+    payload     jsonb,
+    attempt     integer,
+    token       bigint,
+    lease_until timestamptz,
+    key         text,
+    group_key   text,
+    host        text,
+    run_at      timestamptz
+);
+COMMENT ON TYPE coord.claimed_after_fail IS
+  'A row of coord.fail_and_claim: state (what coord.fail returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
+
+CREATE FUNCTION coord.complete_and_claim(id bigint, token bigint, result jsonb DEFAULT NULL,
+                                         n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                         session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                         partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_after_complete AS 'MODULE_PATHNAME', 'coord_complete_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text) IS
+  'Completes a claimed job as coord.complete does (completed: false, and no change, when the claim is no longer the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
+
+CREATE FUNCTION coord.fail_and_claim(id bigint, token bigint, error text DEFAULT NULL,
+                                     retry_after interval DEFAULT NULL, pause_key boolean DEFAULT false,
+                                     n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                     session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                     partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_after_fail AS 'MODULE_PATHNAME', 'coord_fail_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text) IS
+  'Fails a claimed job as coord.fail does (state: scheduled, dead, or NULL when the claim is not the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
+REVOKE ALL ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text),
+  coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text),
+  coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text)
+  TO coord_worker;
+
+-- ---------- batch claims stay HOT (issue 28): as sql/parts/jobs.sql ----------
+-- A claim of n jobs writes n new row versions in one transaction; at
+-- fillfactor 70 half of a 100-job claim's went off their page (an insert
+-- into every index each).  Pages written from now on keep room for a
+-- claimed version of each of their rows.
+ALTER TABLE coord.job SET (fillfactor = 45);

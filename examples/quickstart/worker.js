@@ -11,19 +11,27 @@ const [queue, stopAfter] = [process.argv[2], Number(process.argv[3])];
   let wake = () => {};
   client.on('notification', () => wake());
   await client.query(`LISTEN "coord:${queue}"`);        // LISTEN before the first claim
+  let job = null;
   for (let done = 0; stopAfter === 0 || done < stopAfter;) {
-    const { rows } = await client.query('SELECT id, token, payload FROM coord.claim($1, 10)', [queue]);
-    for (const job of rows) {
-      try {
-        const result = { sum: job.payload.numbers.reduce((a, b) => a + b, 0) };   // the work
-        await client.query('SELECT coord.complete($1, $2, $3)', [job.id, job.token, result]);
-      } catch (e) {                                      // scheduled again later, or dead
-        await client.query('SELECT coord.fail($1, $2, $3)', [job.id, job.token, String(e)]);
-      }
-      done++;
+    if (job === null || job.id === null) {               // nothing in hand: claim, or wait
+      ({ rows: [job = null] } = await client.query('SELECT id, token, payload FROM coord.claim($1)', [queue]));
+      if (job === null)                                  // wait for a NOTIFY, or poll after 1 s
+        await new Promise((resolve) => { wake = resolve; setTimeout(resolve, 1000); });
+      continue;
     }
-    if (rows.length === 0)                               // wait for a NOTIFY, or poll after 1 s
-      await new Promise((resolve) => { wake = resolve; setTimeout(resolve, 1000); });
+    done++;
+    const more = done === stopAfter ? 0 : 1;             // claim no job it will not do
+    let result;
+    try {
+      result = { sum: job.payload.numbers.reduce((a, b) => a + b, 0) };           // the work
+    } catch (e) {                                        // scheduled again later, or dead
+      ({ rows: [job] } = await client.query('SELECT id, token, payload FROM coord.fail_and_claim($1, $2, $3, n => $4)',
+                                            [job.id, job.token, String(e), more]));
+      continue;
+    }
+    // done, and the next job claimed, in one statement and one commit
+    ({ rows: [job] } = await client.query('SELECT id, token, payload FROM coord.complete_and_claim($1, $2, $3, n => $4)',
+                                          [job.id, job.token, result, more]));
   }
   await client.end();
 })().catch((e) => { console.error(e); process.exit(1); });

@@ -181,6 +181,11 @@ GRANT EXECUTE ON FUNCTION coord.drop_group(text), coord.drop_election(text) TO c
 -- reaches coord_monitor through the loop above, without result.
 GRANT EXECUTE ON FUNCTION coord.step(bigint, bigint, text), coord.step_done(bigint, bigint, text, jsonb)
   TO coord_worker;
+-- One commit per job (issue 28): complete or fail and claim, for workers,
+-- with the checks of complete, fail and claim.
+GRANT EXECUTE ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text),
+  coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text)
+  TO coord_worker;
 -- Workflows: a worker enqueues flows and reads its own claim's parents
 -- (parent_results checks the claim, as heartbeat does).
 GRANT EXECUTE ON FUNCTION coord.parent_results(bigint, bigint), coord.enqueue_flow(jsonb) TO coord_worker;

@@ -48,7 +48,7 @@ CREATE TABLE coord.job (
     deps         smallint NOT NULL DEFAULT 0,
     enqueued_by  oid,
     progress     jsonb
-) WITH (fillfactor = 70);
+) WITH (fillfactor = 45);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
 COMMENT ON COLUMN coord.job.claimed_by IS
@@ -62,7 +62,12 @@ COMMENT ON COLUMN coord.job.progress IS 'The last progress the job''s holder rep
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
--- no index grows when work is claimed.  Claims update rows, and completions insert history
+-- no index grows when work is claimed.  That needs room on the row's page
+-- for its new version: a claim of n jobs writes n new versions in one
+-- transaction, so none of the old ones can be pruned before it commits, and
+-- a page must have room for a claimed version of each of its rows
+-- (fillfactor 45: at 70, a claim of 100 jobs updated half of them off their
+-- page, inserting into every index; 0.4.0).  Claims update rows, and completions insert history
 -- rows, through the table access method: triggers, CHECK constraints,
 -- defaults and generated columns added to these two tables would not apply.  The claim
 -- index leads with a hash of the queue rather than its name: every key is
@@ -229,6 +234,64 @@ RETURNS text AS 'MODULE_PATHNAME', 'coord_fail'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION coord.fail(bigint, bigint, text, interval, boolean) IS
   'Fails a claimed job: scheduled again with backoff, or dead after max_attempts; retry_after sets the delay, uses up no attempt but counts a snooze (dead after max_snoozes or past expires_at); pause_key pauses the job''s limit_key for retry_after. NULL when the claim is not the caller''s';
+
+-- One commit per job (0.4.0): finish a job and claim the next ones of its
+-- queue in one statement.  One row per job claimed, each with what
+-- coord.complete (completed) or coord.fail (state) returned; exactly one row,
+-- the job columns NULL, when nothing was claimed.
+-- Their rows: what complete (completed) or fail (state) returned, then the
+-- columns of coord.claimed_job.  Composite types rather than RETURNS TABLE:
+-- a function with OUT columns builds its row type from pg_proc at every
+-- executor start and call (about 20,000 instructions a call).
+CREATE TYPE coord.claimed_after_complete AS (
+    completed   boolean,
+    id          bigint,
+    queue       text,
+    payload     jsonb,
+    attempt     integer,
+    token       bigint,
+    lease_until timestamptz,
+    key         text,
+    group_key   text,
+    host        text,
+    run_at      timestamptz
+);
+COMMENT ON TYPE coord.claimed_after_complete IS
+  'A row of coord.complete_and_claim: completed (what coord.complete returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
+CREATE TYPE coord.claimed_after_fail AS (
+    state       text,
+    id          bigint,
+    queue       text,
+    payload     jsonb,
+    attempt     integer,
+    token       bigint,
+    lease_until timestamptz,
+    key         text,
+    group_key   text,
+    host        text,
+    run_at      timestamptz
+);
+COMMENT ON TYPE coord.claimed_after_fail IS
+  'A row of coord.fail_and_claim: state (what coord.fail returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
+
+CREATE FUNCTION coord.complete_and_claim(id bigint, token bigint, result jsonb DEFAULT NULL,
+                                         n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                         session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                         partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_after_complete AS 'MODULE_PATHNAME', 'coord_complete_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.complete_and_claim(bigint, bigint, jsonb, integer, interval, boolean, text, text) IS
+  'Completes a claimed job as coord.complete does (completed: false, and no change, when the claim is no longer the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
+
+CREATE FUNCTION coord.fail_and_claim(id bigint, token bigint, error text DEFAULT NULL,
+                                     retry_after interval DEFAULT NULL, pause_key boolean DEFAULT false,
+                                     n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
+                                     session_bound boolean DEFAULT false, host text DEFAULT NULL,
+                                     partition_group text DEFAULT NULL)
+RETURNS SETOF coord.claimed_after_fail AS 'MODULE_PATHNAME', 'coord_fail_and_claim'
+LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 1;
+COMMENT ON FUNCTION coord.fail_and_claim(bigint, bigint, text, interval, boolean, integer, interval, boolean, text, text) IS
+  'Fails a claimed job as coord.fail does (state: scheduled, dead, or NULL when the claim is not the caller''s) and claims up to n jobs of its queue as coord.claim does, in one statement; one row per job claimed, or one row with NULL job columns';
 
 CREATE FUNCTION coord.heartbeat(id bigint, token bigint, lease interval DEFAULT NULL)
 RETURNS timestamptz AS 'MODULE_PATHNAME', 'coord_heartbeat'

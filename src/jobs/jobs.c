@@ -5,9 +5,10 @@
  *
  * The family's top file: the SQL entry points other than the claim and
  * job control (enqueue, complete, fail, heartbeat, retry, the state
- * functions, purge, mark_queued_job) and the origin API of jobs.h, through
- * which schedules and apps make their jobs and are told when those
- * finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
+ * functions, purge, mark_queued_job), complete's and fail's work for
+ * jobs_next.c too (JobsCompleteOne, JobsFailOne), and the origin API of
+ * jobs.h, through which schedules and apps make their jobs and are told
+ * when those finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
  * the family's module init (CoordJobsInit), which hands jobs_common.c the
  * caches of the files above it (JobsCacheHooks), so that no file calls up.
  *
@@ -46,7 +47,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
-
+#include "utils/typcache.h"
 
 #include "jobs/jobs_int.h"
 #include "requests.h"
@@ -121,34 +122,31 @@ BackoffUs(int32 attempt)
 
 /* ---------- complete, fail, heartbeat ---------- */
 
-/* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
-Datum
-coord_complete(PG_FUNCTION_ARGS)
+/*
+ * JobsCompleteOne: complete's work, inside SPI, as the owner (coord.complete
+ * and coord.complete_and_claim): true when the claim (token) was still the
+ * caller's and the job is now done.  queue, when not NULL, gets the done
+ * job's queue, allocated in cxt (left alone when the completion did not
+ * count).
+ */
+bool
+JobsCompleteOne(int64 id, int64 token, Datum result, bool result_null, Oid caller,
+				char **queue, MemoryContext cxt)
 {
-	int64		id;
 	Oid			argtypes[4] = {INT8OID, INT8OID, BOOLOID, OIDOID};
 	Datum		args[4];
-	CoordUserSwitch sw;
 	bool		ok;
 
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "id");
-	CoordRequireArg(fcinfo, 1, "token");
-	if (!PG_ARGISNULL(2))
-		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
-	id = PG_GETARG_INT64(0);
 	args[0] = Int64GetDatum(id);
-	args[1] = Int64GetDatum(PG_GETARG_INT64(1));
+	args[1] = Int64GetDatum(token);
 	args[2] = BoolGetDatum(JobsSessionClaimLive(id));
-
-	CoordSpiBegin(&sw);
-	args[3] = ObjectIdGetDatum(sw.save_userid);
+	args[3] = ObjectIdGetDatum(caller);
 
 	/*
 	 * the hot path: a statement each, the role test only where it applies;
 	 * RETURNING the whole row, one column (JobsArchive)
 	 */
-	if (JobsActsForAnyClaimant(sw.save_userid))
+	if (JobsActsForAnyClaimant(caller))
 		CoordExec(&plan_complete_any,
 				  "DELETE FROM coord.job AS j WHERE j.id OPERATOR(pg_catalog.=) $1 "
 				  "AND j.token OPERATOR(pg_catalog.=) $2 "
@@ -161,11 +159,59 @@ coord_complete(PG_FUNCTION_ARGS)
 				  "AND ((j.lease_until IS NOT NULL AND j.claimed_by OPERATOR(pg_catalog.=) $4) "
 				  "     OR $3) RETURNING j",
 				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
-	ok = JobsArchive("done", NULL, PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2), PG_ARGISNULL(2)) == 1;
+	if (queue != NULL && SPI_processed == 1)
+		*queue = JobsRowQueue(cxt);
+	ok = JobsArchive("done", NULL, result, result_null) == 1;
 	if (ok)
 		JobsDropSessionClaim(id);
 	else
 		JobsForgetClaimIfGone(id);
+	return ok;
+}
+
+/*
+ * The queue of the one job row that a DELETE ... RETURNING j (the whole row,
+ * one composite column) left in SPI_tuptable, copied into cxt.
+ */
+char *
+JobsRowQueue(MemoryContext cxt)
+{
+	SPITupleTable *tt = SPI_tuptable;
+	bool		isnull;
+	HeapTupleHeader th = DatumGetHeapTupleHeader(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+	TupleDesc	rowdesc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(th), HeapTupleHeaderGetTypMod(th));
+	HeapTupleData row;
+	Datum		q;
+	char	   *queue;
+
+	row.t_len = HeapTupleHeaderGetDatumLength(th);
+	ItemPointerSetInvalid(&row.t_self);
+	row.t_tableOid = InvalidOid;
+	row.t_data = th;
+	q = heap_getattr(&row, SPI_fnumber(rowdesc, "queue"), rowdesc, &isnull);
+	queue = MemoryContextStrdup(cxt, TextDatumGetCString(q));
+	ReleaseTupleDesc(rowdesc);
+	return queue;
+}
+
+/* coord.complete(id bigint, token bigint, result jsonb DEFAULT NULL) */
+Datum
+coord_complete(PG_FUNCTION_ARGS)
+{
+	int64		id;
+	CoordUserSwitch sw;
+	bool		ok;
+
+	CoordNotInParallel(fcinfo);
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	if (!PG_ARGISNULL(2))
+		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
+	id = PG_GETARG_INT64(0);
+
+	CoordSpiBegin(&sw);
+	ok = JobsCompleteOne(id, PG_GETARG_INT64(1), PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
+						 PG_ARGISNULL(2), sw.save_userid, NULL, NULL);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
@@ -223,20 +269,38 @@ coord_complete_many(PG_FUNCTION_ARGS)
 					 "AND ((j.lease_until IS NOT NULL "
 					 "      AND (j.claimed_by OPERATOR(pg_catalog.=) $4 OR $5)) "
 					 "     OR j.id OPERATOR(pg_catalog.=) ANY ($3)) "
-					 "RETURNING j.*",
+					 "RETURNING j",
 					 5, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	{
-		/* the completed ones: let their claims go; the others: only if gone */
+		/*
+		 * the completed ones: let their claims go; the others: only if gone.
+		 * RETURNING the whole row, one composite column (JobsArchive): far
+		 * cheaper to project than each of coord.job's columns
+		 */
 		SPITupleTable *tt = SPI_tuptable;
 		int64	   *completed = palloc(sizeof(int64) * Max(done, 1));
-		int			c_id = SPI_fnumber(tt->tupdesc, "id");
+		TupleDesc	rowdesc = NULL;
+		int			c_id = 0;
 
 		for (r = 0; r < done; r++)
 		{
 			bool		isnull;
+			HeapTupleHeader th = DatumGetHeapTupleHeader(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
+			HeapTupleData row;
 
-			completed[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, c_id, &isnull));
+			if (rowdesc == NULL)
+			{
+				rowdesc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(th), HeapTupleHeaderGetTypMod(th));
+				c_id = SPI_fnumber(rowdesc, "id");
+			}
+			row.t_len = HeapTupleHeaderGetDatumLength(th);
+			ItemPointerSetInvalid(&row.t_self);
+			row.t_tableOid = InvalidOid;
+			row.t_data = th;
+			completed[r] = DatumGetInt64(heap_getattr(&row, c_id, rowdesc, &isnull));
 		}
+		if (rowdesc != NULL)
+			ReleaseTupleDesc(rowdesc);
 		(void) JobsArchive("done", NULL, (Datum) 0, true);
 		/* sorted, so that each id is looked up in O(log n) */
 		qsort(completed, done, sizeof(int64), CoordCmpInt64);
@@ -259,45 +323,33 @@ coord_complete_many(PG_FUNCTION_ARGS)
 }
 
 /*
- * coord.fail(id, token, error, retry_after, pause_key) returns text:
- * 'scheduled' (again, after retry_after or an exponential backoff with
- * jitter) or 'dead'; NULL when the claim is not the caller's.  A
- * retry_after is a snooze: it uses no attempt, but past max_snoozes
- * snoozes the job dies, as it does when it would run after its expires_at.
- * pause_key pauses the job's limit_key for retry_after, for every claimer.
- * retry_after is at most coord.max_retry_after (22023 beyond).
+ * coord.fail's arguments (id, token, error, retry_after, pause_key: the first
+ * five of coord.fail and coord.fail_and_claim), checked: the caller's
+ * errors, before any work.  retry_after is at most coord.max_retry_after
+ * (22023 beyond).
  */
-Datum
-coord_fail(PG_FUNCTION_ARGS)
+void
+JobsFailArgs(FunctionCallInfo fcinfo, JobsFail *f)
 {
-	int64		id,
-				token;
-	char	   *error = NULL;
-	int64		delay_us = -1;
-	bool		pause_key = false;
-	Oid			argtypes[7] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID, OIDOID, BOOLOID};
-	Datum		args[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	CoordUserSwitch sw;
-	const char *result = NULL;
-
-	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 0, "id");
 	CoordRequireArg(fcinfo, 1, "token");
+	f->error = NULL;
+	f->delay_us = -1;
+	f->pause_key = false;
 	if (!PG_ARGISNULL(2))
 	{
 		text	   *t = PG_GETARG_TEXT_PP(2);
 
 		CoordCheckSize("job error text", VARSIZE_ANY_EXHDR(t), COORD_ERROR_MAX_BYTES);
-		error = text_to_cstring(t);
+		f->error = text_to_cstring(t);
 	}
-	id = PG_GETARG_INT64(0);
-	token = PG_GETARG_INT64(1);
+	f->id = PG_GETARG_INT64(0);
+	f->token = PG_GETARG_INT64(1);
 	if (!PG_ARGISNULL(3))
 	{
-		delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
+		f->delay_us = CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(3), "retry_after", true);
 		/* no parking a job, or a key for every claimer, for years */
-		if (delay_us > (int64) coord_max_retry_after * USECS_PER_SEC)
+		if (f->delay_us > (int64) coord_max_retry_after * USECS_PER_SEC)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("retry_after is longer than coord.max_retry_after"),
@@ -310,25 +362,46 @@ coord_fail(PG_FUNCTION_ARGS)
 	if (PG_NARGS() > 4)
 	{
 		CoordRequireArg(fcinfo, 4, "pause_key");
-		pause_key = PG_GETARG_BOOL(4);
+		f->pause_key = PG_GETARG_BOOL(4);
 	}
-	if (pause_key && delay_us < 0)
+	if (f->pause_key && f->delay_us < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("pause_key needs retry_after"),
 				 errdetail("The key is paused for retry_after.")));
+}
+
+/*
+ * JobsFailOne: fail's work, inside SPI, as the owner (coord.fail and
+ * coord.fail_and_claim).  Returns the job's new state, 'scheduled' (again,
+ * after retry_after or an exponential backoff with jitter) or 'dead'; NULL
+ * when the claim is not the caller's.  A retry_after is a snooze: it uses
+ * no attempt, but past max_snoozes snoozes the job dies, as it does when it
+ * would run after its expires_at.  pause_key pauses the job's limit_key for
+ * retry_after, for every claimer.  queue, when not NULL, gets the failed
+ * job's queue, allocated in cxt (left alone when the claim was not the
+ * caller's).
+ */
+const char *
+JobsFailOne(const JobsFail *f, Oid caller, char **queue_out, MemoryContext cxt)
+{
+	int64		id = f->id,
+				token = f->token;
+	const char *error = f->error;
+	int64		delay_us = f->delay_us;
+	Oid			argtypes[7] = {INT8OID, INT8OID, INTERVALOID, TEXTOID, BOOLOID, OIDOID, BOOLOID};
+	Datum		args[7];
+	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	const char *result = NULL;
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum(token);
 	args[2] = (Datum) 0;
 	args[3] = error ? CStringGetTextDatum(error) : (Datum) 0;
 	nulls[3] = error ? ' ' : 'n';
-	args[4] = BoolGetDatum(false);
-
-	CoordSpiBegin(&sw);
 	args[4] = BoolGetDatum(JobsSessionClaimLive(id));
-	args[5] = ObjectIdGetDatum(sw.save_userid);
-	args[6] = BoolGetDatum(JobsActsForAnyClaimant(sw.save_userid));
+	args[5] = ObjectIdGetDatum(caller);
+	args[6] = BoolGetDatum(JobsActsForAnyClaimant(caller));
 	CoordExecLimit(&plan_fail_get,
 				   "SELECT attempt, max_attempts, snoozes, max_snoozes, expires_at, queue, limit_key "
 				   "FROM coord.job "
@@ -354,6 +427,8 @@ coord_fail(PG_FUNCTION_ARGS)
 		bool		uses_attempt = (delay_us < 0);
 		const char *why = NULL;
 
+		if (queue_out != NULL)
+			*queue_out = MemoryContextStrdup(cxt, queue);
 		if (!uses_attempt && snoozes >= max_snoozes)
 			why = psprintf("snoozed %d times (max_snoozes %d)%s%s", snoozes, max_snoozes,
 						   error ? ": " : "", error ? error : "");
@@ -368,7 +443,7 @@ coord_fail(PG_FUNCTION_ARGS)
 				why = psprintf("expired: the retry would run after its expires_at%s%s",
 							   error ? ": " : "", error ? error : "");
 		}
-		if (pause_key && !key_null)
+		if (f->pause_key && !key_null)
 		{
 			/* the 429 case: the whole key cools down, for every claimer */
 			(void) JobsLimitPause(queue, DatumGetTextPP(limit_key),
@@ -407,6 +482,25 @@ coord_fail(PG_FUNCTION_ARGS)
 	}
 	else
 		JobsForgetClaimIfGone(id);
+	return result;
+}
+
+/*
+ * coord.fail(id, token, error, retry_after, pause_key) returns text: the
+ * job's new state, 'scheduled' or 'dead'; NULL when the claim is not the
+ * caller's (JobsFailOne).
+ */
+Datum
+coord_fail(PG_FUNCTION_ARGS)
+{
+	JobsFail	f;
+	CoordUserSwitch sw;
+	const char *result;
+
+	CoordNotInParallel(fcinfo);
+	JobsFailArgs(fcinfo, &f);
+	CoordSpiBegin(&sw);
+	result = JobsFailOne(&f, sw.save_userid, NULL, NULL);
 	CoordSpiEnd(&sw);
 	if (result == NULL)
 		PG_RETURN_NULL();

@@ -17,7 +17,9 @@
  *
  * coord_claim is seven steps over one ClaimCall: ClaimArgs, ClaimBegin,
  * ClaimFromFrontier, ClaimFromHead, ClaimMoveFrontier, ClaimBuryExhausted,
- * ClaimEmit; ClaimMarkIdle then says whether the worker waits.
+ * ClaimEmit; ClaimMarkIdle then says whether the worker waits.  The steps
+ * after ClaimArgs are JobsClaimRun, which jobs_next.c's one-commit entry
+ * points call too (with JobsClaimArgs for their own argument numbers).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -841,7 +843,7 @@ RunClaimOnce(ClaimKind kind, Datum *args, char *nulls, ClaimScan *scan, bool mov
  * coord.claim's arguments, checked, and what its steps share: the claim
  * statements' parameters, the scan, the frontier and the rows claimed.
  */
-typedef struct ClaimCall
+struct ClaimCall
 {
 	char	   *queue;
 	char	   *host;
@@ -864,49 +866,61 @@ typedef struct ClaimCall
 	HeapTuple  *rows;			/* by position in scan.ids */
 	TupleDesc	outdesc;
 	bool		blocked;		/* flow control: nothing of the queue now */
-} ClaimCall;
+};
 
-/* Step 1: the arguments, checked (they are the caller's errors, before any work). */
-static void
-ClaimArgs(FunctionCallInfo fcinfo, ClaimCall *c)
+/* Whether argument pos (-1: not an argument of this entry point) is NULL or absent. */
+static inline bool
+ClaimArgNull(FunctionCallInfo fcinfo, int pos)
 {
-	c->queue = CoordNameArg(fcinfo, 0, "queue", false);
-	c->host = CoordNameArg(fcinfo, 3, "host", true);
+	return pos < 0 || pos >= PG_NARGS() || PG_ARGISNULL(pos);
+}
+
+/*
+ * Step 1: the arguments, checked (they are the caller's errors, before any
+ * work); pos says which argument is which (coord.claim's, or another entry
+ * point's: JobsClaimArgs).
+ */
+static void
+ClaimArgs(FunctionCallInfo fcinfo, const JobsClaimArgPos *pos, ClaimCall *c)
+{
+	c->queue = pos->queue >= 0 ? CoordNameArg(fcinfo, pos->queue, "queue", false) : NULL;
+	c->host = pos->host >= 0 ? CoordNameArg(fcinfo, pos->host, "host", true) : NULL;
 	c->lease = (Datum) 0;
 	c->partition = 0;
 	c->partitions = 0;
 
 	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 1, "n");
-	CoordRequireArg(fcinfo, 4, "session_bound");
-	c->n = PG_GETARG_INT32(1);
-	c->session_bound = PG_GETARG_BOOL(4);
+	CoordRequireArg(fcinfo, pos->n, "n");
+	CoordRequireArg(fcinfo, pos->session_bound, "session_bound");
+	c->n = PG_GETARG_INT32(pos->n);
+	c->session_bound = PG_GETARG_BOOL(pos->session_bound);
 	if (c->n < 0 || c->n > CLAIM_MAX_N)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("n must be between 0 and %d", CLAIM_MAX_N)));
 	if (!c->session_bound)
 	{
-		CoordRequireArg(fcinfo, 2, "lease");
-		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(2), "lease", false);
-		c->lease = PG_GETARG_DATUM(2);
+		CoordRequireArg(fcinfo, pos->lease, "lease");
+		(void) CoordIntervalToMicroseconds(PG_GETARG_INTERVAL_P(pos->lease), "lease", false);
+		c->lease = PG_GETARG_DATUM(pos->lease);
 	}
-	c->partitioned = !PG_ARGISNULL(5) || !PG_ARGISNULL(6);
+	c->partitioned = !ClaimArgNull(fcinfo, pos->partition) || !ClaimArgNull(fcinfo, pos->partitions);
 	if (c->partitioned)
 	{
-		if (PG_ARGISNULL(5) || PG_ARGISNULL(6))
+		if (ClaimArgNull(fcinfo, pos->partition) || ClaimArgNull(fcinfo, pos->partitions))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("partition and partitions must be given together")));
-		c->partition = PG_GETARG_INT32(5);
-		c->partitions = PG_GETARG_INT32(6);
+		c->partition = PG_GETARG_INT32(pos->partition);
+		c->partitions = PG_GETARG_INT32(pos->partitions);
 		if (c->partitions < 1 || c->partition < 0 || c->partition >= c->partitions)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition must be between 0 and partitions - 1, and partitions at least 1"),
 					 errdetail("partition is %d, partitions is %d.", c->partition, c->partitions)));
 	}
-	c->pgroup = PG_NARGS() > 7 ? CoordNameArg(fcinfo, 7, "partition group", true) : NULL;
+	c->pgroup = pos->pgroup >= 0 && PG_NARGS() > pos->pgroup ?
+		CoordNameArg(fcinfo, pos->pgroup, "partition group", true) : NULL;
 	if (c->pgroup != NULL && c->partitioned)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -914,7 +928,8 @@ ClaimArgs(FunctionCallInfo fcinfo, ClaimCall *c)
 	if (IsolationUsesXactSnapshot())
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("coord.claim requires READ COMMITTED isolation"),
+				 errmsg("coord.%s requires READ COMMITTED isolation",
+						get_func_name(fcinfo->flinfo->fn_oid)),
 				 errdetail("SKIP LOCKED claims under a transaction snapshot fail to serialize against other claimers."),
 				 errhint("Claim in its own READ COMMITTED transaction.")));
 }
@@ -1201,17 +1216,18 @@ ClaimLimitsEnd(ClaimCall *c)
 	JobsLimitScanEnd(c->scan.limits, ids, tokens, n);
 }
 
-/* Step 7: the claimed jobs, in claim order, into the result set. */
-static void
-ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
+/*
+ * Step 7: the claimed jobs, in claim order, packed at the front of c->rows;
+ * returns how many.
+ */
+static int
+ClaimEmit(ClaimCall *c)
 {
-	int			i;
+	int			i,
+				k = 0;
 
 	for (i = 0; i < c->scan.got; i++)
 	{
-		Datum		values[10];
-		bool		isnull[10];
-
 		if (c->rows[i] == NULL)
 		{
 			/* taken but not updated (cannot happen): do not keep its claim */
@@ -1219,9 +1235,9 @@ ClaimEmit(ClaimCall *c, ReturnSetInfo *rsinfo)
 				JobsDropSessionClaim(c->scan.ids[i]);
 			continue;
 		}
-		heap_deform_tuple(c->rows[i], rsinfo->setDesc, values, isnull);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+		c->rows[k++] = c->rows[i];
 	}
+	return k;
 }
 
 /*
@@ -1241,9 +1257,9 @@ ClaimMarkIdle(const ClaimCall *c, bool idle)
  * segment, which this session lets go of only once the claim is finished.
  */
 static void
-ClaimRecordSegments(const ClaimCall *c, ReturnSetInfo *rsinfo)
+ClaimRecordSegments(const ClaimCall *c, int n)
 {
-	for (int i = 0; i < c->scan.got; i++)
+	for (int i = 0; i < n; i++)
 	{
 		bool		isnull;
 		int64		id;
@@ -1251,13 +1267,85 @@ ClaimRecordSegments(const ClaimCall *c, ReturnSetInfo *rsinfo)
 		Datum		key;
 		bool		key_null;
 
-		if (c->rows[i] == NULL)
-			continue;
-		id = DatumGetInt64(heap_getattr(c->rows[i], 1, rsinfo->setDesc, &isnull));
-		token = DatumGetInt64(heap_getattr(c->rows[i], 5, rsinfo->setDesc, &isnull));
-		key = heap_getattr(c->rows[i], 7, rsinfo->setDesc, &key_null);
+		id = DatumGetInt64(heap_getattr(c->rows[i], 1, c->outdesc, &isnull));
+		token = DatumGetInt64(heap_getattr(c->rows[i], 5, c->outdesc, &isnull));
+		key = heap_getattr(c->rows[i], 7, c->outdesc, &key_null);
 		CoordPartitionClaimed(c->pgroup, c->segments, id, token, key_null ? NULL : DatumGetTextPP(key));
 	}
+}
+
+/* The argument numbers of coord.claim's arguments. */
+static const JobsClaimArgPos claim_pos = {0, 1, 2, 3, 4, 5, 6, 7};
+
+ClaimCall *
+JobsClaimArgs(FunctionCallInfo fcinfo, const JobsClaimArgPos *pos)
+{
+	ClaimCall  *c = palloc0(sizeof(ClaimCall));
+
+	ClaimArgs(fcinfo, pos, c);
+	return c;
+}
+
+/*
+ * A claim, once its arguments are checked: from queue (when ClaimArgs did
+ * not read it), outside SPI; *rows gets the rows claimed, formed with
+ * outdesc, in claim order, in the current memory context; returns how many.
+ */
+int
+JobsClaimRun(ClaimCall *c, char *queue, TupleDesc outdesc, HeapTuple **rows)
+{
+	CoordUserSwitch sw;
+	MemoryContext callcxt = CurrentMemoryContext;
+	int			got;
+
+	if (queue != NULL)
+		c->queue = queue;
+	*rows = NULL;
+	if (c->pgroup != NULL && c->n > 0)
+	{
+		/* the group's sync first: what this session owns now */
+		c->owned = CoordPartitionOwnedForClaim(c->pgroup, &c->nowned, &c->segments, &c->owned_version);
+		if (c->nowned == 0)
+		{
+			if (coord_notify)
+				ClaimMarkIdle(c, true);
+			return 0;
+		}
+	}
+	if (c->n == 0)
+	{
+		/* a worker with no free slot says it is not waiting for work */
+		ClaimMarkIdle(c, false);
+		return 0;
+	}
+	c->outdesc = outdesc;
+
+	CoordSpiBegin(&sw);
+	ClaimBegin(c, sw.save_userid, callcxt);
+	ClaimFromFrontier(c);
+	ClaimFromHead(c);
+	if (JobsLimitWaitContended(c->scan.limits, c->scan.got))
+	{
+		/* only busy keys held it back: once more, after one of them */
+		QueueLimits *ql = JobsLimitsFor(c->queue);
+		bool		claimable = true;
+
+		c->scan.limits = ql ? JobsLimitScanBegin(c->queue, ql, callcxt, c->n, &claimable) : NULL;
+		c->blocked = !claimable;
+		ClaimFromHead(c);
+	}
+	ClaimMoveFrontier(c);
+	ClaimBuryExhausted(c);
+	ClaimLimitsEnd(c);
+	got = ClaimEmit(c);
+	CoordSpiEnd(&sw);
+	if (c->pgroup != NULL)
+		ClaimRecordSegments(c, got);
+
+	if (coord_notify)
+		ClaimMarkIdle(c, c->scan.got == 0);
+	*rows = c->rows;
+	return got;
 }
 
 /*
@@ -1269,53 +1357,14 @@ coord_claim(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ClaimCall	c;
-	CoordUserSwitch sw;
-	MemoryContext callcxt = CurrentMemoryContext;
+	HeapTuple  *rows;
+	int			got;
 
-	ClaimArgs(fcinfo, &c);
+	memset(&c, 0, sizeof(c));
+	ClaimArgs(fcinfo, &claim_pos, &c);
 	InitMaterializedSRF(fcinfo, 0);
-	if (c.pgroup != NULL && c.n > 0)
-	{
-		/* the group's sync first: what this session owns now */
-		c.owned = CoordPartitionOwnedForClaim(c.pgroup, &c.nowned, &c.segments, &c.owned_version);
-		if (c.nowned == 0)
-		{
-			if (coord_notify)
-				ClaimMarkIdle(&c, true);
-			return (Datum) 0;
-		}
-	}
-	if (c.n == 0)
-	{
-		/* a worker with no free slot says it is not waiting for work */
-		ClaimMarkIdle(&c, false);
-		return (Datum) 0;
-	}
-	c.outdesc = rsinfo->setDesc;
-
-	CoordSpiBegin(&sw);
-	ClaimBegin(&c, sw.save_userid, callcxt);
-	ClaimFromFrontier(&c);
-	ClaimFromHead(&c);
-	if (JobsLimitWaitContended(c.scan.limits, c.scan.got))
-	{
-		/* only busy keys held it back: once more, after one of them */
-		QueueLimits *ql = JobsLimitsFor(c.queue);
-		bool		claimable = true;
-
-		c.scan.limits = ql ? JobsLimitScanBegin(c.queue, ql, callcxt, c.n, &claimable) : NULL;
-		c.blocked = !claimable;
-		ClaimFromHead(&c);
-	}
-	ClaimMoveFrontier(&c);
-	ClaimBuryExhausted(&c);
-	ClaimLimitsEnd(&c);
-	ClaimEmit(&c, rsinfo);
-	CoordSpiEnd(&sw);
-	if (c.pgroup != NULL)
-		ClaimRecordSegments(&c, rsinfo);
-
-	if (coord_notify)
-		ClaimMarkIdle(&c, c.scan.got == 0);
+	got = JobsClaimRun(&c, NULL, rsinfo->setDesc, &rows);
+	for (int i = 0; i < got; i++)
+		tuplestore_puttuple(rsinfo->setResult, rows[i]);
 	return (Datum) 0;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * jobs_int.h
  *		What the files of the job queue share among themselves: jobs.c,
- *		jobs_claim.c, jobs_finish.c and jobs_common.c include it, and no
+ *		jobs_claim.c, jobs_finish.c, jobs_next.c and the others include it, and no
  *		other file may (the queue's interface is jobs.h).
  *-------------------------------------------------------------------------
  */
@@ -191,6 +191,44 @@ extern void JobsLimitsChanged(bool pauses, const char *queue);
 extern double JobsBucketNow(double tokens, TimestampTz refilled_at, TimestampTz now, const LimitSpec *s);
 extern TimestampTz JobsBucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
 extern void JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
+
+/* jobs.c: complete's and fail's work, for coord.complete_and_claim and fail_and_claim (jobs_next.c) */
+typedef struct JobsFail
+{
+	int64		id;
+	int64		token;
+	char	   *error;			/* or NULL */
+	int64		delay_us;		/* retry_after; -1: none (backoff) */
+	bool		pause_key;
+} JobsFail;
+extern bool JobsCompleteOne(int64 id, int64 token, Datum result, bool result_null, Oid caller,
+							char **queue, MemoryContext cxt);
+extern char *JobsRowQueue(MemoryContext cxt);
+extern void JobsFailArgs(FunctionCallInfo fcinfo, JobsFail *f);
+extern const char *JobsFailOne(const JobsFail *f, Oid caller, char **queue, MemoryContext cxt);
+
+/*
+ * jobs_claim.c: a claim for other entry points than coord.claim
+ * (jobs_next.c).  JobsClaimArgPos names the argument numbers of the claim's
+ * arguments (-1: not an argument, its default); JobsClaimArgs checks them
+ * (before any work) and JobsClaimRun claims from queue, outside SPI (it
+ * runs its own, as coord.claim does): the rows, formed with outdesc
+ * (coord.claimed_job's columns), in claim order, in the caller's context.
+ */
+typedef struct JobsClaimArgPos
+{
+	int			queue;
+	int			n;
+	int			lease;
+	int			host;
+	int			session_bound;
+	int			partition;
+	int			partitions;
+	int			pgroup;
+} JobsClaimArgPos;
+typedef struct ClaimCall ClaimCall;
+extern ClaimCall *JobsClaimArgs(FunctionCallInfo fcinfo, const JobsClaimArgPos *pos);
+extern int	JobsClaimRun(ClaimCall *c, char *queue, TupleDesc outdesc, HeapTuple **rows);
 
 /* jobs_finish.c: inside SPI, as the owner */
 extern void JobsFinishRelsInval(void);

@@ -148,7 +148,7 @@ def relay(client):
                 msgs, buf = messages(buf)
                 out = b''
                 for m in msgs:
-                    if m[:1] == b'P' and b'coord.complete(' in m and os.path.exists(arm_path):
+                    if m[:1] == b'P' and (b'coord.complete(' in m or b'coord.complete_and_claim(' in m) and os.path.exists(arm_path):
                         os.unlink(arm_path)
                         with lock:
                             state['cut'] = True

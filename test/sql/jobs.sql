@@ -172,7 +172,10 @@ SELECT pg_advisory_unlock_all();
 -- Claims write their rows through the table AM (ClaimRow): when a page is
 -- full the update is not HOT and ClaimRow inserts the index entries itself.
 -- amcheck's heapallindexed finds any row version missing from an index.
+-- Full pages for that (coord.job keeps room for a claimed version of each
+-- row: fillfactor 45), set back after.
 CREATE EXTENSION amcheck;
+ALTER TABLE coord.job SET (fillfactor = 100);
 SELECT count(*) AS padded FROM (
   SELECT coord.enqueue('nh', jsonb_build_object('pad', repeat('x', 1500), 'i', g), key => 'k' || g,
                        group_key => CASE WHEN g % 3 = 0 THEN 'g' || g END)
@@ -183,6 +186,19 @@ SELECT n_tup_upd AS upd0, n_tup_hot_upd AS hot0
 SELECT count(*) AS lease_claims FROM coord.claim('nh', 80);
 SELECT count(*) AS session_claims FROM coord.claim('nh', 20, session_bound => true);
 SELECT n_tup_upd - :upd0 AS updates, n_tup_upd - :upd0 > n_tup_hot_upd - :hot0 AS some_not_hot
+  FROM pg_stat_xact_user_tables WHERE relid = 'coord.job'::regclass;
+COMMIT;
+ALTER TABLE coord.job SET (fillfactor = 45);
+-- A claim of many jobs in one transaction prunes none of their old
+-- versions: each page keeps room for a claimed version of its rows, so
+-- nearly every update of a 100-job claim is HOT (at fillfactor 70 about
+-- half were not, each inserting into every index of coord.job).
+SELECT count(*) AS hot_jobs FROM coord.enqueue_many('hot', array_fill('{"x": 1}'::jsonb, ARRAY[100]));
+BEGIN;
+SELECT n_tup_upd AS upd1, n_tup_hot_upd AS hot1
+  FROM pg_stat_xact_user_tables WHERE relid = 'coord.job'::regclass \gset
+SELECT count(*) AS claimed_100 FROM coord.claim('hot', 100);
+SELECT n_tup_upd - :upd1 AS updates, n_tup_hot_upd - :hot1 >= 90 AS nearly_all_hot
   FROM pg_stat_xact_user_tables WHERE relid = 'coord.job'::regclass;
 COMMIT;
 SELECT c.relname AS checked_index

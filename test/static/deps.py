@@ -89,7 +89,7 @@ ENFORCED = {fam: True for fam in FAMILIES}
 # files before it.  Every .c of the folder is listed, and nothing else.
 FILE_ORDER = {
     "common":     ["common_args", "common_tz", "common_spi", "common_lock", "common"],
-    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_enqueue", "jobs_control", "jobs_claim_row", "jobs_claim", "jobs"],
+    "jobs":       ["jobs_common", "jobs_limits", "jobs_limits_sql", "jobs_finish", "jobs_enqueue", "jobs_control", "jobs_claim_row", "jobs_claim", "jobs", "jobs_next"],
     "schedules":  ["cron", "schedules"],
     "apps":       ["apps_periods", "apps_graph", "apps_alerts", "apps", "apps_define", "apps_rerun", "apps_grid", "apps_tick"],
     "partitions": ["partitions_assign", "partitions_sync", "partitions"],
