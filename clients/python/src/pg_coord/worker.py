@@ -377,7 +377,7 @@ class Worker:
     def _finish_and_claim(self, outcomes: List[Tuple[Job, Outcome]],
                           n: int) -> Tuple[List[Tuple[Any, ...]], bool, Optional[float]]:
         """Reports ``outcomes`` and claims up to ``n`` jobs: (claimed rows,
-        whether as many as asked came, seconds until next_due when idle)."""
+        whether any came, seconds until coord.next_due when none came)."""
         with self._lock:
             conn = self._conn
             if conn is None or conn.closed:
@@ -395,11 +395,13 @@ class Worker:
                         f"SELECT {_common.CLAIM_COLUMNS} FROM coord.claim(%s, %s, lease => %s,"
                         " session_bound => %s, host => %s)", [self.queue, n] + self._claim_args()).fetchall()
                 due: Optional[float] = None
-                if n and len(rows) < n:
+                if n and not rows:
                     r = conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
                                      (self.queue,)).fetchone()
                     due = None if r is None or r[0] is None else float(r[0])
-                return rows, len(rows) >= n, due
+                # a claim that found nothing marks the session idle on the
+                # queue's channel (so enqueues NOTIFY it): idle only after one
+                return rows, len(rows) > 0, due
             except psycopg.Error as e:
                 raise translate(e) from e
 
