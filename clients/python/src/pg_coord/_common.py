@@ -40,6 +40,8 @@ CHECK_SQL = (
     "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'),"
     " EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
     "         WHERE n.nspname = 'coord' AND p.proname = 'complete_and_claim'),"
+    " EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
+    "         WHERE n.nspname = 'coord' AND p.proname = 'fail_and_claim'),"
     " pg_catalog.current_database()"
 )
 
@@ -58,11 +60,11 @@ def seconds(value: Seconds) -> float:
 
 
 def check_extension(row: Optional[Tuple[Any, ...]],
-                    supported: Sequence[str] = SUPPORTED_VERSIONS) -> bool:
+                    supported: Sequence[str] = SUPPORTED_VERSIONS) -> Tuple[bool, bool]:
     """Raises unless pg_coord is installed at a supported version; returns
-    whether coord.complete_and_claim exists."""
+    whether coord.complete_and_claim and coord.fail_and_claim exist."""
     assert row is not None
-    version, has_cac, db = row
+    version, has_cac, has_fac, db = row
     if version is None:
         raise ExtensionMissing(f"extension pg_coord is not installed in database {db}", "42704",
                                hint="CREATE EXTENSION pg_coord (as a superuser); see docs/install.md")
@@ -70,7 +72,7 @@ def check_extension(row: Optional[Tuple[Any, ...]],
         raise VersionMismatch(
             f"pg_coord {version} is installed in database {db}; this library supports "
             f"{', '.join(supported)}", version, tuple(supported))
-    return bool(has_cac)
+    return bool(has_cac), bool(has_fac)
 
 
 def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[sql.Composed, List[Any]]:

@@ -48,7 +48,6 @@ class Client:
         self._lock = threading.RLock()
         self._conn: Optional[psycopg.Connection[Any]] = None
         self._closed = False
-        self.has_complete_and_claim = False
         self._open()
 
     # -- connection -------------------------------------------------------
@@ -56,7 +55,7 @@ class Client:
         conn = connect(self._conninfo, **self._kwargs)
         try:
             row = conn.execute(_common.CHECK_SQL).fetchone()
-            self.has_complete_and_claim = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+            _common.check_extension(row, _common.SUPPORTED_VERSIONS)
         except psycopg.Error as e:
             conn.close()
             raise translate(e) from e

@@ -84,6 +84,9 @@ class RetryAfter(Exception):
 
 
 _LOST_STATES = ("57P01", "57P02", "57P03")
+_LOST_MESSAGES = (("terminating connection due to administrator command", "57P01"),
+                  ("terminating connection due to crash of another server process", "57P02"),
+                  ("the database system is shutting down", "57P03"))
 
 
 def translate(exc: BaseException) -> CoordError:
@@ -102,6 +105,15 @@ def translate(exc: BaseException) -> CoordError:
         return ExtensionMissing(message, sqlstate, detail, hint)
     if (sqlstate and (sqlstate.startswith("08") or sqlstate in _LOST_STATES)) or (
             sqlstate is None and isinstance(exc, psycopg.OperationalError)):
+        if sqlstate is None:
+            # libpq's text: "consuming input failed: <the server's message>\nserver closed ..."
+            message = message.strip().splitlines()[0] if message.strip() else message
+            for prefix in ("consuming input failed: ", "sending query failed: ", "sending query and params failed: "):
+                if message.startswith(prefix):
+                    message = message[len(prefix):]
+            for text, state in _LOST_MESSAGES:
+                if text in message:
+                    sqlstate = state
         return ConnectionLost(message, sqlstate or "08006", detail, hint)
     if sqlstate is None and isinstance(exc, psycopg.InterfaceError) and "closed" in message:
         return ConnectionLost(message, "08003", detail, hint)

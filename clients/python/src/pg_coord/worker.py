@@ -158,7 +158,8 @@ class Worker:
         self._lock = threading.RLock()       # the connection, and transactions on it
         self._state = threading.Lock()       # _outcomes, _held
         self._conn: Optional[psycopg.Connection[Any]] = None
-        self._has_cac = False
+        self._has_cac = False                # coord.complete_and_claim is there (and wanted)
+        self._has_fac = False                # coord.fail_and_claim
         self._held: Dict[int, Job] = {}      # claimed and not yet reported
         self._running = 0                    # handlers running
         self._outcomes: List[Tuple[Job, Outcome]] = []
@@ -235,8 +236,9 @@ class Worker:
                        application_name=f"pg_coord worker {self.queue}")
         try:
             row = conn.execute(_common.CHECK_SQL).fetchone()
-            has = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
-            self._has_cac = has if self.use_complete_and_claim is None else (has and self.use_complete_and_claim)
+            cac, fac = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+            use = self.use_complete_and_claim is not False
+            self._has_cac, self._has_fac = cac and use, fac and use
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
@@ -385,7 +387,7 @@ class Worker:
             try:
                 rows: List[Tuple[Any, ...]] = []
                 claimed = False
-                if (len(outcomes) == 1 and n >= 1 and self._has_cac and not outcomes[0][0]._in_commit):
+                if len(outcomes) == 1 and n >= 1 and _one_commit_fits(outcomes[0], self._has_cac, self._has_fac):
                     rows = self._one_commit(conn, outcomes[0], n)
                     claimed = True
                 else:
@@ -582,6 +584,11 @@ class Worker:
 
 class _Rollback(psycopg.Rollback):
     pass
+
+
+def _one_commit_fits(item: Tuple[Any, Outcome], cac: bool, fac: bool) -> bool:
+    job, o = item
+    return not job._in_commit and (cac if o.kind == "complete" else fac)
 
 
 def _counted(names: List[str], rows: List[Tuple[Any, ...]]) -> bool:
