@@ -77,7 +77,7 @@ def check_extension(row: Optional[Tuple[Any, ...]],
 
 def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[sql.Composed, List[Any]]:
     """``SELECT coord.enqueue(...)`` with named arguments for the options given."""
-    parts = [sql.SQL("%s::text")]
+    parts: List[sql.Composable] = [sql.SQL("%s::text")]
     params: List[Any] = [queue]
     if payload is not None:
         parts.append(sql.SQL("%s::jsonb"))

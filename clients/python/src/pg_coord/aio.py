@@ -34,11 +34,12 @@ log = logging.getLogger("pg_coord")
 async def connect(conninfo: str = "", *, prepare_threshold: Optional[int] = 5,
                   application_name: str = "pg_coord", **kwargs: Any) -> "psycopg.AsyncConnection[Any]":
     try:
-        return await psycopg.AsyncConnection.connect(conninfo, autocommit=True,
-                                                     prepare_threshold=prepare_threshold,
-                                                     application_name=application_name, **kwargs)
+        conn: psycopg.AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
+            conninfo, autocommit=True, prepare_threshold=prepare_threshold,
+            application_name=application_name, **kwargs)
     except psycopg.Error as e:
         raise translate(e) from e
+    return conn
 
 
 async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[bool, bool]:
@@ -329,7 +330,7 @@ class Worker:
         self._loop_ref = asyncio.get_running_loop()
         self._event = asyncio.Event()
         self._lock = asyncio.Lock()
-        installed: List[int] = []
+        installed: List[signal.Signals] = []
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 try:

@@ -182,7 +182,7 @@ class Worker:
         the queue has nothing due). Raises PermissionDenied,
         ExtensionMissing, VersionMismatch at once; ConnectionLost once
         ``max_reconnects`` reconnects in a row failed."""
-        old: Dict[int, Any] = {}
+        old: Dict[signal.Signals, Any] = {}
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 old[sig] = signal.signal(sig, self._on_signal)
