@@ -10,7 +10,9 @@ Design (docs/clients/python.md, "How the worker works"):
   Session-bound claims belong to this session, so everything about a job
   (complete, fail, progress, steps) goes through it, under one lock.
 - ``concurrency`` handler threads run ``handler(job)``; a handler that
-  finishes hands its outcome back and wakes the loop (a self-pipe).
+  finishes hands its outcome back and wakes the loop (a self-pipe). With
+  ``concurrency=1`` the handler runs in run()'s own thread (no hand-off per
+  job) and a watchdog thread serves a job that runs past ``watch_after``.
 - Finishing and claiming go through one function, ``_finish_and_claim``: one
   job finished and more wanted is one call of ``coord.complete_and_claim`` /
   ``coord.fail_and_claim`` when the extension has them (checked in pg_proc at
@@ -169,6 +171,8 @@ class Worker:
         os.set_blocking(self._wake_w, False)
         self._notified = True
         self._pool: Optional[ThreadPoolExecutor] = None
+        self._inline_job: Optional[Job] = None
+        self._watchdog_stop = threading.Event()
 
     # -- public -----------------------------------------------------------------
     def stop(self) -> None:
@@ -186,14 +190,27 @@ class Worker:
         if self.handle_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 old[sig] = signal.signal(sig, self._on_signal)
-        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"pg_coord-{self.queue}")
+        watchdog = None
+        if self.concurrency == 1:
+            # one handler at a time runs in this thread (no hand-off per job);
+            # a watchdog thread serves the job once it runs past watch_after
+            self._inline_job = None
+            self._watchdog_stop = threading.Event()
+            watchdog = threading.Thread(target=self._watchdog, name=f"pg_coord-{self.queue}-watch", daemon=True)
+            watchdog.start()
+        else:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"pg_coord-{self.queue}")
         try:
             self._supervise()
         finally:
+            if watchdog is not None:
+                self._watchdog_stop.set()
+                watchdog.join()
             for job in list(self._held.values()):
                 job.cancelled.set()
-            self._pool.shutdown(wait=True)
-            self._pool = None
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
             for sig, h in old.items():
                 signal.signal(sig, h)
             if self._conn is not None:
@@ -347,8 +364,14 @@ class Worker:
         with self._state:
             self._held[job.id] = job
             self._running += 1
-        assert self._pool is not None
-        self._pool.submit(self._run_handler, job)
+        if self._pool is None:
+            self._inline_job = job
+            try:
+                self._run_handler(job)
+            finally:
+                self._inline_job = None
+        else:
+            self._pool.submit(self._run_handler, job)
 
     def _run_handler(self, job: Job) -> None:
         try:
@@ -483,37 +506,33 @@ class Worker:
     # -- watching, heartbeats, notifications ----------------------------------------------------
     def _watch(self, jobs: List[Job]) -> None:
         with self._lock:
-            conn = self._conn
-            if conn is None or conn.closed:
-                raise ConnectionLost("the worker's connection is down", "08003")
+            conn = self._live()
             try:
                 if not self.pooler:
                     conn.execute(sql.SQL("; ").join(
                         sql.SQL("LISTEN {}").format(sql.Identifier(f"coord:job:{j.id}")) for j in jobs))
-                self._heartbeat_jobs(conn, jobs)
+                for j in jobs:
+                    j._watched = True
             except psycopg.Error as e:
                 raise translate(e) from e
-        for j in jobs:
-            j._watched = True
+            self._heartbeat_jobs(conn, jobs)
 
     def _heartbeat(self) -> None:
         jobs = [j for j in list(self._held.values()) if not j._lost]
-        if not jobs:
-            return
-        with self._lock:
-            conn = self._conn
-            if conn is None or conn.closed:
-                raise ConnectionLost("the worker's connection is down", "08003")
-            try:
-                self._heartbeat_jobs(conn, jobs)
-            except psycopg.Error as e:
-                raise translate(e) from e
+        if jobs:
+            with self._lock:
+                self._heartbeat_jobs(self._live(), jobs)
 
     def _heartbeat_jobs(self, conn: "psycopg.Connection[Any]", jobs: List[Job]) -> None:
-        rows = conn.execute(
-            "SELECT t.id, coord.heartbeat(t.id, t.token, %s) FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]),"
-            " pg_catalog.unnest(%s::bigint[])) AS t(id, token)", (None if self.session_bound else self.lease,
-                                 [j.id for j in jobs], [j.token for j in jobs])).fetchall()
+        """One heartbeat of each job (the lease's for lease claims); a NULL
+        answer (cancelled, claim lost) sets job.cancelled."""
+        try:
+            rows = conn.execute(
+                "SELECT t.id, coord.heartbeat(t.id, t.token, %s) FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]),"
+                " pg_catalog.unnest(%s::bigint[])) AS t(id, token)", (None if self.session_bound else self.lease,
+                                                                     [j.id for j in jobs], [j.token for j in jobs])).fetchall()
+        except psycopg.Error as e:
+            raise translate(e) from e
         alive = dict(rows)
         for j in jobs:
             if alive.get(j.id) is None:
@@ -526,6 +545,71 @@ class Worker:
             job = self._held.get(int(n.channel[10:]))
             if job is not None:
                 job.cancelled.set()
+
+    def _watchdog(self) -> None:
+        """concurrency=1: the handler runs in run()'s thread; this thread
+        looks every watch_after seconds whether it runs long, and then serves
+        it as the loop would: LISTEN on its channel, heartbeats, the socket."""
+        while not self._watchdog_stop.wait(self.watch_after):
+            job = self._inline_job
+            if job is None or job._finished or time.monotonic() - job._started < self.watch_after:
+                continue
+            try:
+                self._serve_long(job)
+            except CoordError as e:
+                log.debug("pg_coord worker %s: watching job %s: %s", self.name, job.id, e)
+                if self.session_bound:
+                    job.cancelled.set()
+                while self._inline_job is job and not self._watchdog_stop.wait(self.watch_after):
+                    pass
+
+    def _serve_long(self, job: Job) -> None:
+        with self._lock:
+            if job._finished or self._inline_job is not job:
+                return
+            self._watch([job])
+        next_heartbeat = time.monotonic() + self.heartbeat_every
+        while self._inline_job is job and not job._finished and not self._watchdog_stop.is_set():
+            if not self.session_bound and time.monotonic() >= next_heartbeat:
+                with self._lock:
+                    if job._finished:
+                        return
+                    self._heartbeat_jobs(self._live(), [job])
+                next_heartbeat = time.monotonic() + self.heartbeat_every
+            conn = self._conn
+            if conn is None or self.pooler:
+                self._watchdog_stop.wait(min(0.2, max(0.0, next_heartbeat - time.monotonic())))
+                continue
+            ready, _, _ = select.select([conn.pgconn.socket], [], [],
+                                       min(0.2, max(0.0, next_heartbeat - time.monotonic())))
+            if ready:
+                self._read_notifies(conn)
+
+    def _live(self) -> "psycopg.Connection[Any]":
+        conn = self._conn
+        if conn is None or conn.closed:
+            raise ConnectionLost("the worker's connection is down", "08003")
+        return conn
+
+    def _read_notifies(self, conn: "psycopg.Connection[Any]") -> None:
+        """Reads what the socket has and dispatches its notifications."""
+        with self._lock:
+            if self._conn is not conn or conn.closed:
+                return
+            pg = conn.pgconn
+            try:
+                pg.consume_input()
+            except psycopg.Error as e:
+                raise translate(e) from e
+            except Exception as e:
+                raise ConnectionLost(str(e), "08006") from e
+            if pg.status != psycopg.pq.ConnStatus.OK:
+                raise ConnectionLost("the server closed the connection", "08006")
+            while True:
+                pgn = pg.notifies()
+                if pgn is None:
+                    break
+                self._on_notify(psycopg.Notify(pgn.relname.decode(), pgn.extra.decode(), pgn.be_pid))
 
     def _wake(self) -> None:
         try:
@@ -562,24 +646,8 @@ class Worker:
             ready = []
         if self._wake_r in ready:
             self._drain_wake()
-        if len(fds) > 1 and fds[1] in ready:
-            with self._lock:
-                if self._conn is not conn or conn is None or conn.closed:
-                    return
-                pg = conn.pgconn
-                try:
-                    pg.consume_input()
-                except psycopg.Error as e:
-                    raise translate(e) from e
-                except Exception as e:
-                    raise ConnectionLost(str(e), "08006") from e
-                if pg.status != psycopg.pq.ConnStatus.OK:
-                    raise ConnectionLost("the server closed the connection", "08006")
-                while True:
-                    pgn = pg.notifies()
-                    if pgn is None:
-                        break
-                    self._on_notify(psycopg.Notify(pgn.relname.decode(), pgn.extra.decode(), pgn.be_pid))
+        if len(fds) > 1 and fds[1] in ready and conn is not None:
+            self._read_notifies(conn)
 
 
 class _Rollback(psycopg.Rollback):
