@@ -386,3 +386,24 @@ def test_enqueue_options(dsn: str, db: psycopg.Connection[Any], queue: str) -> N
             c.enqueue("", {})
         assert ei.value.sqlstate == "22023"
         assert not isinstance(ei.value, psycopg.Error)
+
+
+def test_refused_reports_fail_the_job(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any) -> None:
+    """A report the server refuses (retry_after over coord.max_retry_after, an
+    in_commit statement's error) fails that job; the worker goes on."""
+    def handler(job: pg_coord.Job) -> Any:
+        if job.payload["kind"] == "long-snooze":
+            raise pg_coord.RetryAfter(7200)
+        if job.payload["kind"] == "bad-sql":
+            job.in_commit("INSERT INTO no_such_table VALUES (1)")
+        return {"ok": job.payload["kind"]}
+
+    with pg_coord.Client(dsn) as c:
+        ids = {k: c.enqueue(queue, {"kind": k}, max_attempts=1) for k in ("long-snooze", "bad-sql", "fine")}
+        r = start_worker(dsn, queue, handler, concurrency=2)
+        res = {k: c.await_result(i, 10) for k, i in ids.items()}
+        r.stop()
+    assert res["fine"] == pg_coord.Result("done", {"ok": "fine"}, None)
+    assert res["long-snooze"].state == "dead" and "22023" in (res["long-snooze"].error or "") or \
+        "retry_after" in (res["long-snooze"].error or ""), res["long-snooze"]
+    assert res["bad-sql"].state == "dead" and "no_such_table" in (res["bad-sql"].error or "")

@@ -24,7 +24,7 @@ from . import _common
 from ._common import Outcome, ParentResult, Result, Seconds, encode_result, error_text, interval, seconds
 from .errors import (ClaimLost, ConnectionLost, CoordError, CoordTimeout, ExtensionMissing, PermissionDenied,
                      RetryAfter, VersionMismatch, translate)
-from .worker import _counted, _one_commit_fits
+from .worker import _counted, _lost, _one_commit_fits
 
 __all__ = ["Client", "Worker", "Job", "Result", "ParentResult", "RetryAfter", "connect"]
 
@@ -560,41 +560,49 @@ class Worker:
 
     async def _report(self, conn: "psycopg.AsyncConnection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
         plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
-        if plain:
-            cur = await conn.execute(
-                "SELECT t.id, coord.complete(t.id, t.token, t.result)"
-                " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
-                " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
-                ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain]))
-            res = dict(await cur.fetchall())
-            for j, o in plain:
-                await self._tally(j, o, bool(res.get(j.id)))
+        if len(plain) > 1:
+            try:
+                cur = await conn.execute(
+                    "SELECT t.id, coord.complete(t.id, t.token, t.result)"
+                    " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
+                    " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
+                    ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain]))
+                res = dict(await cur.fetchall())
+                for j, o in plain:
+                    await self._tally(j, o, bool(res.get(j.id)))
+                outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]
+            except psycopg.Error as e:
+                if _lost(e, conn):
+                    raise
         for j, o in outcomes:
-            if o.kind == "complete" and j._in_commit:
-                ok = False
-                try:
-                    async with conn.transaction():
-                        for q, p in j._in_commit:
-                            await conn.execute(q, p)
-                        cur = await conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result))
-                        row = await cur.fetchone()
-                        ok = bool(row and row[0])
-                        if not ok:
-                            raise psycopg.Rollback()
-                except psycopg.Error as e:
-                    if isinstance(translate(e), ConnectionLost) or conn.broken:
-                        raise
-                    o = Outcome("fail", error=error_text(e))
-                    cur = await conn.execute("SELECT coord.fail(%s, %s, %s::text)", (j.id, j.token, o.error))
-                    row = await cur.fetchone()
-                    await self._tally(j, o, bool(row and row[0] is not None))
-                    continue
-                await self._tally(j, o, ok)
-            elif o.kind == "fail":
-                cur = await conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
-                                         (j.id, j.token, o.error, interval(o.retry_after), o.pause_key))
+            try:
+                await self._tally(j, o, await self._report_one(conn, j, o))
+            except psycopg.Error as e:
+                if _lost(e, conn):
+                    raise
+                log.warning("pg_coord worker %s: job %s: its %s was refused: %s", self.name, j.id, o.kind, e)
+                o = Outcome("fail", error=f"{o.kind} refused: {error_text(e)}")
+                await self._tally(j, o, await self._report_one(conn, j, o))
+
+    async def _report_one(self, conn: "psycopg.AsyncConnection[Any]", j: Job, o: Outcome) -> bool:
+        if o.kind == "complete" and j._in_commit:
+            ok = False
+            async with conn.transaction():
+                for q, p in j._in_commit:
+                    await conn.execute(q, p)
+                cur = await conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result))
                 row = await cur.fetchone()
-                await self._tally(j, o, bool(row and row[0] is not None))
+                ok = bool(row and row[0])
+                if not ok:
+                    raise psycopg.Rollback()
+            return ok
+        if o.kind == "complete":
+            cur = await conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result))
+        else:
+            cur = await conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
+                                     (j.id, j.token, o.error, interval(o.retry_after), o.pause_key))
+        row = await cur.fetchone()
+        return bool(row and row[0]) if o.kind == "complete" else bool(row and row[0] is not None)
 
     async def _tally(self, job: Job, o: Outcome, counted: bool) -> None:
         if not counted:

@@ -451,46 +451,52 @@ class Worker:
         return [tuple(r[i] for i in cols) for r in rows if r[cols[0]] is not None]
 
     def _report(self, conn: "psycopg.Connection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
-        """coord.complete / coord.fail for each outcome, completions without
-        in_commit statements in one statement."""
+        """coord.complete / coord.fail for each outcome; completions without
+        in_commit statements in one statement when there are several."""
         plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
-        if len(plain) == 1:
-            j, o = plain[0]
-            ok = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
-            self._tally(j, o, bool(ok and ok[0]))
-        elif plain:
-            res = dict(conn.execute(
-                "SELECT t.id, coord.complete(t.id, t.token, t.result)"
-                " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
-                " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
-                ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain])).fetchall())
-            for j, o in plain:
-                self._tally(j, o, bool(res.get(j.id)))
+        if len(plain) > 1:
+            try:
+                res = dict(conn.execute(
+                    "SELECT t.id, coord.complete(t.id, t.token, t.result)"
+                    " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
+                    " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
+                    ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain])).fetchall())
+                for j, o in plain:
+                    self._tally(j, o, bool(res.get(j.id)))
+                outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]
+            except psycopg.Error as e:
+                if _lost(e, conn):
+                    raise       # else one of them was refused: report them one by one
         for j, o in outcomes:
-            if o.kind == "complete" and j._in_commit:
-                try:
-                    with conn.transaction():
-                        for q, p in j._in_commit:
-                            conn.execute(q, p)
-                        row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)",
-                                           (j.id, j.token, o.result)).fetchone()
-                        ok = bool(row and row[0])
-                        if not ok:
-                            raise _Rollback()
-                except psycopg.Error as e:
-                    if isinstance(translate(e), ConnectionLost) or conn.broken:
-                        raise
-                    log.warning("pg_coord worker %s: job %s: its in_commit statements failed: %s",
-                                self.name, j.id, e)
-                    o = Outcome("fail", error=error_text(e))
-                    row = conn.execute("SELECT coord.fail(%s, %s, %s::text)", (j.id, j.token, o.error)).fetchone()
-                    self._tally(j, o, bool(row and row[0] is not None))
-                    continue
-                self._tally(j, o, ok)
-            elif o.kind == "fail":
-                row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
-                                   (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
-                self._tally(j, o, bool(row and row[0] is not None))
+            try:
+                self._tally(j, o, self._report_one(conn, j, o))
+            except psycopg.Error as e:
+                if _lost(e, conn):
+                    raise
+                # refused (a result over 1 MB, a retry_after over coord.max_retry_after,
+                # an in_commit statement's error): the job fails with the reason
+                log.warning("pg_coord worker %s: job %s: its %s was refused: %s", self.name, j.id, o.kind, e)
+                o = Outcome("fail", error=f"{o.kind} refused: {error_text(e)}")
+                self._tally(j, o, self._report_one(conn, j, o))
+
+    def _report_one(self, conn: "psycopg.Connection[Any]", j: Job, o: Outcome) -> bool:
+        """Reports one outcome; whether it counted."""
+        if o.kind == "complete" and j._in_commit:
+            ok = False
+            with conn.transaction():
+                for q, p in j._in_commit:
+                    conn.execute(q, p)
+                row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
+                ok = bool(row and row[0])
+                if not ok:
+                    raise _Rollback()       # the claim was lost: its writes go too
+            return ok
+        if o.kind == "complete":
+            row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
+            return bool(row and row[0])
+        row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
+                           (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
+        return bool(row and row[0] is not None)
 
     def _tally(self, job: Job, o: Outcome, counted: bool) -> None:
         if not counted:
@@ -652,6 +658,10 @@ class Worker:
 
 class _Rollback(psycopg.Rollback):
     pass
+
+
+def _lost(e: psycopg.Error, conn: Any) -> bool:
+    return isinstance(translate(e), ConnectionLost) or bool(conn.broken)
 
 
 def _one_commit_fits(item: Tuple[Any, Outcome], cac: bool, fac: bool) -> bool:
