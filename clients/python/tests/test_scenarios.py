@@ -407,3 +407,36 @@ def test_refused_reports_fail_the_job(dsn: str, db: psycopg.Connection[Any], que
     assert res["long-snooze"].state == "dead" and "22023" in (res["long-snooze"].error or "") or \
         "retry_after" in (res["long-snooze"].error or ""), res["long-snooze"]
     assert res["bad-sql"].state == "dead" and "no_such_table" in (res["bad-sql"].error or "")
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_S_heartbeat(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any,
+                          concurrency: int) -> None:
+    """A lease job running past its lease is kept by the heartbeats (a third of
+    the lease): another worker does not take it, its completion counts."""
+    with pg_coord.Client(dsn) as c:
+        id = c.enqueue(queue, {})
+        r = start_worker(dsn, queue, lambda job: (time.sleep(2.5), {"attempt": job.attempt})[1],
+                         session_bound=False, lease=1.2, concurrency=concurrency)
+        wait_for(lambda: c.job_state(id) == "running", 10, "the first worker to claim the job")
+        other = start_worker(dsn, queue, lambda job: {"thief": True}, session_bound=False, poll_interval=0.2)
+        assert c.await_result(id, 10) == pg_coord.Result("done", {"attempt": 1}, None)
+        other.stop()
+        r.stop()
+    assert r.worker.completed == 1 and other.worker.completed == 0
+
+
+def test_S_reconnect(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any) -> None:
+    """The worker's backend terminated while it idles: it reconnects (logged)
+    and goes on; LISTEN again, so a new job is claimed on its NOTIFY."""
+    with pg_coord.Client(dsn) as c:
+        r = start_worker(dsn, queue, lambda job: {"n": job.payload["n"]}, concurrency=2, poll_interval=30)
+        assert c.await_result(c.enqueue(queue, {"n": 1}), 10).state == "done"
+        pids = wait_for(lambda: [p for (p,) in db.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (f"pg_coord worker {queue}",))], 5)
+        db.execute("SELECT pg_terminate_backend(%s, 5000)", (pids[0],))
+        wait_for(lambda: db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+                                    " AND pid <> %s", (f"pg_coord worker {queue}", pids[0])).fetchone()[0], 10,
+                 "the worker to reconnect")
+        assert c.await_result(c.enqueue(queue, {"n": 2}), 10) == pg_coord.Result("done", {"n": 2}, None)
+        r.stop()
