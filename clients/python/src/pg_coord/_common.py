@@ -9,9 +9,6 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from psycopg import sql
-from psycopg.types.json import Jsonb
-
 from .errors import ExtensionMissing, VersionMismatch
 
 # Extension versions this library speaks to (pg_extension.extversion).
@@ -45,7 +42,36 @@ CHECK_SQL = (
     " pg_catalog.current_database()"
 )
 
-CLAIM_COLUMNS = "id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at"
+# The claim's columns a Job is made of, in this order; times as epoch
+# seconds (a float loads far faster than a timestamptz; Job turns them into
+# datetimes when read).
+CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at")
+CLAIM_SELECT = ("id, payload, attempt, token, EXTRACT(EPOCH FROM lease_until)::float8, key, group_key, host,"
+                " EXTRACT(EPOCH FROM run_at)::float8")
+
+
+def claim_sql(session_bound: bool, host: Optional[str]) -> str:
+    """The worker's claim, with only the arguments it needs."""
+    args = ["%s", "%s", "session_bound => true" if session_bound else "lease => %s::interval"]
+    if host is not None:
+        args.append("host => %s")
+    return f"SELECT {CLAIM_SELECT} FROM coord.claim({', '.join(args)})"
+
+
+def claim_params(queue: str, n: int, session_bound: bool, lease: Optional[datetime.timedelta],
+                 host: Optional[str]) -> List[Any]:
+    params: List[Any] = [queue, n]
+    if not session_bound:
+        params.append(lease)
+    if host is not None:
+        params.append(host)
+    return params
+
+
+def as_datetime(value: Any) -> Optional[datetime.datetime]:
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return datetime.datetime.fromtimestamp(float(value), datetime.timezone.utc)
 
 
 def interval(value: Optional[Seconds]) -> Optional[datetime.timedelta]:
@@ -75,13 +101,16 @@ def check_extension(row: Optional[Tuple[Any, ...]],
     return bool(has_cac), bool(has_fac)
 
 
-def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[sql.Composed, List[Any]]:
-    """``SELECT coord.enqueue(...)`` with named arguments for the options given."""
-    parts: List[sql.Composable] = [sql.SQL("%s::text")]
+_ENQUEUE_SQL: Dict[Tuple[Any, ...], str] = {}
+
+
+def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[str, List[Any]]:
+    """``SELECT coord.enqueue(...)`` with named arguments for the options
+    given (the text is made once per combination of options)."""
+    shape: List[Any] = [payload is not None]
     params: List[Any] = [queue]
     if payload is not None:
-        parts.append(sql.SQL("%s::jsonb"))
-        params.append(Jsonb(payload))
+        params.append(json.dumps(payload))
     for name, value in options.items():
         cast = ENQUEUE_OPTIONS.get(name)
         if cast is None:
@@ -89,23 +118,27 @@ def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple
                             f"known: {', '.join(ENQUEUE_OPTIONS)}")
         if value is None:
             continue
-        if cast == "timestamptz" and isinstance(value, (int, float, datetime.timedelta)):
-            # a delay from now, on the server's clock
-            parts.append(sql.SQL("{} => pg_catalog.now() + %s::interval").format(sql.Identifier(name)))
-            params.append(interval(value))
-            continue
-        parts.append(sql.SQL("{} => %s::" + cast).format(sql.Identifier(name)))
-        params.append(list(value) if cast == "bigint[]" else value)
-    return sql.SQL("SELECT coord.enqueue({})").format(sql.SQL(", ").join(parts)), params
+        delay = cast == "timestamptz" and isinstance(value, (int, float, datetime.timedelta))
+        shape.append((name, delay))
+        params.append(interval(value) if delay else list(value) if cast == "bigint[]" else value)
+    key = tuple(shape)
+    query = _ENQUEUE_SQL.get(key)
+    if query is None:
+        parts = ["%s::text"] + (["%s::jsonb"] if payload is not None else [])
+        for name, delay in shape[1:]:
+            # names come from ENQUEUE_OPTIONS only; "key" and friends quoted all the same
+            parts.append(f'"{name}" => pg_catalog.now() + %s::interval' if delay
+                         else f'"{name}" => %s::{ENQUEUE_OPTIONS[name]}')
+        query = _ENQUEUE_SQL[key] = f"SELECT coord.enqueue({', '.join(parts)})"
+    return query, params
 
 
-def encode_result(value: Any) -> Optional[Jsonb]:
-    """A handler's result as jsonb (None: SQL NULL); raises TypeError when it
-    is not JSON-able, before anything is sent."""
+def encode_result(value: Any) -> Optional[str]:
+    """A handler's result as JSON text, sent as ``%s::jsonb`` (None: SQL
+    NULL); raises TypeError when it is not JSON-able, before anything is sent."""
     if value is None:
         return None
-    json.dumps(value)
-    return Jsonb(value)
+    return json.dumps(value)
 
 
 def error_text(exc: BaseException) -> str:

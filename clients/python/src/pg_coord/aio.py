@@ -7,6 +7,7 @@ handler, ``concurrency`` at most."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import inspect
 import logging
 import random
@@ -213,8 +214,9 @@ class Job:
     """A claimed job, as an async handler sees it (methods are coroutines)."""
 
     def __init__(self, worker: "Worker", row: Tuple[Any, ...]) -> None:
-        (self.id, self.queue, self.payload, self.attempt, self.token, self.lease_until,
-         self.key, self.group_key, self.host, self.run_at) = row
+        (self.id, self.payload, self.attempt, self.token, self._lease_until,
+         self.key, self.group_key, self.host, self._run_at) = row
+        self.queue: str = worker.queue
         self._worker = worker
         #: set when the job is cancelled or its claim lost (await job.cancelled.wait())
         self.cancelled = asyncio.Event()
@@ -226,6 +228,16 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.queue}#{self.id} attempt {self.attempt}>"
+
+    @property
+    def lease_until(self) -> Optional[datetime.datetime]:
+        """The end of a lease claim; None for a session-bound one."""
+        return _common.as_datetime(self._lease_until)
+
+    @property
+    def run_at(self) -> Optional[datetime.datetime]:
+        """When the job became due."""
+        return _common.as_datetime(self._run_at)
 
     async def progress(self, progress: Dict[str, Any]) -> bool:
         return bool(await self._worker._job_value("SELECT coord.progress(%s, %s, %s::jsonb)",
@@ -293,6 +305,7 @@ class Worker:
         self.name = name or _common.default_name()
         self.use_complete_and_claim = use_complete_and_claim
         self.channel = f"coord:{queue}"
+        self._claim_sql = _common.claim_sql(session_bound, host)
         self.completed = 0
         self.failed = 0
         self._lock: Optional[asyncio.Lock] = None
@@ -525,9 +538,8 @@ class Worker:
                 else:
                     await self._report(conn, outcomes)
                 if n and not claimed:
-                    cur = await conn.execute(
-                        f"SELECT {_common.CLAIM_COLUMNS} FROM coord.claim(%s, %s, lease => %s,"
-                        " session_bound => %s, host => %s)", (self.queue, n, self.lease, self.session_bound, self.host))
+                    cur = await conn.execute(self._claim_sql, _common.claim_params(
+                        self.queue, n, self.session_bound, self.lease, self.host))
                     rows = await cur.fetchall()
                 due: Optional[float] = None
                 if n and not rows:
@@ -555,7 +567,7 @@ class Worker:
         names = [d.name for d in (cur.description or [])]
         rows = await cur.fetchall()
         await self._tally(job, o, _counted(names, rows))
-        cols = [names.index(c) for c in _common.CLAIM_COLUMNS.split(", ")]
+        cols = [names.index(c) for c in _common.CLAIM_NAMES]
         return [tuple(r[i] for i in cols) for r in rows if r[cols[0]] is not None]
 
     async def _report(self, conn: "psycopg.AsyncConnection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:

@@ -66,8 +66,9 @@ class Job:
     """A claimed job, as the handler sees it."""
 
     def __init__(self, worker: "Worker", row: Tuple[Any, ...]) -> None:
-        (self.id, self.queue, self.payload, self.attempt, self.token, self.lease_until,
-         self.key, self.group_key, self.host, self.run_at) = row
+        (self.id, self.payload, self.attempt, self.token, self._lease_until,
+         self.key, self.group_key, self.host, self._run_at) = row
+        self.queue: str = worker.queue
         self._worker = worker
         #: set when the job is cancelled, or its claim is lost (a NOTIFY
         #: "cancel" on "coord:job:<id>", a heartbeat answering NULL, or the
@@ -81,6 +82,16 @@ class Job:
 
     def __repr__(self) -> str:
         return f"<Job {self.queue}#{self.id} attempt {self.attempt}>"
+
+    @property
+    def lease_until(self) -> Optional[datetime.datetime]:
+        """The end of a lease claim; None for a session-bound one."""
+        return _common.as_datetime(self._lease_until)
+
+    @property
+    def run_at(self) -> Optional[datetime.datetime]:
+        """When the job became due."""
+        return _common.as_datetime(self._run_at)
 
     def progress(self, progress: Dict[str, Any]) -> bool:
         """coord.progress: shown in coord.jobs.progress, sent on
@@ -154,6 +165,7 @@ class Worker:
         self.name = name or _common.default_name()
         self.use_complete_and_claim = use_complete_and_claim
         self.channel = f"coord:{queue}"
+        self._claim_sql = _common.claim_sql(session_bound, host)
         #: how many jobs this worker finished (complete counted) and failed
         self.completed = 0
         self.failed = 0
@@ -416,9 +428,8 @@ class Worker:
                 else:
                     self._report(conn, outcomes)
                 if n and not claimed:
-                    rows = conn.execute(
-                        f"SELECT {_common.CLAIM_COLUMNS} FROM coord.claim(%s, %s, lease => %s,"
-                        " session_bound => %s, host => %s)", [self.queue, n] + self._claim_args()).fetchall()
+                    rows = conn.execute(self._claim_sql, _common.claim_params(
+                        self.queue, n, self.session_bound, self.lease, self.host)).fetchall()
                 due: Optional[float] = None
                 if n and not rows:
                     r = conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
@@ -447,7 +458,7 @@ class Worker:
         rows = cur.fetchall()
         counted = _counted(names, rows)
         self._tally(job, o, counted)
-        cols = [names.index(c) for c in _common.CLAIM_COLUMNS.split(", ")]
+        cols = [names.index(c) for c in _common.CLAIM_NAMES]
         return [tuple(r[i] for i in cols) for r in rows if r[cols[0]] is not None]
 
     def _report(self, conn: "psycopg.Connection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
