@@ -33,14 +33,32 @@ ENQUEUE_OPTIONS: Dict[str, str] = {
     "batch": "bigint",
 }
 
+# The extension's version, and the result columns of coord.complete_and_claim
+# and coord.fail_and_claim where they exist (NULL where not): their OUT or
+# TABLE columns, or the attributes of the composite type they return.
+_RESULT_COLUMNS = (
+    "(SELECT COALESCE("
+    " (SELECT pg_catalog.array_agg(a.n ORDER BY a.o) FROM ROWS FROM (pg_catalog.unnest(p.proargnames),"
+    "   pg_catalog.unnest(p.proargmodes)) WITH ORDINALITY AS a(n, m, o) WHERE a.m IN ('o', 't', 'b')),"
+    " (SELECT pg_catalog.array_agg(t.attname::text ORDER BY t.attnum) FROM pg_catalog.pg_attribute t"
+    "   JOIN pg_catalog.pg_type y ON y.typrelid = t.attrelid"
+    "   WHERE y.oid = p.prorettype AND t.attnum > 0 AND NOT t.attisdropped))"
+    " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace s ON s.oid = p.pronamespace"
+    " WHERE s.nspname = 'coord' AND p.proname = '{}' LIMIT 1)")
 CHECK_SQL = (
-    "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'),"
-    " EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
-    "         WHERE n.nspname = 'coord' AND p.proname = 'complete_and_claim'),"
-    " EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace"
-    "         WHERE n.nspname = 'coord' AND p.proname = 'fail_and_claim'),"
-    " pg_catalog.current_database()"
+    "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
+    + _RESULT_COLUMNS.format("complete_and_claim") + ", " + _RESULT_COLUMNS.format("fail_and_claim")
+    + ", pg_catalog.current_database()"
 )
+# a one-commit function is used only when its result has the claim's columns
+# and says whether the finish counted (DESIGN 3.10: "the README documents its shape")
+COUNTED_NAMES = ("completed", "counted", "ok", "done", "state", "new_state", "fail_state")
+
+
+def one_commit_usable(columns: Optional[Sequence[str]]) -> bool:
+    if not columns:
+        return False
+    return all(c in columns for c in CLAIM_NAMES) and any(c in columns for c in COUNTED_NAMES)
 
 # The claim's columns a Job is made of, in this order; times as epoch
 # seconds (a float loads far faster than a timestamptz; Job turns them into
@@ -88,9 +106,10 @@ def seconds(value: Seconds) -> float:
 def check_extension(row: Optional[Tuple[Any, ...]],
                     supported: Sequence[str] = SUPPORTED_VERSIONS) -> Tuple[bool, bool]:
     """Raises unless pg_coord is installed at a supported version; returns
-    whether coord.complete_and_claim and coord.fail_and_claim exist."""
+    whether coord.complete_and_claim and coord.fail_and_claim exist with a
+    result this library reads."""
     assert row is not None
-    version, has_cac, has_fac, db = row
+    version, cac_columns, fac_columns, db = row
     if version is None:
         raise ExtensionMissing(f"extension pg_coord is not installed in database {db}", "42704",
                                hint="CREATE EXTENSION pg_coord (as a superuser); see docs/install.md")
@@ -98,7 +117,7 @@ def check_extension(row: Optional[Tuple[Any, ...]],
         raise VersionMismatch(
             f"pg_coord {version} is installed in database {db}; this library supports "
             f"{', '.join(supported)}", version, tuple(supported))
-    return bool(has_cac), bool(has_fac)
+    return one_commit_usable(cac_columns), one_commit_usable(fac_columns)
 
 
 _ENQUEUE_SQL: Dict[Tuple[Any, ...], str] = {}
