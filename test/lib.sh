@@ -35,12 +35,15 @@ coord_demo_packages() {
 # The Debian packages `make test` needs for major $1 (test/matrix.sh installs
 # the same list into its chroots): the demo's, and pg_cron (every test
 # cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
-# driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer.
+# driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
+# and for the Python client (test/clients/python.sh): pytest, and build,
+# wheel, setuptools and venv, which build its wheel offline and install it.
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
-       libpostgresql-jdbc-java pgbouncer
+       libpostgresql-jdbc-java pgbouncer python3-pytest python3-build python3-wheel \
+       python3-setuptools python3-venv
 }
 
 # coord_deps [EXTRA...]: installs what is missing of `make test`'s packages

@@ -23,7 +23,8 @@ unterminated fence (of any language) fails the page without running it.
 
 Every ```python block needs a marker of its own: `<!-- example: run -->`
 runs it, after the page's SQL, with Debian's python3 (psycopg2 and
-psycopg 3 are there) in a fresh database of its own (PGDATABASE), and it
+psycopg 3 are there, and the tree's clients/python as pg_coord) in a fresh
+database of its own (PGDATABASE), and it
 must exit 0 within the page's time (end it with an assert of what it
 shows); `<!-- example: skip -->` says why not in the text around it (a
 fragment, a second host, the quick start's own test).
@@ -331,10 +332,14 @@ def run_python(page, b):
     """Runs a ```python block in a fresh database; None or the failure."""
     fresh_db()
     try:
-        env = dict(os.environ, PGDATABASE=DB)
+        # the Python client of the tree (clients/python) is importable as pg_coord
+        path = [str(ROOT / "clients" / "python" / "src")] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+        env = dict(os.environ, PGDATABASE=DB, PYTHONPATH=os.pathsep.join(path))
         try:
-            r = subprocess.run([PYTHON, "-c", "\n".join(t for _, t in b.lines)], env=env,
-                               capture_output=True, text=True, timeout=PAGE_TIMEOUT)
+            # not in the tree's root, where python would import pg_coord.so as a module
+            with tempfile.TemporaryDirectory() as cwd:
+                r = subprocess.run([PYTHON, "-c", "\n".join(t for _, t in b.lines)], env=env, cwd=cwd,
+                                   capture_output=True, text=True, timeout=PAGE_TIMEOUT)
         except subprocess.TimeoutExpired:
             return f"{page}:{b.line}: the python block timed out after {PAGE_TIMEOUT} s"
     finally:

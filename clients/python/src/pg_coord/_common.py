@@ -1,0 +1,199 @@
+"""What the sync and the asyncio flavours share: the SQL they send, the
+checks of enqueue's options, the extension check, and the data classes."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+from .errors import ExtensionMissing, VersionMismatch
+
+# Extension versions this library speaks to (pg_extension.extversion).
+SUPPORTED_VERSIONS: Tuple[str, ...] = ("0.4.0",)
+
+Seconds = Union[int, float, datetime.timedelta]
+
+# coord.enqueue's named arguments, with the type each is cast to: names come
+# from this table only, never from the caller, so they are safe to splice.
+ENQUEUE_OPTIONS: Dict[str, str] = {
+    "run_at": "timestamptz",
+    "priority": "integer",
+    "key": "text",
+    "host": "text",
+    "max_attempts": "integer",
+    "group_key": "text",
+    "limit_key": "text",
+    "max_snoozes": "integer",
+    "expires_at": "timestamptz",
+    "after": "bigint[]",
+    "on_parent_failure": "text",
+    "batch": "bigint",
+}
+
+# The extension's version, and the result columns of coord.complete_and_claim
+# and coord.fail_and_claim where they exist (NULL where not): their OUT or
+# TABLE columns, or the attributes of the composite type they return.
+_RESULT_COLUMNS = (
+    "(SELECT COALESCE("
+    " (SELECT pg_catalog.array_agg(a.n ORDER BY a.o) FROM ROWS FROM (pg_catalog.unnest(p.proargnames),"
+    "   pg_catalog.unnest(p.proargmodes)) WITH ORDINALITY AS a(n, m, o) WHERE a.m IN ('o', 't', 'b')),"
+    " (SELECT pg_catalog.array_agg(t.attname::text ORDER BY t.attnum) FROM pg_catalog.pg_attribute t"
+    "   JOIN pg_catalog.pg_type y ON y.typrelid = t.attrelid"
+    "   WHERE y.oid = p.prorettype AND t.attnum > 0 AND NOT t.attisdropped))"
+    " FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace s ON s.oid = p.pronamespace"
+    " WHERE s.nspname = 'coord' AND p.proname = '{}' LIMIT 1)")
+CHECK_SQL = (
+    "SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord'), "
+    + _RESULT_COLUMNS.format("complete_and_claim") + ", " + _RESULT_COLUMNS.format("fail_and_claim")
+    + ", pg_catalog.current_database()"
+)
+# a one-commit function is used only when its result has the claim's columns
+# and says whether the finish counted (DESIGN 3.10: "the README documents its shape")
+COUNTED_NAMES = ("completed", "counted", "ok", "done", "state", "new_state", "fail_state")
+
+
+def one_commit_usable(columns: Optional[Sequence[str]]) -> bool:
+    if not columns:
+        return False
+    return all(c in columns for c in CLAIM_NAMES) and any(c in columns for c in COUNTED_NAMES)
+
+# The claim's columns a Job is made of, in this order; times as epoch
+# seconds (a float loads far faster than a timestamptz; Job turns them into
+# datetimes when read).
+CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at")
+CLAIM_SELECT = ("id, payload, attempt, token, EXTRACT(EPOCH FROM lease_until)::float8, key, group_key, host,"
+                " EXTRACT(EPOCH FROM run_at)::float8")
+
+
+def claim_sql(session_bound: bool, host: Optional[str]) -> str:
+    """The worker's claim, with only the arguments it needs."""
+    args = ["%s", "%s", "session_bound => true" if session_bound else "lease => %s::interval"]
+    if host is not None:
+        args.append("host => %s")
+    return f"SELECT {CLAIM_SELECT} FROM coord.claim({', '.join(args)})"
+
+
+def claim_params(queue: str, n: int, session_bound: bool, lease: Optional[datetime.timedelta],
+                 host: Optional[str]) -> List[Any]:
+    params: List[Any] = [queue, n]
+    if not session_bound:
+        params.append(lease)
+    if host is not None:
+        params.append(host)
+    return params
+
+
+def as_datetime(value: Any) -> Optional[datetime.datetime]:
+    if value is None or isinstance(value, datetime.datetime):
+        return value
+    return datetime.datetime.fromtimestamp(float(value), datetime.timezone.utc)
+
+
+def interval(value: Optional[Seconds]) -> Optional[datetime.timedelta]:
+    """Seconds (or a timedelta) as a timedelta, psycopg's interval."""
+    if value is None or isinstance(value, datetime.timedelta):
+        return value
+    return datetime.timedelta(seconds=float(value))
+
+
+def seconds(value: Seconds) -> float:
+    return value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+
+
+def check_extension(row: Optional[Tuple[Any, ...]],
+                    supported: Sequence[str] = SUPPORTED_VERSIONS) -> Tuple[bool, bool]:
+    """Raises unless pg_coord is installed at a supported version; returns
+    whether coord.complete_and_claim and coord.fail_and_claim exist with a
+    result this library reads."""
+    assert row is not None
+    version, cac_columns, fac_columns, db = row
+    if version is None:
+        raise ExtensionMissing(f"extension pg_coord is not installed in database {db}", "42704",
+                               hint="CREATE EXTENSION pg_coord (as a superuser); see docs/install.md")
+    if version not in supported:
+        raise VersionMismatch(
+            f"pg_coord {version} is installed in database {db}; this library supports "
+            f"{', '.join(supported)}", version, tuple(supported))
+    return one_commit_usable(cac_columns), one_commit_usable(fac_columns)
+
+
+_ENQUEUE_SQL: Dict[Tuple[Any, ...], str] = {}
+
+
+def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[str, List[Any]]:
+    """``SELECT coord.enqueue(...)`` with named arguments for the options
+    given (the text is made once per combination of options)."""
+    shape: List[Any] = [payload is not None]
+    params: List[Any] = [queue]
+    if payload is not None:
+        params.append(json.dumps(payload))
+    for name, value in options.items():
+        cast = ENQUEUE_OPTIONS.get(name)
+        if cast is None:
+            raise TypeError(f"enqueue() got an unknown option {name!r}; "
+                            f"known: {', '.join(ENQUEUE_OPTIONS)}")
+        if value is None:
+            continue
+        delay = cast == "timestamptz" and isinstance(value, (int, float, datetime.timedelta))
+        shape.append((name, delay))
+        params.append(interval(value) if delay else list(value) if cast == "bigint[]" else value)
+    key = tuple(shape)
+    query = _ENQUEUE_SQL.get(key)
+    if query is None:
+        parts = ["%s::text"] + (["%s::jsonb"] if payload is not None else [])
+        for name, delay in shape[1:]:
+            # names come from ENQUEUE_OPTIONS only; "key" and friends quoted all the same
+            parts.append(f'"{name}" => pg_catalog.now() + %s::interval' if delay
+                         else f'"{name}" => %s::{ENQUEUE_OPTIONS[name]}')
+        query = _ENQUEUE_SQL[key] = f"SELECT coord.enqueue({', '.join(parts)})"
+    return query, params
+
+
+def encode_result(value: Any) -> Optional[str]:
+    """A handler's result as JSON text, sent as ``%s::jsonb`` (None: SQL
+    NULL); raises TypeError when it is not JSON-able, before anything is sent."""
+    if value is None:
+        return None
+    return json.dumps(value)
+
+
+def error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text[:60000]
+
+
+def default_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What ``await_result`` returns: ``state`` is ``done``, ``dead`` or
+    ``cancelled``, or None when the timeout passed first; ``result`` a done
+    job's result, ``error`` the last error of one that died or was cancelled."""
+    state: Optional[str]
+    result: Any
+    error: Optional[str]
+
+    @property
+    def timed_out(self) -> bool:
+        return self.state is None
+
+
+class ParentResult(NamedTuple):
+    parent_id: int
+    state: str
+    result: Any
+
+
+@dataclass
+class Outcome:
+    """How a handler ended, waiting to be reported: kind is complete or fail."""
+    kind: str
+    result: Any = None
+    error: Optional[str] = None
+    retry_after: Optional[float] = None
+    pause_key: bool = False
