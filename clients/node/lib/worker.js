@@ -185,6 +185,7 @@ class Worker extends EventEmitter {
   run() {
     if (this._running) return Promise.reject(new CoordError('Worker.run: already running'));
     this._stopping = false;
+    this._everConnected = false;
     this._running = this._run().finally(() => { this._running = null; });
     return this._running;
   }
@@ -282,7 +283,8 @@ class Worker extends EventEmitter {
     for (let tries = 0; ; tries++) {
       try {
         await this._connect();
-        if (tries > 0) this.emit('reconnected');
+        if (this._everConnected) this.emit('reconnected');
+        this._everConnected = true;
         return;
       } catch (e) {
         if (!(e instanceof ConnectionLostError)) throw e;

@@ -1,0 +1,341 @@
+'use strict';
+// clients/scenarios.md, run by the Node library against a real cluster (the
+// PG* environment: make test's private cluster).  Test names start with the
+// scenario id, so both libraries' results line up.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const {
+  Client, Worker, RetryAfter, JobCancelledError, ConnectionLostError, LockTimeoutError,
+} = require('..');
+const { freshDb, waitFor, spawnWorker } = require('./helpers');
+
+async function runWorker(opts, body) {
+  const w = new Worker({ handleSignals: false, pollInterval: 0.5, ...opts });
+  const running = w.run();
+  try {
+    return await body(w);
+  } finally {
+    await w.stop();
+    await running;
+  }
+}
+
+test('S-jobs-done: jobs are done with their results, failures fail', async () => {
+  const db = await freshDb('done');
+  const client = new Client({ database: db.name });
+  try {
+    const ids = [];
+    for (let i = 1; i <= 10; i++) ids.push(await client.enqueue('q', { n: i }));
+    const bad = await client.enqueue('q', { boom: true }, { maxAttempts: 1 });
+    await runWorker({
+      database: db.name, queue: 'q', concurrency: 3,
+      handler: async (job) => {
+        if (job.payload.boom) throw new Error('no good');
+        return { square: job.payload.n * job.payload.n };
+      },
+    }, async () => {
+      for (let i = 0; i < ids.length; i++) {
+        const r = await client.awaitResult(ids[i], { timeout: 20 });
+        assert.deepEqual(r, { state: 'done', result: { square: (i + 1) ** 2 }, error: null });
+      }
+      const r = await client.awaitResult(bad, { timeout: 20 });
+      assert.equal(r.state, 'dead');
+      assert.match(r.error, /no good/);
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+async function exactlyOnceKill(sessionBound) {
+  const db = await freshDb(sessionBound ? 'kill_sb' : 'kill_lease');
+  const lease = 2;
+  try {
+    await db.q('CREATE TABLE side (job_id bigint, attempt int, worker int, at timestamptz DEFAULT clock_timestamp())');
+    await db.q('GRANT ALL ON side TO PUBLIC');
+    const n = 12;
+    await db.q("SELECT coord.enqueue('k', jsonb_build_object('i', g)) FROM generate_series(1, $1) g", [n]);
+    const env = { DB: db.name, QUEUE: 'k', SESSION_BOUND: sessionBound ? '1' : '0', LEASE: String(lease), CONCURRENCY: '2' };
+    const a = spawnWorker({ ...env, WORK_MS: '300' });
+    // kill it while it holds jobs, after it has finished some
+    await waitFor('worker A to finish a job and hold others', async () =>
+      (await db.one('SELECT count(*)::int AS c FROM side')).c >= 2 &&
+      (await db.one("SELECT count(*)::int AS c FROM coord.jobs WHERE queue = 'k' AND state = 'running'")).c >= 1);
+    const before = await db.q(`SELECT id FROM coord.jobs WHERE queue = 'k' AND state = 'running'`);
+    a.kill('SIGKILL');
+    const killedAt = Date.now();
+    await a.exit;
+    const heldIds = before.map((r) => r.id);
+    assert.ok(heldIds.length >= 1, 'worker A held a job when killed');
+    // (a session-bound claim is gone by now; a lease claim is running until its lease ends)
+    const held = await db.q(`SELECT id, lease_until FROM coord.jobs WHERE id = ANY ($1::bigint[]) AND state = 'running'`, [heldIds]);
+    if (!sessionBound) assert.ok(held.length >= 1, 'a lease claim outlives its worker');
+    if (sessionBound) {
+      // claimable again at once: no lease to wait out
+      await waitFor('the killed worker\'s jobs to be claimable', async () =>
+        (await db.one("SELECT count(*)::int AS c FROM coord.jobs WHERE id = ANY ($1::bigint[]) AND state = 'running'", [heldIds])).c === 0, 5);
+      assert.ok(Date.now() - killedAt < lease * 1000, 'released before a lease would have ended');
+    }
+    const b = spawnWorker({ ...env, WORK_MS: '20' });
+    try {
+      await waitFor('every job done', async () =>
+        (await db.one("SELECT count(*)::int AS c FROM coord.jobs WHERE queue = 'k' AND state = 'done'")).c === n, 30);
+    } finally {
+      b.kill('SIGTERM');
+      await b.exit;
+    }
+    const rows = await db.q('SELECT job_id, count(*)::int AS c, max(at) AS at FROM side GROUP BY job_id');
+    assert.equal(rows.length, n, 'every job wrote its side-table row');
+    assert.ok(rows.every((r) => r.c === 1), `each exactly once: ${JSON.stringify(rows.filter((r) => r.c !== 1))}`);
+    if (!sessionBound) {
+      // a lease claim is re-run only after its lease
+      for (const h of held) {
+        const r = rows.find((x) => x.job_id === h.id || String(x.job_id) === String(h.id));
+        assert.ok(r.at >= h.lease_until, `job ${h.id} re-run at ${r.at.toISOString()}, its lease ended ${h.lease_until.toISOString()}`);
+      }
+    }
+  } finally {
+    await db.drop();
+  }
+}
+
+test('S-exactly-once-kill: session-bound worker SIGKILLed mid-job, jobs re-run at once, each done once', () => exactlyOnceKill(true));
+test('S-exactly-once-kill-lease: lease worker SIGKILLed mid-job, jobs re-run after the lease, each done once', () => exactlyOnceKill(false));
+
+test('S-sigterm-drain: SIGTERM finishes held jobs, claims no more, exits 0', async () => {
+  const db = await freshDb('drain');
+  try {
+    await db.q('CREATE TABLE side (job_id bigint, attempt int, worker int, at timestamptz DEFAULT clock_timestamp())');
+    await db.q("SELECT coord.enqueue('d', '{}') FROM generate_series(1, 6)");
+    const w = spawnWorker({ DB: db.name, QUEUE: 'd', CONCURRENCY: '2', WORK_MS: '1000' });
+    await waitFor('two jobs running', async () =>
+      (await db.one("SELECT count(*)::int AS c FROM coord.jobs WHERE queue = 'd' AND state = 'running'")).c === 2);
+    const held = (await db.q("SELECT id FROM coord.jobs WHERE queue = 'd' AND state = 'running' ORDER BY id")).map((r) => r.id);
+    w.kill('SIGTERM');
+    const { code } = await w.exit;
+    assert.equal(code, 0, w.output());
+    assert.match(w.output(), /drained/);
+    const done = (await db.q("SELECT id FROM coord.jobs WHERE queue = 'd' AND state = 'done' ORDER BY id")).map((r) => r.id);
+    assert.deepEqual(done, held, 'exactly the held jobs finished');
+    const c = await db.one("SELECT count(*)::int AS c FROM coord.jobs WHERE queue = 'd' AND state = 'ready' AND attempt = 0");
+    assert.equal(c.c, 4, 'no new claims after SIGTERM');
+  } finally {
+    await db.drop();
+  }
+});
+
+test('S-retry-after-pause-key: RetryAfter snoozes the job and pauses its limit key', async () => {
+  const db = await freshDb('retry');
+  const client = new Client({ database: db.name });
+  try {
+    const id = await client.enqueue('r', { url: 'x' }, { limitKey: 'example.com' });
+    const calls = [];
+    await runWorker({
+      database: db.name, queue: 'r', pollInterval: 5,
+      handler: async (job) => {
+        calls.push({ attempt: job.attempt, at: Date.now() });
+        if (calls.length === 1) throw new RetryAfter(1.5, { pauseKey: true });
+        return { ok: calls.length };
+      },
+    }, async () => {
+      await waitFor('the first attempt', () => calls.length >= 1);
+      const lim = await waitFor('the key paused', async () =>
+        (await db.one("SELECT paused_until FROM coord.limits WHERE queue = 'r' AND limit_key = 'example.com' AND paused_until > now()")));
+      assert.ok(lim.paused_until instanceof Date);
+      const r = await client.awaitResult(id, { timeout: 10 });
+      assert.deepEqual(r.result, { ok: 2 });
+      // woken by next_due, not the 5 s poll
+      const gap = calls[1].at - calls[0].at;
+      assert.ok(gap >= 1000 && gap < 4500, `re-run ${gap} ms later`);
+      const j = await db.one('SELECT snoozes, attempt FROM coord.jobs WHERE id = $1', [id]);
+      assert.equal(j.snoozes, 1);
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+test('S-flow-parent-results: a flow; the child reads its parents\' results', async () => {
+  const db = await freshDb('flow');
+  const client = new Client({ database: db.name });
+  try {
+    const ids = await client.enqueueFlow([
+      { name: 'a', queue: 'f', payload: { x: 1 } },
+      { name: 'b', queue: 'f', payload: { x: 2 } },
+      { name: 'sum', queue: 'f', payload: {}, after: ['a', 'b'] },
+    ]);
+    assert.deepEqual(Object.keys(ids).sort(), ['a', 'b', 'sum']);
+    await runWorker({
+      database: db.name, queue: 'f', concurrency: 2,
+      handler: async (job) => {
+        if (job.payload.x) return { v: job.payload.x * 10 };
+        const parents = await job.parentResults();
+        assert.deepEqual(parents.map((p) => p.parentId).sort((p, q) => p - q), [ids.a, ids.b].sort((p, q) => p - q));
+        return { sum: parents.reduce((s, p) => s + p.result.v, 0), states: parents.map((p) => p.state) };
+      },
+    }, async () => {
+      const r = await client.awaitResult(ids.sum, { timeout: 20 });
+      assert.deepEqual(r.result, { sum: 30, states: ['done', 'done'] });
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+test('S-cancel-running: coord.cancel of a running job aborts job.signal', async () => {
+  const db = await freshDb('cancel');
+  const client = new Client({ database: db.name });
+  try {
+    const id = await client.enqueue('c', {});
+    let started = false, reason = null, abortedAt = 0;
+    await runWorker({
+      database: db.name, queue: 'c',
+      handler: (job) => new Promise((resolve, reject) => {
+        started = true;
+        job.signal.addEventListener('abort', () => { reason = job.signal.reason; abortedAt = Date.now(); reject(reason); });
+      }),
+    }, async () => {
+      await waitFor('the handler to start', () => started);
+      const t0 = Date.now();
+      assert.equal(await client.cancel(id), true);
+      await waitFor('the signal to abort', () => reason !== null, 5);
+      assert.ok(reason instanceof JobCancelledError, String(reason));
+      assert.ok(abortedAt - t0 < 1000, `told ${abortedAt - t0} ms after the cancel`);
+      const r = await client.awaitResult(id, { timeout: 5 });
+      assert.equal(r.state, 'cancelled');
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+test('S-await: awaitResult times out with state null, then returns the result', async () => {
+  const db = await freshDb('await');
+  const client = new Client({ database: db.name });
+  try {
+    const id = await client.enqueue('a', { v: 7 });
+    const t0 = Date.now();
+    const early = await client.awaitResult(id, { timeout: 0.3 });
+    assert.deepEqual(early, { state: null, result: null, error: null });
+    assert.ok(Date.now() - t0 >= 250);
+    const waiting = client.awaitResult(id, { timeout: 20 });
+    await runWorker({ database: db.name, queue: 'a', handler: async (job) => ({ got: job.payload.v }) }, async () => {
+      assert.deepEqual(await waiting, { state: 'done', result: { got: 7 }, error: null });
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+test('S-durable-steps: a re-run skips the steps done before', async () => {
+  const db = await freshDb('steps');
+  const client = new Client({ database: db.name });
+  try {
+    const id = await client.enqueue('s', {});
+    const ran = { charge: 0, receipt: 0 };
+    let attempts = 0;
+    await runWorker({
+      database: db.name, queue: 's',
+      handler: async (job) => {
+        attempts++;
+        const charge = await job.step('charge', async () => { ran.charge++; return { chargeId: 'ch_1' }; });
+        if (attempts === 1) throw new RetryAfter(0.2);
+        const receipt = await job.step('receipt', async () => { ran.receipt++; return { mail: 'sent' }; });
+        return { charge, receipt };
+      },
+    }, async () => {
+      const r = await client.awaitResult(id, { timeout: 20 });
+      assert.deepEqual(r.result, { charge: { chargeId: 'ch_1' }, receipt: { mail: 'sent' } });
+    });
+    assert.equal(attempts, 2);
+    assert.deepEqual(ran, { charge: 1, receipt: 1 });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+// lock / election / semaphore: released when fn throws, and when the connection is lost
+async function holdScenario(tag, hold, heldNow) {
+  const db = await freshDb(tag);
+  const client = new Client({ database: db.name });
+  try {
+    await assert.rejects(hold(client, async () => {
+      assert.equal(await heldNow(db), true);
+      throw new Error('boom');
+    }), /boom/);
+    assert.equal(await heldNow(db), false, 'released after the exception');
+    let handle;
+    const lost = hold(client, async (h) => {
+      handle = h;
+      const pid = await heldNow(db, true);
+      await db.q('SELECT pg_terminate_backend($1)', [pid]);
+      await waitFor('the handle to learn', () => h.signal.aborted, 5);
+      return 'went on';
+    });
+    await assert.rejects(lost, (e) => e instanceof ConnectionLostError && e.sqlstate !== null);
+    assert.ok(handle.signal.reason instanceof ConnectionLostError);
+    await waitFor('the hold to be gone', async () => !(await heldNow(db)), 5);
+    // and it can be taken again
+    assert.equal(await hold(client, async () => 'again'), 'again');
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+}
+
+test('S-lock-released: client.lock released on an exception and on connection loss', () =>
+  holdScenario('lock', (c, fn) => c.lock('/jobs/report', fn, { timeout: 5 }),
+    async (db, pid) => {
+      const r = await db.one("SELECT pid FROM coord.locks WHERE path = '/jobs/report' AND granted");
+      return pid ? r.pid : !!r;
+    }));
+
+test('S-election-released: client.campaign resigns on an exception and on connection loss', () =>
+  holdScenario('election', (c, fn) => c.campaign('scheduler', fn, { value: 'me', timeout: 5 }),
+    async (db, pid) => {
+      const r = await db.one("SELECT pid FROM coord.leader('scheduler')");
+      return pid ? r.pid : !!r;
+    }));
+
+test('S-semaphore-released: client.semaphore releases its permit on an exception and on connection loss', () =>
+  holdScenario('semaphore', (c, fn) => c.semaphore('/smtp/mx1', 2, fn, { timeout: 5 }),
+    async (db, pid) => {
+      const r = await db.one("SELECT pid FROM coord.semaphores WHERE path = '/smtp/mx1' AND pid IS NOT NULL");
+      return pid ? r.pid : !!r;
+    }));
+
+test('S-lock-timeout: a lock held elsewhere times out with LockTimeoutError', async () => {
+  const db = await freshDb('locktimeout');
+  const client = new Client({ database: db.name });
+  try {
+    await db.q("SELECT coord.lock('/busy')");
+    await assert.rejects(client.lock('/busy', async () => 1, { timeout: 0.2 }), LockTimeoutError);
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+test('S-worker-reconnect: a worker whose connection is terminated reconnects and goes on', async () => {
+  const db = await freshDb('reconnect');
+  const client = new Client({ database: db.name });
+  try {
+    await runWorker({ database: db.name, queue: 'rc', reconnectDelay: 0.05, application_name: 'rc_worker', handler: async (job) => job.payload }, async (w) => {
+      assert.deepEqual((await client.awaitResult(await client.enqueue('rc', { n: 1 }), { timeout: 10 })).result, { n: 1 });
+      let reconnected = false;
+      w.once('reconnected', () => { reconnected = true; });
+      await db.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rc_worker'");
+      await waitFor('the worker to reconnect', async () => reconnected, 10);
+      assert.deepEqual((await client.awaitResult(await client.enqueue('rc', { n: 2 }), { timeout: 10 })).result, { n: 2 });
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
