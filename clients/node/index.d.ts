@@ -180,7 +180,8 @@ export interface WorkerOptions<P = any> extends ConnectionConfig {
   listen?: boolean;
   /** LISTEN "coord:job:<id>" for each job, for cancels (default true when listen) */
   watchCancel?: boolean;
-  host?: string | null;
+  /** claim the jobs targeted at this host (coord.claim's host; `host` is pg's, the server to connect to) */
+  claimHost?: string | null;
   partitionGroup?: string | null;
   /** SIGTERM/SIGINT drain the worker while run() runs (default true) */
   handleSignals?: boolean;

@@ -26,7 +26,7 @@ const {
 } = require('./errors');
 
 const WORKER_KEYS = new Set(['queue', 'handler', 'concurrency', 'sessionBound', 'batch', 'lease',
-  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'host', 'partitionGroup', 'handleSignals',
+  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'claimHost', 'partitionGroup', 'handleSignals',
   'reconnectDelay', 'maxReconnectDelay', 'useCompleteAndClaim']);
 
 const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at';
@@ -136,7 +136,7 @@ class Worker extends EventEmitter {
     for (const [k, v] of Object.entries(options)) if (!WORKER_KEYS.has(k)) cfg[k] = v;
     const {
       queue, handler, concurrency = 1, sessionBound = true, batch = 10, lease = 300, heartbeat,
-      pollInterval = 5, listen = true, watchCancel = true, host = null, partitionGroup = null,
+      pollInterval = 5, listen = true, watchCancel = true, claimHost = null, partitionGroup = null,
       handleSignals = true, reconnectDelay = 0.1, maxReconnectDelay = 10, useCompleteAndClaim = true,
     } = options;
     if (typeof queue !== 'string' || queue === '') throw new TypeError('Worker: queue must be a non-empty string');
@@ -155,7 +155,7 @@ class Worker extends EventEmitter {
     this.pollInterval = pollInterval;
     this.listen = !!listen;
     this.watchCancel = !!watchCancel && this.listen;
-    this.host = host;
+    this.claimHost = claimHost;
     this.partitionGroup = partitionGroup;
     this.handleSignals = !!handleSignals;
     this.reconnectDelay = reconnectDelay;
@@ -171,7 +171,7 @@ class Worker extends EventEmitter {
     this._running = null;
     this._wake = null;
     this._notified = false;
-    this._txBusy = null;
+    this._chain = Promise.resolve();
     this._fused = false;
     this.serverVersion = null;
   }
@@ -328,11 +328,20 @@ class Worker extends EventEmitter {
     });
   }
 
-  /** One statement on the worker's connection (waits for a job.transaction in progress). */
-  async _q(sql, params) {
-    while (this._txBusy) await this._txBusy;
-    const conn = this._conn;
-    if (!conn) throw new ConnectionLostError('not connected', { sqlstate: '08003' });
+  // Statements on the worker's one connection run one at a time, in order
+  // (pg 8 deprecates overlapping queries on a client); a job.transaction
+  // holds the connection from BEGIN to COMMIT.
+  _serial(fn) {
+    const run = this._chain.then(() => {
+      const conn = this._conn;
+      if (!conn) throw new ConnectionLostError('not connected', { sqlstate: '08003' });
+      return fn(conn);
+    });
+    this._chain = run.then(() => {}, () => {});
+    return run;
+  }
+
+  async _query(conn, sql, params) {
     try {
       return await conn.query(sql, params);
     } catch (e) {
@@ -342,24 +351,14 @@ class Worker extends EventEmitter {
     }
   }
 
-  async _transaction(fn) {
-    while (this._txBusy) await this._txBusy;
-    let release;
-    this._txBusy = new Promise((r) => { release = r; });
-    const conn = this._conn;
-    try {
-      if (!conn) throw new ConnectionLostError('not connected', { sqlstate: '08003' });
-      const tx = {
-        query: async (sql, params) => {
-          try {
-            return await conn.query(sql, params);
-          } catch (e) {
-            const w = wrapError(e);
-            if (w instanceof ConnectionLostError) this._dropConnection(conn, w);
-            throw w;
-          }
-        },
-      };
+  /** One statement on the worker's connection. */
+  _q(sql, params) {
+    return this._serial((conn) => this._query(conn, sql, params));
+  }
+
+  _transaction(fn) {
+    return this._serial(async (conn) => {
+      const tx = { query: (sql, params) => this._query(conn, sql, params) };
       await tx.query('BEGIN');
       try {
         const r = await fn(tx);
@@ -369,10 +368,7 @@ class Worker extends EventEmitter {
         await conn.query('ROLLBACK').catch(() => {});
         throw e;
       }
-    } finally {
-      this._txBusy = null;
-      release();
-    }
+    });
   }
 
   // --- the loop -------------------------------------------------------------
@@ -431,7 +427,7 @@ class Worker extends EventEmitter {
   _claimArgs(start) {
     return {
       sql: `lease => ${INTERVAL(start)}, session_bound => $${start + 1}, host => $${start + 2}, partition_group => $${start + 3}`,
-      params: [this.lease, this.sessionBound, this.host, this.partitionGroup],
+      params: [this.lease, this.sessionBound, this.claimHost, this.partitionGroup],
     };
   }
 
