@@ -35,12 +35,13 @@ coord_demo_packages() {
 # The Debian packages `make test` needs for major $1 (test/matrix.sh installs
 # the same list into its chroots): the demo's, and pg_cron (every test
 # cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
-# driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer.
+# driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
+# tsc (clients/node's declarations, test/clients/node.sh).
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
-       libpostgresql-jdbc-java pgbouncer
+       libpostgresql-jdbc-java pgbouncer node-typescript
 }
 
 # coord_deps [EXTRA...]: installs what is missing of `make test`'s packages

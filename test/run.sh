@@ -141,6 +141,12 @@ run_tests() {
   log "== coord-agent (each script runs its own cluster, ports 54340-54349)"
   coord_agent_tests
 
+  log "== clients-node: clients/node with node --test against this cluster (one TAP line per scenario)"
+  if ! bash test/clients/node.sh >test/results/clients_node.out 2>&1 && ! grep -qE '^not ok [0-9]+ ' test/results/clients_node.out; then
+    echo "not ok 0 - test/clients/node.sh failed: $(tail -1 test/results/clients_node.out)" >>test/results/clients_node.out
+  fi
+  count_suite clients-node test/results/clients_node.out
+
   log "== slow scripts"
   local i
   for i in "${!slow_pids[@]}"; do
