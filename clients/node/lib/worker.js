@@ -468,7 +468,7 @@ class Worker extends EventEmitter {
 
   _start(job) {
     this._active.add(job);
-    this._runJob(job).catch((e) => this.emit('warning', wrapError(e)));
+    this._runJob(job).catch((e) => this._warn(e));
   }
 
   async _runJob(job) {
@@ -522,7 +522,15 @@ class Worker extends EventEmitter {
         return await this._finishAndClaim(job, outcome, n);
       } catch (e) {
         const w = wrapError(e);
-        if (!(w instanceof ConnectionLostError)) throw w;
+        if (!(w instanceof ConnectionLostError)) {
+          // the outcome cannot be reported as it is (a result JSON cannot
+          // hold, a retry_after past coord.max_retry_after, ...): fail the
+          // job with that error rather than hold it
+          this._warn(w);
+          if (outcome.kind === 'fail') throw w;
+          outcome = { kind: 'fail', error: `could not report the job's outcome: ${errorText(w)}`, cause: w };
+          continue;
+        }
         if (this.sessionBound) { this.emit('lost', job); return []; }
         const deadline = job.leaseUntil instanceof Date ? job.leaseUntil.getTime() : Date.now() + this.lease * 1000;
         if (!(await this._whenConnected(deadline))) { this.emit('lost', job); return []; }
@@ -573,6 +581,13 @@ class Worker extends EventEmitter {
     const first = res.fields[0].name;
     this._reported(job, outcome, res.rows.length ? res.rows[0][first] : null);
     return this._claimed(res.rows);
+  }
+
+  // 'warning' listeners get what went wrong in the background; without one it goes to stderr
+  _warn(e) {
+    const w = wrapError(e);
+    if (this.listenerCount('warning') > 0) this.emit('warning', w);
+    else console.warn(`pg-coord worker (${this.queue}): ${w.message}`);
   }
 
   _reported(job, outcome, answer) {

@@ -8,7 +8,7 @@ const {
 } = require('..');
 const { freshDb, admin } = require('./helpers');
 
-test('S-errors-permission: a role without coord_worker gets PermissionDeniedError 42501', async () => {
+test('S-errors (permission): a role without coord_worker gets PermissionDeniedError 42501', async () => {
   const db = await freshDb('perm');
   const role = `coord_node_noperm_${process.pid}`;
   await db.q(`DROP ROLE IF EXISTS ${role}`);
@@ -32,7 +32,7 @@ test('S-errors-permission: a role without coord_worker gets PermissionDeniedErro
   }
 });
 
-test('S-errors-missing-extension: a database without pg_coord gives ExtensionMissingError', async () => {
+test('S-errors (missing-extension): a database without pg_coord gives ExtensionMissingError', async () => {
   const db = await freshDb('noext', { extension: false });
   const client = new Client({ database: db.name });
   try {
@@ -48,7 +48,7 @@ test('S-errors-missing-extension: a database without pg_coord gives ExtensionMis
   }
 });
 
-test('S-errors-version-mismatch: pg_coord 0.3.0 gives VersionMismatchError', async () => {
+test('S-errors (version-mismatch): pg_coord 0.3.0 gives VersionMismatchError', async () => {
   const db = await freshDb('oldver', { version: '0.3.0' });
   const client = new Client({ database: db.name });
   try {
@@ -70,7 +70,7 @@ test('S-errors-version-mismatch: pg_coord 0.3.0 gives VersionMismatchError', asy
   }
 });
 
-test('S-errors-connection-lost: a terminated connection gives ConnectionLostError with the server\'s message', async () => {
+test('S-errors (connection-lost): a terminated connection gives ConnectionLostError with the server\'s message', async () => {
   const db = await freshDb('lost');
   const client = new Client({ database: db.name, application_name: 'lost_client' });
   try {
@@ -93,7 +93,7 @@ test('S-errors-connection-lost: a terminated connection gives ConnectionLostErro
   }
 });
 
-test('S-errors-server-error: another server error keeps its SQLSTATE and message', async () => {
+test('S-errors (server-error): another server error keeps its SQLSTATE and message', async () => {
   const db = await freshDb('sqlerr');
   const client = new Client({ database: db.name });
   try {

@@ -23,7 +23,7 @@ function which(cmd) {
   try { return sh('sh', ['-c', `command -v ${cmd}`]).trim() || null; } catch { return null; }
 }
 
-test('S-package-pack: npm pack builds a tarball offline and it installs into a fresh project', () => {
+test('S-package (pack): npm pack builds a tarball offline and it installs into a fresh project', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-coord-pack-'));
   const out = sh('npm', ['pack', '--offline', '--silent', '--pack-destination', dir], { cwd: PKG }).trim().split('\n').pop();
   const tgz = path.join(dir, out);
@@ -39,8 +39,8 @@ test('S-package-pack: npm pack builds a tarball offline and it installs into a f
   assert.ok(fs.existsSync(path.join(app, 'node_modules', 'pg-coord', 'index.js')));
 });
 
-test('S-package-load: require and import both load it', () => {
-  assert.ok(app, 'installed by S-package-pack');
+test('S-package (load): require and import both load it', () => {
+  assert.ok(app, 'installed by S-package (pack)');
   const cjs = sh(process.execPath, ['-e', "const c = require('pg-coord'); console.log(typeof c.Worker, typeof c.Client, typeof c.RetryAfter, c.REQUIRED_VERSION)"], { cwd: app }).trim();
   assert.equal(cjs, 'function function function 0.4.0');
   fs.writeFileSync(path.join(app, 'esm.mjs'),
@@ -50,8 +50,8 @@ test('S-package-load: require and import both load it', () => {
   assert.equal(esm, 'function function true true');
 });
 
-test('S-package-types: the declarations compile a TypeScript program (tsc --strict)', () => {
-  assert.ok(app, 'installed by S-package-pack');
+test('S-package (types): the declarations compile a TypeScript program (tsc --strict)', () => {
+  assert.ok(app, 'installed by S-package (pack)');
   const tsc = which('tsc');
   assert.ok(tsc, 'tsc not found (Debian: node-typescript; test/clients/node.sh installs it)');
   fs.copyFileSync(path.join(__dirname, 'fixtures', 'types-check.ts'), path.join(app, 'check.ts'));
@@ -66,8 +66,8 @@ test('S-package-types: the declarations compile a TypeScript program (tsc --stri
   assert.throws(() => sh(tsc, ['--noEmit', '--strict', '--lib', 'es2022,dom', 'bad.ts'], { cwd: app }));
 });
 
-test('S-package-worker15: the docs\' 15-line worker runs from the installed tarball', async () => {
-  assert.ok(app, 'installed by S-package-pack');
+test('S-package (worker15): the docs\' 15-line worker runs from the installed tarball', async () => {
+  assert.ok(app, 'installed by S-package (pack)');
   const md = fs.readFileSync(DOC, 'utf8');
   const m = md.match(/<!-- node-worker-15 -->\n```js\n([\s\S]*?)```/);
   assert.ok(m, 'docs/clients/node.md has the marked worker');
