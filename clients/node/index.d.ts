@@ -180,6 +180,8 @@ export interface WorkerOptions<P = any> extends ConnectionConfig {
   listen?: boolean;
   /** LISTEN "coord:job:<id>" for each job, for cancels (default true when listen) */
   watchCancel?: boolean;
+  /** seconds a job runs before it is watched for cancels (default 0.05: shorter jobs cost no statement) */
+  watchCancelAfter?: number;
   /** claim the jobs targeted at this host (coord.claim's host; `host` is pg's, the server to connect to) */
   claimHost?: string | null;
   partitionGroup?: string | null;

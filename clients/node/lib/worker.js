@@ -5,10 +5,12 @@
 // The loop: LISTEN "coord:<queue>" on connect (before the first claim);
 // claim up to min(free slots, batch); when a claim finds nothing, sleep
 // until a NOTIFY, coord.next_due(queue), a freed slot, stop(), or
-// pollInterval.  Each job: LISTEN "coord:job:<id>" and one heartbeat (a
-// cancel that committed before the LISTEN shows as NULL); lease claims are
-// heartbeated every `heartbeat` s; a NOTIFY "cancel", a heartbeat answering
-// NULL, or (session-bound) the loss of the connection aborts job.signal.
+// pollInterval.  A job still running watchCancelAfter s after its start:
+// LISTEN "coord:job:<id>" and one heartbeat (a cancel that committed before
+// the LISTEN shows as NULL); shorter jobs cost no statement for it.  Lease
+// claims are heartbeated every `heartbeat` s; a NOTIFY "cancel", a
+// heartbeat answering NULL, or (session-bound) the loss of the connection
+// aborts job.signal.
 // A finished job goes through _finishAndClaim, the one place that reports
 // the outcome and claims the next job: coord.complete_and_claim /
 // fail_and_claim (one statement, one commit) where the server has them,
@@ -26,7 +28,7 @@ const {
 } = require('./errors');
 
 const WORKER_KEYS = new Set(['queue', 'handler', 'concurrency', 'sessionBound', 'batch', 'lease',
-  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'claimHost', 'partitionGroup', 'handleSignals',
+  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'watchCancelAfter', 'claimHost', 'partitionGroup', 'handleSignals',
   'reconnectDelay', 'maxReconnectDelay', 'useCompleteAndClaim']);
 
 const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at';
@@ -136,7 +138,7 @@ class Worker extends EventEmitter {
     for (const [k, v] of Object.entries(options)) if (!WORKER_KEYS.has(k)) cfg[k] = v;
     const {
       queue, handler, concurrency = 1, sessionBound = true, batch = 10, lease = 300, heartbeat,
-      pollInterval = 5, listen = true, watchCancel = true, claimHost = null, partitionGroup = null,
+      pollInterval = 5, listen = true, watchCancel = true, watchCancelAfter = 0.05, claimHost = null, partitionGroup = null,
       handleSignals = true, reconnectDelay = 0.1, maxReconnectDelay = 10, useCompleteAndClaim = true,
     } = options;
     if (typeof queue !== 'string' || queue === '') throw new TypeError('Worker: queue must be a non-empty string');
@@ -155,6 +157,7 @@ class Worker extends EventEmitter {
     this.pollInterval = pollInterval;
     this.listen = !!listen;
     this.watchCancel = !!watchCancel && this.listen;
+    this.watchCancelAfter = watchCancelAfter;
     this.claimHost = claimHost;
     this.partitionGroup = partitionGroup;
     this.handleSignals = !!handleSignals;
@@ -264,7 +267,7 @@ class Worker extends EventEmitter {
       if (this.listen) await conn.query(`LISTEN ${quoteIdent('coord:' + this.queue)}`);
       // held jobs' channels again (a new session listens on nothing)
       if (this.watchCancel) {
-        const again = [...this._active].filter((j) => !this.sessionBound).map((j) => `LISTEN ${quoteIdent('coord:job:' + j.id)}`);
+        const again = [...this._active].filter((j) => j._watched && !this.sessionBound).map((j) => `LISTEN ${quoteIdent('coord:job:' + j.id)}`);
         if (again.length) await conn.query(again.join('; '));
       }
     } catch (e) {
@@ -437,23 +440,28 @@ class Worker extends EventEmitter {
     return this._claimed(rows);
   }
 
-  // the claimed rows as Jobs, watched for cancel (LISTEN, then one heartbeat)
-  async _claimed(rows) {
+  // the claimed rows as Jobs
+  _claimed(rows) {
     const jobs = rows.filter((r) => r.id != null).map((r) => new Job(this, r));
     for (const j of jobs) this._byId.set(String(j.id), j);
-    if (jobs.length && this.watchCancel && jobs.every((j) => isInt(j.id) && isInt(j.token))) {
-      const sql = [...this._unlisten.splice(0).map((c) => `UNLISTEN ${quoteIdent(c)}`),
-        ...jobs.map((j) => `LISTEN ${quoteIdent('coord:job:' + j.id)}`),
-        `SELECT v.id FROM (VALUES ${jobs.map((j) => `(${j.id}::bigint, ${j.token}::bigint)`).join(', ')}) AS v(id, token)
-          WHERE coord.heartbeat(v.id, v.token) IS NULL`].join('; ');
+    return jobs;
+  }
+
+  // Watches a job that is still running `watchCancelAfter` s after it
+  // started: LISTEN on its channel, then one heartbeat (a cancel that
+  // committed before the LISTEN answers NULL).  Jobs that end sooner cost
+  // no statement for it.
+  async _watch(job) {
+    if (job._done || !this._conn || !isInt(job.id) || !isInt(job.token)) return;
+    job._watched = true;
+    const sql = [...this._unlisten.splice(0).map((c) => `UNLISTEN ${quoteIdent(c)}`),
+      `LISTEN ${quoteIdent('coord:job:' + job.id)}`,
+      `SELECT coord.heartbeat(${job.id}::bigint, ${job.token}::bigint) IS NULL AS gone`].join('; ');
+    try {
       const res = await this._q(sql);
       const last = Array.isArray(res) ? res[res.length - 1] : res;
-      for (const r of last.rows) {
-        const j = this._byId.get(String(r.id));
-        if (j) j._abort(new JobCancelledError(`job ${j.id} was cancelled`));
-      }
-    }
-    return jobs;
+      if (last.rows[0].gone && !job._done) job._abort(new JobCancelledError(`job ${job.id} was cancelled (or its claim lost)`));
+    } catch (e) { /* connection trouble: the loop reconnects */ }
   }
 
   async _flushUnlisten() {
@@ -473,11 +481,12 @@ class Worker extends EventEmitter {
 
   async _runJob(job) {
     let next = [];
-    let timer = null;
+    let timer = null, watchTimer = null;
     try {
       if (!this.sessionBound || !this.listen) {
         timer = setInterval(() => this._heartbeat(job), Math.max(50, this.heartbeat * 1000));
       }
+      if (this.watchCancel) watchTimer = setTimeout(() => this._watch(job), this.watchCancelAfter * 1000);
       let outcome;
       try {
         const result = await this.handler(job);
@@ -486,15 +495,19 @@ class Worker extends EventEmitter {
         outcome = e instanceof RetryAfter ? { kind: 'retry', error: e.message, seconds: e.seconds, pauseKey: e.pauseKey }
           : { kind: 'fail', error: errorText(e), cause: e };
       }
+      job._done = true;
       if (timer) clearInterval(timer);
+      if (watchTimer) clearTimeout(watchTimer);
       timer = null;
       if (!job._finished && !job._lost) next = await this._finish(job, outcome);
       else if (job._lost) this.emit('lost', job);
     } finally {
+      job._done = true;
       if (timer) clearInterval(timer);
+      if (watchTimer) clearTimeout(watchTimer);
       this._active.delete(job);
       this._byId.delete(String(job.id));
-      if (this.watchCancel) this._unlisten.push('coord:job:' + job.id);
+      if (job._watched) this._unlisten.push('coord:job:' + job.id);
       for (const n of next) this._start(n);
       if (next.length === 0) this._wakeUp();
     }
