@@ -125,6 +125,20 @@ run_tests() {
   grep -E '^not ok [0-9]+ |^# ' test/results/docs.out >&2
   count_suite docs test/results/docs.out
 
+  log "== clients: the client libraries against this cluster (clients/scenarios.md)"
+  # one TAP line per test of each test/clients/*.sh; a script that failed without one fails too
+  : >test/results/clients.out
+  for c in test/clients/*.sh; do
+    [ -e "$c" ] || continue
+    bash "$c" >test/results/clients_one.out 2>&1 ||
+      grep -qE '^not ok [0-9]+ ' test/results/clients_one.out ||
+      echo "not ok 0 - $c failed: $(tail -1 test/results/clients_one.out)" >>test/results/clients_one.out
+    cat test/results/clients_one.out >>test/results/clients.out
+  done
+  rm -f test/results/clients_one.out
+  grep -E '^not ok [0-9]+ |^# ' test/results/clients.out >&2
+  count_suite clients test/results/clients.out
+
   log "== crash and restart scripts"
   coord_run_scripts crash test/crash/*.sh
 
@@ -140,12 +154,6 @@ run_tests() {
 
   log "== coord-agent (each script runs its own cluster, ports 54340-54349)"
   coord_agent_tests
-
-  log "== clients-node: clients/node with node --test against this cluster (one TAP line per scenario)"
-  if ! bash test/clients/node.sh >test/results/clients_node.out 2>&1 && ! grep -qE '^not ok [0-9]+ ' test/results/clients_node.out; then
-    echo "not ok 0 - test/clients/node.sh failed: $(tail -1 test/results/clients_node.out)" >>test/results/clients_node.out
-  fi
-  count_suite clients-node test/results/clients_node.out
 
   log "== slow scripts"
   local i
