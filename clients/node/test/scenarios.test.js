@@ -492,3 +492,42 @@ test('N-worker-reconnect: a worker whose connection is terminated reconnects and
     await db.drop();
   }
 });
+
+for (const sessionBound of [false, true]) {
+  const kind = sessionBound ? 'session-bound' : 'lease';
+  test(`N-reconnect-held-jobs (${kind}): a job held when the connection is terminated ${sessionBound ? 'is given up (signal aborted) and re-run' : 'is reported on the new connection'}`, async () => {
+    const db = await freshDb('reheld_' + kind);
+    const client = new Client({ database: db.name });
+    try {
+      const id = await client.enqueue('rh', {});
+      const seen = [];
+      let release;
+      const gate = new Promise((r) => { release = r; });
+      await runWorker({
+        database: db.name, queue: 'rh', sessionBound, lease: 30, reconnectDelay: 0.05, application_name: 'rh_worker',
+        handler: async (job) => {
+          seen.push(job.attempt);
+          if (seen.length === 1) {
+            await gate;
+            return { attempt: job.attempt, aborted: job.signal.aborted };
+          }
+          return { attempt: job.attempt };
+        },
+      }, async () => {
+        await waitFor('the handler to start', () => seen.length === 1);
+        await db.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rh_worker'");
+        // the worker learns of it at its next statement, or the socket's end
+        await waitFor('a new connection', async () =>
+          (await db.one("SELECT count(*)::int AS c FROM pg_stat_activity WHERE application_name = 'rh_worker'")).c === 1, 10);
+        release();
+        const r = await client.awaitResult(id, { timeout: 10 });
+        assert.equal(r.state, 'done');
+        if (sessionBound) assert.deepEqual([r.result, seen], [{ attempt: 2 }, [1, 2]]);
+        else assert.deepEqual([r.result, seen], [{ attempt: 1, aborted: false }, [1]]);
+      });
+    } finally {
+      await client.end();
+      await db.drop();
+    }
+  });
+}
