@@ -14,6 +14,8 @@ const { freshDb, waitFor } = require('./helpers');
 const PKG = path.join(__dirname, '..');
 const DOC = path.join(PKG, '..', '..', 'docs', 'clients', 'node.md');
 let app = null;
+let tmp = null;
+test.after(() => { if (tmp) fs.rmSync(tmp, { recursive: true, force: true }); });
 
 function sh(cmd, args, opts = {}) {
   return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...opts });
@@ -25,6 +27,7 @@ function which(cmd) {
 
 test('S-package (pack): npm pack builds a tarball offline and it installs into a fresh project', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-coord-pack-'));
+  tmp = dir;
   const out = sh('npm', ['pack', '--offline', '--silent', '--pack-destination', dir], { cwd: PKG }).trim().split('\n').pop();
   const tgz = path.join(dir, out);
   assert.ok(fs.existsSync(tgz), `tarball ${tgz}`);
