@@ -208,7 +208,7 @@ test('S-drain: SIGTERM finishes held jobs, claims no more, exits 0', async () =>
   }
 });
 
-test('S-retry-after: RetryAfter snoozes the job and pauses its limit key', async () => {
+test('S-retry-after: RetryAfter snoozes the job (no attempt used) and pauses its limit key', async () => {
   const db = await freshDb('retry');
   const client = new Client({ database: db.name });
   try {
@@ -223,6 +223,7 @@ test('S-retry-after: RetryAfter snoozes the job and pauses its limit key', async
       },
     }, async () => {
       await waitFor('the first attempt', () => calls.length >= 1);
+      await waitFor('the snooze', async () => (await db.one('SELECT state FROM coord.jobs WHERE id = $1', [id])).state === 'scheduled', 5);
       const lim = await waitFor('the key paused', async () =>
         (await db.one("SELECT paused_until FROM coord.limits WHERE queue = 'r' AND limit_key = 'example.com' AND paused_until > now()")));
       assert.ok(lim.paused_until instanceof Date);
@@ -233,6 +234,7 @@ test('S-retry-after: RetryAfter snoozes the job and pauses its limit key', async
       assert.ok(gap >= 1000 && gap < 4500, `re-run ${gap} ms later`);
       const j = await db.one('SELECT snoozes, attempt FROM coord.jobs WHERE id = $1', [id]);
       assert.equal(j.snoozes, 1);
+      assert.deepEqual(calls.map((c) => c.attempt), [1, 1], 'a retry_after uses up no attempt');
     });
   } finally {
     await client.end();
