@@ -87,7 +87,7 @@ export interface PermitHandle {
 export interface LeaseHandle {
   path: string;
   token: number;
-  /** aborted when a renewal finds the lease lost */
+  /** aborted (ClaimLostError) when a renewal finds the lease lost */
   signal: AbortSignal;
 }
 export interface Leader {
@@ -231,7 +231,7 @@ export class VersionMismatchError extends CoordError {
   readonly required: string | null;
 }
 export class ConnectionLostError extends CoordError {}
-export class LockTimeoutError extends CoordError {}
+export class CoordTimeoutError extends CoordError {}
 export class ClaimLostError extends CoordError {}
 export class JobCancelledError extends ClaimLostError {}
 

@@ -17,7 +17,7 @@ module.exports = {
   ExtensionMissingError: errors.ExtensionMissingError,
   VersionMismatchError: errors.VersionMismatchError,
   ConnectionLostError: errors.ConnectionLostError,
-  LockTimeoutError: errors.LockTimeoutError,
+  CoordTimeoutError: errors.CoordTimeoutError,
   ClaimLostError: errors.ClaimLostError,
   JobCancelledError: errors.JobCancelledError,
   REQUIRED_VERSION,

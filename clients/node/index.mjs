@@ -3,7 +3,7 @@ import lib from './index.js';
 
 export const {
   Client, Membership, Worker, Job, RetryAfter, CoordError, PermissionDeniedError,
-  ExtensionMissingError, VersionMismatchError, ConnectionLostError, LockTimeoutError,
+  ExtensionMissingError, VersionMismatchError, ConnectionLostError, CoordTimeoutError,
   ClaimLostError, JobCancelledError, REQUIRED_VERSION,
 } = lib;
 export default lib;

@@ -7,7 +7,7 @@
 const pg = require('pg');
 const { pgConfig, checkServer } = require('./conn');
 const {
-  CoordError, LockTimeoutError, ConnectionLostError, wrapError, isConnectionError,
+  CoordError, CoordTimeoutError, ClaimLostError, ConnectionLostError, wrapError, isConnectionError,
 } = require('./errors');
 
 const ENQUEUE_OPTIONS = {
@@ -207,7 +207,7 @@ class Client {
   /**
    * A session lock on `path` (coord.lock) for the duration of fn(handle);
    * unlocked when fn settles, also when it throws.  {timeout} seconds (no
-   * limit by default), {shared}.  LockTimeoutError when not obtained in time.
+   * limit by default), {shared}.  CoordTimeoutError when not obtained in time.
    * handle: {path, signal} (signal aborts if the connection, and so the lock, is lost).
    */
   async lock(path, fn, { timeout, shared = false } = {}) {
@@ -215,7 +215,7 @@ class Client {
       async (q) => ((await q(`SELECT coord.lock($1, ${INTERVAL(2)}, $3) AS ok`, [path, seconds(timeout, 'timeout'), !!shared])).rows[0].ok ? { path } : null),
       async (q) => { await q('SELECT coord.unlock($1, $2)', [path, !!shared]); },
       fn);
-    if (!r.acquired) throw new LockTimeoutError(`lock ${path} not obtained within ${timeout} s`);
+    if (!r.acquired) throw new CoordTimeoutError(`lock ${path} not obtained within ${timeout} s`);
     return r.result;
   }
 
@@ -231,7 +231,7 @@ class Client {
       },
       async (q) => { await q('SELECT coord.resign($1)', [election]); },
       fn);
-    if (!r.acquired) throw new LockTimeoutError(`election ${election} not won within ${timeout} s`);
+    if (!r.acquired) throw new CoordTimeoutError(`election ${election} not won within ${timeout} s`);
     return r.result;
   }
 
@@ -253,7 +253,7 @@ class Client {
       },
       async (q) => { await q('SELECT coord.release_permit($1)', [path]); },
       fn);
-    if (!r.acquired) throw new LockTimeoutError(`no permit of ${path} within ${timeout} s`);
+    if (!r.acquired) throw new CoordTimeoutError(`no permit of ${path} within ${timeout} s`);
     return r.result;
   }
 
@@ -261,7 +261,7 @@ class Client {
    * A lease lock (coord.lease_lock: a row with a TTL; works through
    * transaction poolers) for the duration of fn({path, token, signal}),
    * renewed every ttl/3; signal aborts if a renewal finds it lost.
-   * LockTimeoutError when another lease is live ({wait} seconds: retry until then).
+   * CoordTimeoutError when another lease is live ({wait} seconds: retry until then).
    */
   async leaseLock(path, fn, { ttl = 30, holder = null, wait = 0 } = {}) {
     seconds(ttl, 'ttl');
@@ -272,12 +272,12 @@ class Client {
       if (token != null || Date.now() >= deadline) break;
       await new Promise((r) => setTimeout(r, Math.min(200, Math.max(10, deadline - Date.now()))));
     }
-    if (token == null) throw new LockTimeoutError(`lease ${path} is held by another holder`);
+    if (token == null) throw new CoordTimeoutError(`lease ${path} is held by another holder`);
     const ac = new AbortController();
     const timer = setInterval(async () => {
       try {
         const until = (await this.query(`SELECT coord.renew($1, $2, ${INTERVAL(3)}) AS u`, [path, token, ttl])).rows[0].u;
-        if (until == null && !ac.signal.aborted) ac.abort(new LockTimeoutError(`lease ${path} was lost`));
+        if (until == null && !ac.signal.aborted) ac.abort(new ClaimLostError(`lease ${path} was lost`));
       } catch (e) { /* a failed renewal is retried at the next tick; the TTL decides */ }
     }, Math.max(50, (ttl * 1000) / 3));
     try {

@@ -40,9 +40,9 @@ class ConnectionLostError extends CoordError {
   constructor(message, opts) { super(message, opts); this.name = 'ConnectionLostError'; }
 }
 
-/** lock / campaign / semaphore / leaseLock not obtained within its timeout (sqlstate 55P03). */
-class LockTimeoutError extends CoordError {
-  constructor(message, opts = {}) { super(message, { sqlstate: '55P03', ...opts }); this.name = 'LockTimeoutError'; }
+/** lock / campaign / semaphore / leaseLock not obtained within its timeout (sqlstate 55P03; Python: CoordTimeout). */
+class CoordTimeoutError extends CoordError {
+  constructor(message, opts = {}) { super(message, { sqlstate: '55P03', ...opts }); this.name = 'CoordTimeoutError'; }
 }
 
 /** The job's claim is no longer this worker's (cancelled, lease lost, session ended). */
@@ -99,6 +99,6 @@ function wrapError(e) {
 
 module.exports = {
   CoordError, PermissionDeniedError, ExtensionMissingError, VersionMismatchError,
-  ConnectionLostError, LockTimeoutError, ClaimLostError, JobCancelledError, RetryAfter,
+  ConnectionLostError, CoordTimeoutError, ClaimLostError, JobCancelledError, RetryAfter,
   wrapError, isConnectionError,
 };

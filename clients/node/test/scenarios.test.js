@@ -5,7 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const {
-  Client, Worker, RetryAfter, JobCancelledError, ConnectionLostError, LockTimeoutError,
+  Client, Worker, RetryAfter, JobCancelledError, ConnectionLostError, CoordTimeoutError,
 } = require('..');
 const { freshDb, waitFor, spawnWorker } = require('./helpers');
 
@@ -465,12 +465,12 @@ test('N-unreportable: an outcome the server refuses fails the job instead of hol
   }
 });
 
-test('N-lock-timeout: a lock held elsewhere times out with LockTimeoutError', async () => {
+test('N-lock-timeout: a lock held elsewhere times out with CoordTimeoutError', async () => {
   const db = await freshDb('locktimeout');
   const client = new Client({ database: db.name });
   try {
     await db.q("SELECT coord.lock('/busy')");
-    await assert.rejects(client.lock('/busy', async () => 1, { timeout: 0.2 }), LockTimeoutError);
+    await assert.rejects(client.lock('/busy', async () => 1, { timeout: 0.2 }), CoordTimeoutError);
   } finally {
     await client.end();
     await db.drop();
