@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const { Client, Worker } = require('..');
 const { admin, waitFor } = require('./helpers');
 
-test('S-pgbouncer-lease: lease workers through PgBouncer (transaction mode) do every job once', async (t) => {
+test('S-pgbouncer-lease: lease workers (and a lease lock) through PgBouncer in transaction mode do every job once', async (t) => {
   const { PGB_HOST, PGB_PORT, PGB_DB } = process.env;
   if (!PGB_HOST) return t.skip('no PgBouncer: run test/clients/node.sh');
   const via = { host: PGB_HOST, port: Number(PGB_PORT), database: PGB_DB };
@@ -41,6 +41,8 @@ test('S-pgbouncer-lease: lease workers through PgBouncer (transaction mode) do e
     const res = await direct.query('SELECT result FROM coord.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids]);
     assert.deepEqual(res.rows.map((r) => r.result.i), ids.map((_, i) => i));
     assert.equal(new Set(res.rows.map((r) => r.result.w)).size >= 1, true);
+    // a lease lock works through the pooler too
+    assert.equal(typeof (await client.leaseLock('/pgb/lease', async ({ token }) => token, { ttl: 5 })), 'number');
   } finally {
     for (const { worker, running } of workers) { await worker.stop(); await running.catch(() => {}); }
     await client.end();

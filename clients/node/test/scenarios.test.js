@@ -465,6 +465,29 @@ test('N-unreportable: an outcome the server refuses fails the job instead of hol
   }
 });
 
+test('N-lease-lock: leaseLock holds a token, refuses a second holder, renews, and lets go on an exception', async () => {
+  const db = await freshDb('leaselock');
+  const client = new Client({ database: db.name });
+  try {
+    const tokens = [];
+    await assert.rejects(client.leaseLock('/cron/nightly', async ({ token, signal }) => {
+      tokens.push(token);
+      await assert.rejects(client.leaseLock('/cron/nightly', async () => 1), CoordTimeoutError);
+      // renewed: its end moves on, past the first 1 s TTL
+      const first = (await db.one("SELECT expires_at FROM coord.leases WHERE path = '/cron/nightly' AND live")).expires_at;
+      await waitFor('a renewal past the first TTL', async () =>
+        (await db.one("SELECT count(*)::int AS c FROM coord.leases WHERE path = '/cron/nightly' AND live AND expires_at > $1::timestamptz + interval '0.5 s'", [first])).c === 1, 5);
+      assert.equal(signal.aborted, false);
+      throw new Error('boom');
+    }, { ttl: 1 }), /boom/);
+    const t2 = await client.leaseLock('/cron/nightly', async ({ token }) => token, { ttl: 1 });
+    assert.ok(t2 > tokens[0], 'a newer fencing token');
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
 test('N-lock-timeout: a lock held elsewhere times out with CoordTimeoutError', async () => {
   const db = await freshDb('locktimeout');
   const client = new Client({ database: db.name });
