@@ -15,8 +15,14 @@ async function runWorker(opts, body) {
   try {
     return await body(w);
   } finally {
-    await w.stop();
-    await running;
+    // a handler a failed test left waiting must fail the test, not hang the suite
+    let t;
+    const stuck = new Promise((_, reject) => { t = setTimeout(() => reject(new Error('the worker did not drain within 20 s')), 20000); });
+    try {
+      await Promise.race([w.stop().then(() => running), stuck]);
+    } finally {
+      clearTimeout(t);
+    }
   }
 }
 
@@ -280,6 +286,7 @@ test('S-cancel: coord.cancel of a running job aborts job.signal; its late comple
       database: db.name, queue: 'c',
       handler: (job) => new Promise((resolve) => {
         started = true;
+        setTimeout(() => resolve({ never: 'told' }), 8000);     // a cancel that never arrives fails, not hangs
         job.signal.addEventListener('abort', () => {
           reason = job.signal.reason; abortedAt = Date.now();
           resolve({ late: true });            // finishes anyway: must not count
@@ -526,7 +533,7 @@ for (const sessionBound of [false, true]) {
     try {
       const id = await client.enqueue('rh', {});
       const seen = [];
-      let release;
+      let release, firstReason;
       const gate = new Promise((r) => { release = r; });
       await runWorker({
         database: db.name, queue: 'rh', sessionBound, lease: 30, reconnectDelay: 0.05, application_name: 'rh_worker',
@@ -534,6 +541,7 @@ for (const sessionBound of [false, true]) {
           seen.push(job.attempt);
           if (seen.length === 1) {
             await gate;
+            firstReason = job.signal.reason ?? null;
             return { attempt: job.attempt, aborted: job.signal.aborted };
           }
           return { attempt: job.attempt };
@@ -547,8 +555,12 @@ for (const sessionBound of [false, true]) {
         release();
         const r = await client.awaitResult(id, { timeout: 10 });
         assert.equal(r.state, 'done');
-        if (sessionBound) assert.deepEqual([r.result, seen], [{ attempt: 2 }, [1, 2]]);
-        else assert.deepEqual([r.result, seen], [{ attempt: 1, aborted: false }, [1]]);
+        if (sessionBound) {
+          assert.deepEqual([r.result, seen], [{ attempt: 2 }, [1, 2]]);
+          assert.ok(firstReason instanceof ConnectionLostError, `the first run's signal: ${firstReason}`);
+        } else {
+          assert.deepEqual([r.result, seen, firstReason], [{ attempt: 1, aborted: false }, [1], null]);
+        }
       });
     } finally {
       await client.end();
