@@ -35,12 +35,13 @@ function versionLess(a, b) {
 }
 
 // What the server offers: the installed version, and whether the one-commit
-// coord.complete_and_claim (0.4.0, DESIGN 3.10) exists and may be called.
+// coord.complete_and_claim and fail_and_claim (0.4.0, DESIGN 3.10) exist
+// and may be called.
 const PROBE = `
 SELECT (SELECT extversion FROM pg_catalog.pg_extension WHERE extname = 'pg_coord') AS version,
-       EXISTS (SELECT FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-               WHERE n.nspname = 'coord' AND p.proname = 'complete_and_claim'
-                 AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')) AS fused`;
+       (SELECT count(DISTINCT p.proname) = 2 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = 'coord' AND p.proname IN ('complete_and_claim', 'fail_and_claim')
+           AND pg_catalog.has_function_privilege(p.oid, 'EXECUTE')) AS fused`;
 
 /** Runs the probe on `q` (a pg Client or Pool); throws ExtensionMissingError / VersionMismatchError. */
 async function checkServer(q) {
