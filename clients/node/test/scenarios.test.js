@@ -548,10 +548,14 @@ for (const sessionBound of [false, true]) {
         },
       }, async () => {
         await waitFor('the handler to start', () => seen.length === 1);
+        const old = (await db.one("SELECT array_agg(pid) AS p FROM pg_stat_activity WHERE application_name = 'rh_worker'")).p;
         await db.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rh_worker'");
-        // the worker learns of it at its next statement, or the socket's end
+        // the worker learns of it at its next statement, or the socket's end:
+        // a connection that is not one of the terminated ones (they may still
+        // be listed for a moment while they exit)
         await waitFor('a new connection', async () =>
-          (await db.one("SELECT count(*)::int AS c FROM pg_stat_activity WHERE application_name = 'rh_worker'")).c === 1, 10);
+          (await db.one("SELECT count(*)::int AS c FROM pg_stat_activity WHERE application_name = 'rh_worker' "
+                        + 'AND pid <> ALL ($1::int[])', [old])).c === 1, 10);
         release();
         const r = await client.awaitResult(id, { timeout: 10 });
         assert.equal(r.state, 'done');
