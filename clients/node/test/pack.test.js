@@ -59,7 +59,9 @@ test('S-package (types): the declarations compile a TypeScript program and refus
   assert.ok(tsc, 'tsc not found (Debian: node-typescript; test/clients/node.sh installs it)');
   fs.copyFileSync(path.join(__dirname, 'fixtures', 'types-check.ts'), path.join(app, 'check.ts'));
   try {
-    sh(tsc, ['--noEmit', '--strict', '--target', 'es2020', '--module', 'commonjs', '--moduleResolution', 'node',
+    // node16: the resolution of Node itself (package.json exports); TypeScript 6
+    // (Debian sid) refuses the older 'node' (node10) resolution
+    sh(tsc, ['--noEmit', '--strict', '--target', 'es2020', '--module', 'node16', '--moduleResolution', 'node16',
       '--lib', 'es2022,dom', 'check.ts'], { cwd: app });
   } catch (e) {
     assert.fail(`tsc: ${e.stdout}${e.stderr}`);
