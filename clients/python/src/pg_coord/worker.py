@@ -581,8 +581,9 @@ class Worker:
                     raise _Rollback()       # the claim was lost: its writes go too
             return ok
         if o.kind == "complete":
-            row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
-            return bool(row and row[0])
+            # the boolean straight from the result (text 't'/'f'): no row made
+            res = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).pgresult
+            return res is not None and res.ntuples > 0 and res.get_value(0, 0) == b"t"
         row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
                            (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
         return bool(row and row[0] is not None)
