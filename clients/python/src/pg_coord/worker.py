@@ -186,6 +186,7 @@ class Worker:
         self._lock = threading.RLock()       # the connection, and transactions on it
         self._state = threading.Lock()       # _outcomes, _held
         self._conn: Optional[psycopg.Connection[Any]] = None
+        self._cur: Optional[psycopg.Cursor[Any]] = None
         self._has_cac = False                # coord.complete_and_claim is there (and wanted)
         self._has_fac = False                # coord.fail_and_claim
         self._cac_sql: Optional[str] = None  # their statements (_common.one_commit_sql)
@@ -314,6 +315,9 @@ class Worker:
             raise
         with self._lock:
             self._conn = conn
+            # the loop's statements go through one cursor: its adapters are
+            # looked up once, not at every statement (as conn.execute would)
+            self._cur = conn.cursor()
             self._notified = True
 
     def _lost_connection(self) -> None:
@@ -489,12 +493,12 @@ class Worker:
                 else:
                     self._report(conn, outcomes)
                 if n and not claimed:
-                    row = conn.execute(self._claim_sql, _common.claim_params(
+                    row = self._cursor(conn).execute(self._claim_sql, _common.claim_params(
                         self.queue, n, self.session_bound, self.lease, self.host)).fetchone()
                     rows = (row[0] if row is not None else None) or []
                 due: Optional[float] = None
                 if n and not rows:
-                    r = conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
+                    r = self._cursor(conn).execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
                                      (self.queue,)).fetchone()
                     due = None if r is None or r[0] is None else float(r[0])
                 # a claim that found nothing marks the session idle on the
@@ -519,7 +523,7 @@ class Worker:
             params.append(self.lease)
         if self.host is not None:
             params.append(self.host)
-        row = conn.execute(query, params).fetchone()
+        row = self._cursor(conn).execute(query, params).fetchone()
         # whether the finish counted, the jobs claimed (_common.one_commit_sql)
         self._tally(job, o, bool(row[0]) if row is not None else True)
         return (row[1] if row is not None else None) or []
@@ -534,7 +538,7 @@ class Worker:
                 res: Dict[int, Optional[bool]]
                 if all(o.result is None for _, o in plain):
                     # no results: coord.complete_many, which says how many counted
-                    row = conn.execute(_common.COMPLETE_MANY_SQL, (_common.bigint_array(ids),
+                    row = self._cursor(conn).execute(_common.COMPLETE_MANY_SQL, (_common.bigint_array(ids),
                                                                    _common.bigint_array(tokens))).fetchone()
                     counted = int(row[0]) if row is not None and row[0] is not None else 0
                     if counted == len(plain):
@@ -546,7 +550,7 @@ class Worker:
                         self.completed += counted
                         res = dict.fromkeys(ids, None)
                 else:
-                    row = conn.execute(_common.COMPLETE_SQL, (_common.jobs_json(
+                    row = self._cursor(conn).execute(_common.COMPLETE_SQL, (_common.jobs_json(
                         [(j.id, j.token, o.result) for j, o in plain]),)).fetchone()
                     res = {int(k): v for k, v in ((row[0] if row is not None else None) or {}).items()}
                 for j, o in plain:
@@ -582,7 +586,8 @@ class Worker:
             return ok
         if o.kind == "complete":
             # the boolean straight from the result (text 't'/'f'): no row made
-            res = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).pgresult
+            res = self._cursor(conn).execute("SELECT coord.complete(%s, %s, %s::jsonb)",
+                                             (j.id, j.token, o.result)).pgresult
             return res is not None and res.ntuples > 0 and res.get_value(0, 0) == b"t"
         row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
                            (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
@@ -683,6 +688,13 @@ class Worker:
                                        min(0.2, max(0.0, next_heartbeat - time.monotonic())))
             if ready:
                 self._read_notifies(conn)
+
+    def _cursor(self, conn: "psycopg.Connection[Any]") -> "psycopg.Cursor[Any]":
+        """The loop's cursor on ``conn`` (under self._lock)."""
+        cur = self._cur
+        if cur is None or cur.connection is not conn:
+            cur = self._cur = conn.cursor()
+        return cur
 
     def _live(self) -> "psycopg.Connection[Any]":
         conn = self._conn
