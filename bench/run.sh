@@ -41,6 +41,24 @@
 #   fence     (not in the default) a write guarded by coord.fence_ok against
 #             the same write unchecked, per client's path and on one shared
 #             path (issue 24)
+#   clients   (not in the default; about 3 minutes) the client libraries
+#             against hand-written loops in the same language sending the
+#             same SQL (issue 28): runs bench/clients/python.sh and, where
+#             present, bench/clients/node.sh; no pgbench.  Each script, run
+#             with PGDATABASE=coord_bench (and PGHOST, PGPORT, PGUSER) and the
+#             knobs CLIENTS_ROUNDS, CLIENTS_JOBS, CLIENTS_BATCH_JOBS in its
+#             environment, prints to stdout (other lines are ignored):
+#               ratio|SIDE|BASELINE|MIN_RATIO|TEXT   first, one per comparison:
+#                   SIDE's jobs/s against BASELINE's, a target of MIN_RATIO
+#                   (empty: none), TEXT says what is compared
+#               SIDE|JOBS_PER_S|CPU_US_PER_JOB[|CLIENT_US|SERVER_US]   one
+#                   per side and round (alternate the order of the sides
+#                   from round to round); CPU per job = the client process's
+#                   CPU time plus its server backends' (/proc/<pid>/stat of
+#                   pg_backend_pid()), over the jobs finished or enqueued
+#             Sides without ratio lines are compared by name: SIDE X-lib (or
+#             any X-*) against X-hand.  The section's block gives medians and
+#             per-round ratios of jobs/s and of CPU per job.
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -1350,6 +1368,111 @@ do not move with the machine's load, are in the notes below
   write_block workflows "$OUT/workflows.md"
   cp "$OUT/workflows.md" "$OUT/$STAMP/"
   cat "$OUT/workflows.table.md"
+}
+
+# Issue 28: the client libraries against hand-written loops (the header
+# says the scripts' output convention).
+bench_clients() {
+  local load_start t0 lang script ran=()
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  t0=$(date -u '+%Y-%m-%d %H:%M')
+  for lang in python node; do
+    script=$BENCH_DIR/clients/$lang.sh
+    [ -f "$script" ] || { log "== clients: no bench/clients/$lang.sh, skipped"; continue; }
+    log "== clients: bench/clients/$lang.sh (${CLIENTS_ROUNDS:-5} rounds)"
+    if ! PGDATABASE=$BENCH_DB CLIENTS_ROUNDS=${CLIENTS_ROUNDS:-5} bash "$script" \
+        >"$OUT/$STAMP/clients-$lang.txt" 2>"$OUT/$STAMP/clients-$lang.err"; then
+      log "bench/clients/$lang.sh failed; see $OUT/$STAMP/clients-$lang.err"
+      tail -5 "$OUT/$STAMP/clients-$lang.err" >&2
+      return 1
+    fi
+    ran+=("$lang")
+  done
+  [ ${#ran[@]} -gt 0 ] || { log "clients: no script ran"; return 1; }
+  "$PYTHON" - "$OUT/$STAMP" "${ran[@]}" >"$OUT/clients.table.md" <<'PY'
+import re, statistics, sys
+out, langs = sys.argv[1], sys.argv[2:]
+num = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+for lang in langs:
+    ratios, runs, order = [], {}, []
+    for line in open(f"{out}/clients-{lang}.txt"):
+        f = line.rstrip("\n").split("|")
+        if f[0] == "ratio" and len(f) >= 5:
+            ratios.append((f[1], f[2], f[3], "|".join(f[4:])))
+        elif len(f) >= 3 and num.match(f[1]) and num.match(f[2]):
+            if f[0] not in runs:
+                order.append(f[0])
+            extra = [float(x) for x in f[3:5] if num.match(x)]
+            runs.setdefault(f[0], []).append((float(f[1]), float(f[2]), extra))
+    if not ratios:   # by name: X-anything against X-hand
+        for s in order:
+            base = s.rsplit("-", 1)[0] + "-hand"
+            if s != base and base in runs:
+                ratios.append((s, base, "", f"{s} against {base}"))
+    med = lambda v: statistics.median(v)
+    print(f"### {lang}")
+    print()
+    print("| side | rounds | jobs/s: median (min–max) | CPU µs per job: median (min–max) | of which client / server (medians) |")
+    print("|---|---|---|---|---|")
+    for s in order:
+        v = runs[s]
+        t, c = [r[0] for r in v], [r[1] for r in v]
+        split = "–"
+        if all(len(r[2]) == 2 for r in v):
+            split = f"{med([r[2][0] for r in v]):.0f} / {med([r[2][1] for r in v]):.0f}"
+        print(f"| {s} | {len(v)} | {med(t):,.0f} ({min(t):,.0f}–{max(t):,.0f}) | {med(c):.0f} ({min(c):.0f}–{max(c):.0f}) | {split} |")
+    print()
+    print("| comparison | side / baseline | jobs/s ratio: median of the rounds' (min–max); of the medians | CPU per job ratio: median of the rounds' (min–max); of the medians | target (jobs/s ratio, median of the rounds') |")
+    print("|---|---|---|---|---|")
+    verdicts = []
+    for s, b, target, text in ratios:
+        if s not in runs or b not in runs:
+            continue
+        vs, vb = runs[s], runs[b]
+        per = [x[0] / y[0] for x, y in zip(vs, vb)]
+        cper = [x[1] / y[1] for x, y in zip(vs, vb)]
+        # a side and its baseline run next to each other in every round, so
+        # the median of the rounds' ratios is the steadier estimate
+        r, cr = med(per), med(cper)
+        rm = med([x[0] for x in vs]) / med([y[0] for y in vb])
+        crm = med([x[1] for x in vs]) / med([y[1] for y in vb])
+        verdict = "–"
+        if target:
+            ok = r >= float(target)
+            verdict = f"≥ {float(target):.2f}: {'met' if ok else 'NOT met'}"
+            verdicts.append(f"{text}: {r:.2f} against at least {float(target):.2f}, {'met' if ok else 'NOT met'} "
+                            f"(rounds {min(per):.2f}–{max(per):.2f}, of the medians {rm:.2f}; CPU per job {cr:.2f}×)")
+        print(f"| {text} | {s} / {b} | {r:.2f} ({min(per):.2f}–{max(per):.2f}); {rm:.2f} "
+              f"| {cr:.2f} ({min(cper):.2f}–{max(cper):.2f}); {crm:.2f} | {verdict} |")
+    print()
+    for v in verdicts:
+        print(f"Target ({lang}): {v}.")
+        print()
+PY
+  SECTION_T0=$t0
+  {
+    echo "## Client libraries against hand-written loops (issue 28)"
+    echo
+    echo "Each library's worker and enqueue beside a hand-written loop in the same
+language sending the same SQL, on the bench cluster, one process at a time
+(bench/clients/<language>.sh; what each side sends is in the header of
+bench/clients/python.py and of the Node script).  Sides alternate from round
+to round; a side's round is one process finishing a fresh backlog (or
+enqueueing) of a fixed number of jobs.  Throughput of one synchronous-commit
+client is mostly commit latency on this machine, so CPU per job (client
+process + its server backend, from /proc) is the steadier figure."
+    echo
+    echo "- date: $t0 – $(date -u '+%H:%M') UTC"
+    machine_info | grep -v '^- client:'
+    echo "- clients: $("$PYTHON" --version 2>&1), psycopg $("$PYTHON" -c 'import psycopg; print(psycopg.__version__, psycopg.pq.__impl__)' 2>/dev/null) (Debian's); node $(node --version 2>/dev/null || echo absent); over the cluster's unix socket"
+    echo "- command: \`${CLIENTS_ROUNDS:+CLIENTS_ROUNDS=$CLIENTS_ROUNDS }BENCH_SECTIONS=clients make bench\` (${CLIENTS_ROUNDS:-5} rounds; raw lines in bench/out/<stamp>/clients-<language>.txt)"
+    echo "- load average (1 min) at start / end of the section: $load_start / $(cut -d' ' -f1 /proc/loadavg); other busy processes at the end: $(busy_processes)"
+    echo
+    cat "$OUT/clients.table.md"
+  } >"$OUT/clients.md"
+  write_block clients "$OUT/clients.md"
+  cp "$OUT/clients.md" "$OUT/$STAMP/"
+  cat "$OUT/clients.table.md"
 }
 
 # ---------------------------------------------------------------- main

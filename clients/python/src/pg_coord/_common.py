@@ -60,20 +60,49 @@ def one_commit_usable(columns: Optional[Sequence[str]]) -> bool:
         return False
     return all(c in columns for c in CLAIM_NAMES) and any(c in columns for c in COUNTED_NAMES)
 
+
+def one_commit_sql(function: str, columns: Optional[Sequence[str]], session_bound: bool,
+                   host: Optional[str]) -> Optional[str]:
+    """The worker's statement of coord.complete_and_claim / fail_and_claim
+    (``function``), made once at connect from the columns its result has
+    (None when the library cannot read it). One row of two values: whether
+    the finish counted (its column of the result, the same in every row),
+    and the jobs claimed as CLAIM_AGG makes them (NULL when none). Fixed
+    places, so no row needs the cursor's description. Parameters: id, token,
+    result (complete) or error, retry_after, pause_key (fail), then
+    claim_params' lease and host; n is written in (with_n)."""
+    if not one_commit_usable(columns):
+        return None
+    assert columns is not None
+    counted = next(c for c in COUNTED_NAMES if c in columns)
+    # a boolean column says it; a state column is NULL when the finish did not count
+    counted_expr = f'"{counted}"' if counted in ("completed", "counted", "ok", "done") else f'"{counted}" IS NOT NULL'
+    counted_expr = f"pg_catalog.bool_and({counted_expr})"
+    finish = ("%s, %s, %s::jsonb" if function == "complete_and_claim"
+              else "%s, %s, %s::text, %s::interval, pause_key => %s")
+    args = [finish, "n => {n}", "session_bound => true" if session_bound else "lease => %s::interval"]
+    if host is not None:
+        args.append("host => %s")
+    return (f"SELECT {counted_expr}, {CLAIM_AGG} FILTER (WHERE id IS NOT NULL)"
+            f" FROM coord.{function}({', '.join(args)})")
+
 # The claim's columns a Job is made of, in this order; times as epoch
 # seconds (a float loads far faster than a timestamptz; Job turns them into
-# datetimes when read).
+# datetimes when read). The worker reads the jobs claimed as one JSON array
+# of arrays (CLAIM_AGG): one value for the whole claim, which json.loads
+# parses, is much cheaper for psycopg than nine values a row.
 CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at")
-CLAIM_SELECT = ("id, payload, attempt, token, EXTRACT(EPOCH FROM lease_until)::float8, key, group_key, host,"
-                " EXTRACT(EPOCH FROM run_at)::float8")
+CLAIM_AGG = ("pg_catalog.json_agg(pg_catalog.json_build_array(id, payload, attempt, token,"
+             " EXTRACT(EPOCH FROM lease_until)::float8, key, group_key, host, EXTRACT(EPOCH FROM run_at)::float8))")
 
 
 def claim_sql(session_bound: bool, host: Optional[str]) -> str:
-    """The worker's claim, with only the arguments it needs."""
+    """The worker's claim, with only the arguments it needs: one row, the
+    jobs claimed as CLAIM_AGG makes them (NULL when none)."""
     args = ["%s", "%s", "session_bound => true" if session_bound else "lease => %s::interval"]
     if host is not None:
         args.append("host => %s")
-    return f"SELECT {CLAIM_SELECT} FROM coord.claim({', '.join(args)})"
+    return f"SELECT {CLAIM_AGG} FROM coord.claim({', '.join(args)})"
 
 
 def claim_params(queue: str, n: int, session_bound: bool, lease: Optional[datetime.timedelta],
@@ -107,7 +136,7 @@ def check_extension(row: Optional[Tuple[Any, ...]],
                     supported: Sequence[str] = SUPPORTED_VERSIONS) -> Tuple[bool, bool]:
     """Raises unless pg_coord is installed at a supported version; returns
     whether coord.complete_and_claim and coord.fail_and_claim exist with a
-    result this library reads."""
+    result this library reads (one_commit_columns gives their columns)."""
     assert row is not None
     version, cac_columns, fac_columns, db = row
     if version is None:
@@ -118,6 +147,12 @@ def check_extension(row: Optional[Tuple[Any, ...]],
             f"pg_coord {version} is installed in database {db}; this library supports "
             f"{', '.join(supported)}", version, tuple(supported))
     return one_commit_usable(cac_columns), one_commit_usable(fac_columns)
+
+
+def one_commit_columns(row: Tuple[Any, ...]) -> Tuple[Optional[Sequence[str]], Optional[Sequence[str]]]:
+    """The result columns of coord.complete_and_claim and fail_and_claim
+    from CHECK_SQL's row (None where absent)."""
+    return row[1], row[2]
 
 
 _ENQUEUE_SQL: Dict[Tuple[Any, ...], str] = {}
@@ -150,6 +185,33 @@ def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple
                          else f'"{name}" => %s::{ENQUEUE_OPTIONS[name]}')
         query = _ENQUEUE_SQL[key] = f"SELECT coord.enqueue({', '.join(parts)})"
     return query, params
+
+
+# Several completions in one statement: one JSON parameter (jobs_json) rather
+# than three arrays, whose literals psycopg builds and quotes slowly in
+# Python; one value back, {"<id>": counted, ...}.
+COMPLETE_SQL = ("SELECT pg_catalog.json_object_agg(e.i, coord.complete(e.i, e.t, e.r))"
+                " FROM pg_catalog.jsonb_to_recordset(%s::jsonb) AS e(i bigint, t bigint, r jsonb)")
+# The same without results: coord.complete_many (how many counted).
+COMPLETE_MANY_SQL = "SELECT coord.complete_many(%s::bigint[], %s::bigint[])"
+
+
+def with_n(template: str, n: int) -> str:
+    """one_commit_sql's statement claiming n jobs (n written in: one
+    parameter less to send, and a worker uses few values of n)."""
+    return template.replace("n => {n}", f"n => {int(n)}")
+
+
+def jobs_json(items: Sequence[Tuple[int, int, Optional[str]]]) -> str:
+    """[{"i": id, "t": token, "r": result}, ...] for COMPLETE_SQL, from
+    results already JSON text (encode_result; None: no "r", SQL NULL)."""
+    return "[" + ",".join(f'{{"i":{i},"t":{t},"r":{r}}}' if r is not None else f'{{"i":{i},"t":{t}}}'
+                          for i, t, r in items) + "]"
+
+
+def bigint_array(values: Sequence[int]) -> str:
+    """An int list as a bigint[] literal (sent as text, cast in the statement)."""
+    return "{" + ",".join(str(int(v)) for v in values) + "}"
 
 
 def encode_result(value: Any) -> Optional[str]:

@@ -25,7 +25,7 @@ from . import _common
 from ._common import Outcome, ParentResult, Result, Seconds, encode_result, error_text, interval, seconds
 from .errors import (ClaimLost, ConnectionLost, CoordError, CoordTimeout, ExtensionMissing, PermissionDenied,
                      RetryAfter, VersionMismatch, translate)
-from .worker import _counted, _lost, _one_commit_fits
+from .worker import _lost, _one_commit_fits
 
 __all__ = ["Client", "Worker", "Job", "Result", "ParentResult", "RetryAfter", "connect"]
 
@@ -43,10 +43,16 @@ async def connect(conninfo: str = "", *, prepare_threshold: Optional[int] = 5,
     return conn
 
 
-async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[bool, bool]:
+async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[Optional[Sequence[str]], Optional[Sequence[str]]]:
+    """Checks the extension; the result columns of complete_and_claim and
+    fail_and_claim where the library reads them (else None)."""
     try:
         cur = await conn.execute(_common.CHECK_SQL)
-        return _common.check_extension(await cur.fetchone(), _common.SUPPORTED_VERSIONS)
+        row = await cur.fetchone()
+        cac, fac = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+        assert row is not None
+        cac_cols, fac_cols = _common.one_commit_columns(row)
+        return (cac_cols if cac else None), (fac_cols if fac else None)
     except psycopg.Error as e:
         await conn.close()
         raise translate(e) from e
@@ -311,6 +317,9 @@ class Worker:
         self._lock: Optional[asyncio.Lock] = None
         self._conn: Optional[psycopg.AsyncConnection[Any]] = None
         self._has_cac = self._has_fac = False
+        self._cac_sql: Optional[str] = None     # their statements (_common.one_commit_sql)
+        self._fac_sql: Optional[str] = None
+        self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
         self._held: Dict[int, Job] = {}
         self._running = 0
         self._outcomes: List[Tuple[Job, Outcome]] = []
@@ -391,9 +400,13 @@ class Worker:
     async def _connect(self) -> None:
         conn = await connect(self.conninfo, prepare_threshold=self.prepare_threshold,
                              application_name=f"pg_coord worker {self.queue}")
-        cac, fac = await _checked(conn)
+        cac_cols, fac_cols = await _checked(conn)
         use = self.use_complete_and_claim is not False
-        self._has_cac, self._has_fac = cac and use, fac and use
+        self._cac_sql = _common.one_commit_sql("complete_and_claim", cac_cols, self.session_bound,
+                                               self.host) if use else None
+        self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
+                                               self.host) if use else None
+        self._has_cac, self._has_fac = self._cac_sql is not None, self._fac_sql is not None
         try:
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
@@ -540,7 +553,8 @@ class Worker:
                 if n and not claimed:
                     cur = await conn.execute(self._claim_sql, _common.claim_params(
                         self.queue, n, self.session_bound, self.lease, self.host))
-                    rows = await cur.fetchall()
+                    row = await cur.fetchone()
+                    rows = (row[0] if row is not None else None) or []
                 due: Optional[float] = None
                 if n and not rows:
                     cur = await conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
@@ -554,32 +568,32 @@ class Worker:
     async def _one_commit(self, conn: "psycopg.AsyncConnection[Any]", item: Tuple[Job, Outcome],
                           n: int) -> List[Tuple[Any, ...]]:
         job, o = item
-        claim = [n, self.lease, self.session_bound, self.host]
         if o.kind == "complete":
-            cur = await conn.execute(
-                "SELECT * FROM coord.complete_and_claim(%s, %s, %s::jsonb, n => %s, lease => %s,"
-                " session_bound => %s, host => %s)", [job.id, job.token, o.result] + claim)
+            template, params = self._cac_sql, [job.id, job.token, o.result]
         else:
-            cur = await conn.execute(
-                "SELECT * FROM coord.fail_and_claim(%s, %s, %s::text, %s::interval, pause_key => %s, n => %s,"
-                " lease => %s, session_bound => %s, host => %s)",
-                [job.id, job.token, o.error, interval(o.retry_after), o.pause_key] + claim)
-        names = [d.name for d in (cur.description or [])]
-        rows = await cur.fetchall()
-        await self._tally(job, o, _counted(names, rows))
-        cols = [names.index(c) for c in _common.CLAIM_NAMES]
-        return [tuple(r[i] for i in cols) for r in rows if r[cols[0]] is not None]
+            template, params = self._fac_sql, [job.id, job.token, o.error, interval(o.retry_after), o.pause_key]
+        assert template is not None
+        query = self._one_sql.get((template, n))
+        if query is None:
+            query = self._one_sql[(template, n)] = _common.with_n(template, n)
+        if not self.session_bound:
+            params.append(self.lease)
+        if self.host is not None:
+            params.append(self.host)
+        cur = await conn.execute(query, params)
+        row = await cur.fetchone()
+        # whether the finish counted, the jobs claimed (_common.one_commit_sql)
+        await self._tally(job, o, bool(row[0]) if row is not None else True)
+        return (row[1] if row is not None else None) or []
 
     async def _report(self, conn: "psycopg.AsyncConnection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
         plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
         if len(plain) > 1:
             try:
-                cur = await conn.execute(
-                    "SELECT t.id, coord.complete(t.id, t.token, t.result)"
-                    " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
-                    " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
-                    ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain]))
-                res = dict(await cur.fetchall())
+                cur = await conn.execute(_common.COMPLETE_SQL, (_common.jobs_json(
+                    [(j.id, j.token, o.result) for j, o in plain]),))
+                row = await cur.fetchone()
+                res = {int(k): v for k, v in ((row[0] if row is not None else None) or {}).items()}
                 for j, o in plain:
                     await self._tally(j, o, bool(res.get(j.id)))
                 outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]

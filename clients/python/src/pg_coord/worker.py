@@ -9,14 +9,22 @@ Design (docs/clients/python.md, "How the worker works"):
   the handlers returned, heartbeats lease claims, and reads notifications.
   Session-bound claims belong to this session, so everything about a job
   (complete, fail, progress, steps) goes through it, under one lock.
-- ``concurrency`` handler threads run ``handler(job)``; a handler that
-  finishes hands its outcome back and wakes the loop (a self-pipe). With
+- ``concurrency`` handler threads take jobs from one queue (a
+  SimpleQueue: no future per job) and run ``handler(job)``; a handler that
+  finishes hands its outcome back, and wakes the loop (a self-pipe) only
+  when the loop sleeps. While other handlers still run, the loop waits up
+  to ``_LINGER`` after the first outcome for more (waking when the last
+  handler returns), so that fast handlers' outcomes are reported, and their
+  slots claimed again, in one statement each rather than in several. With
   ``concurrency=1`` the handler runs in run()'s own thread (no hand-off per
   job) and a watchdog thread serves a job that runs past ``watch_after``.
 - Finishing and claiming go through one function, ``_finish_and_claim``: one
   job finished and more wanted is one call of ``coord.complete_and_claim`` /
   ``coord.fail_and_claim`` when the extension has them (checked in pg_proc at
-  connect), else ``coord.complete``/``coord.fail`` then ``coord.claim``.
+  connect; its statement, made then, names the columns it reads, so that
+  no row needs the cursor's description), else ``coord.complete`` /
+  ``coord.fail`` then ``coord.claim``. Several plain completions go in one
+  statement (``coord.complete_many`` when none has a result).
 - Idle, the loop sleeps until ``coord.next_due(queue)`` (at most
   ``poll_interval``) or a NOTIFY on its queue's channel.
 - A job that runs longer than ``watch_after`` seconds is watched: LISTEN on
@@ -37,12 +45,12 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import queue as queue_mod
 import random
 import select
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import psycopg
@@ -60,6 +68,12 @@ __all__ = ["Worker", "Job"]
 log = logging.getLogger("pg_coord")
 
 Handler = Callable[["Job"], Any]
+
+# How long the loop waits, after a handler's outcome, for the other running
+# handlers' outcomes before reporting (seconds): about a commit's time, so
+# that outcomes coming close together share a statement, and a slow job's
+# outcome waits no longer than that.
+_LINGER = 0.002
 
 
 class Job:
@@ -172,17 +186,25 @@ class Worker:
         self._lock = threading.RLock()       # the connection, and transactions on it
         self._state = threading.Lock()       # _outcomes, _held
         self._conn: Optional[psycopg.Connection[Any]] = None
+        self._cur: Optional[psycopg.Cursor[Any]] = None
         self._has_cac = False                # coord.complete_and_claim is there (and wanted)
         self._has_fac = False                # coord.fail_and_claim
+        self._cac_sql: Optional[str] = None  # their statements (_common.one_commit_sql)
+        self._fac_sql: Optional[str] = None
+        self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
         self._held: Dict[int, Job] = {}      # claimed and not yet reported
         self._running = 0                    # handlers running
         self._outcomes: List[Tuple[Job, Outcome]] = []
+        self._first_outcome = 0.0            # when _outcomes last became non-empty
+        self._sleeping = False               # the loop waits in select (handlers wake it)
+        self._lingering = False              # ... for the running handlers (wake it at the last)
         self._stopping = threading.Event()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         self._notified = True
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool: Optional["queue_mod.SimpleQueue[Optional[Job]]"] = None
+        self._threads: List[threading.Thread] = []
         self._inline_job: Optional[Job] = None
         self._watchdog_stop = threading.Event()
 
@@ -211,7 +233,12 @@ class Worker:
             watchdog = threading.Thread(target=self._watchdog, name=f"pg_coord-{self.queue}-watch", daemon=True)
             watchdog.start()
         else:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"pg_coord-{self.queue}")
+            self._pool = queue_mod.SimpleQueue()
+            self._threads = [threading.Thread(target=self._handler_thread, args=(self._pool,),
+                                              name=f"pg_coord-{self.queue}_{i}", daemon=True)
+                             for i in range(self.concurrency)]
+            for t in self._threads:
+                t.start()
         try:
             self._supervise()
         finally:
@@ -221,8 +248,11 @@ class Worker:
             for job in list(self._held.values()):
                 job.cancelled.set()
             if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+                for _ in self._threads:
+                    self._pool.put(None)
+                for t in self._threads:
+                    t.join()
+                self._pool, self._threads = None, []
             for sig, h in old.items():
                 signal.signal(sig, h)
             if self._conn is not None:
@@ -268,6 +298,12 @@ class Worker:
             cac, fac = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
             use = self.use_complete_and_claim is not False
             self._has_cac, self._has_fac = cac and use, fac and use
+            assert row is not None
+            cac_cols, fac_cols = _common.one_commit_columns(row)
+            self._cac_sql = _common.one_commit_sql("complete_and_claim", cac_cols, self.session_bound,
+                                                   self.host) if self._has_cac else None
+            self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
+                                                   self.host) if self._has_fac else None
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
@@ -279,6 +315,9 @@ class Worker:
             raise
         with self._lock:
             self._conn = conn
+            # the loop's statements go through one cursor: its adapters are
+            # looked up once, not at every statement (as conn.execute would)
+            self._cur = conn.cursor()
             self._notified = True
 
     def _lost_connection(self) -> None:
@@ -324,13 +363,20 @@ class Worker:
         next_heartbeat = time.monotonic() + self.heartbeat_every
         while True:
             now = time.monotonic()
-            with self._state:
-                outcomes, self._outcomes = self._outcomes, []
-                running = self._running
             stopping = self._stopping.is_set()
+            with self._state:
+                running = self._running
+                # handlers still running, the first outcome fresh: wait for theirs
+                linger = (self._outcomes and running and not stopping
+                          and now < self._first_outcome + _LINGER)
+                self._lingering = bool(linger)
+                if linger:
+                    outcomes = []
+                else:
+                    outcomes, self._outcomes = self._outcomes, []
             free = self.concurrency - running
             want = 0
-            if not stopping and free > 0 and (self._notified or now >= idle_until):
+            if not stopping and not linger and free > 0 and (self._notified or now >= idle_until):
                 want = min(self.batch, free)
             if outcomes or want:
                 self._notified = False
@@ -340,11 +386,12 @@ class Worker:
                     with self._state:   # reported again after a reconnect (lease claims)
                         self._outcomes = outcomes + self._outcomes
                     raise
-                for job, outcome in outcomes:
+                if outcomes:
                     with self._state:
-                        self._held.pop(job.id, None)
-                for row in jobs:
-                    self._start(Job(self, row))
+                        for job, outcome in outcomes:
+                            self._held.pop(job.id, None)
+                if jobs:
+                    self._start([Job(self, row) for row in jobs])
                 if want and not more:
                     # idle: until the next due time, a NOTIFY or the poll
                     wait = self.poll_interval if due is None else max(0.05, min(self.poll_interval, due))
@@ -365,25 +412,38 @@ class Worker:
                 self._heartbeat()
                 next_heartbeat = now + self.heartbeat_every
             deadlines = [next_heartbeat if not self.session_bound else now + 3600]
-            if not stopping and free > 0:
+            if linger:
+                deadlines.append(self._first_outcome + _LINGER)
+            elif not stopping and free > 0:
                 deadlines.append(idle_until)
             pending = [j._started + self.watch_after for j in self._held.values() if not j._watched and j._started]
             deadlines.extend(pending)
-            self._wait(max(0.0, min(deadlines) - time.monotonic()))
+            self._wait(max(0.0, min(deadlines) - time.monotonic()), bool(linger))
 
-    def _start(self, job: Job) -> None:
-        job._started = time.monotonic()
+    def _start(self, jobs: List[Job]) -> None:
+        now = time.monotonic()
         with self._state:
-            self._held[job.id] = job
-            self._running += 1
+            for job in jobs:
+                job._started = now
+                self._held[job.id] = job
+            self._running += len(jobs)
         if self._pool is None:
-            self._inline_job = job
-            try:
-                self._run_handler(job)
-            finally:
-                self._inline_job = None
+            for job in jobs:        # concurrency=1: claims are of one job
+                self._inline_job = job
+                try:
+                    self._run_handler(job)
+                finally:
+                    self._inline_job = None
         else:
-            self._pool.submit(self._run_handler, job)
+            for job in jobs:
+                self._pool.put(job)
+
+    def _handler_thread(self, jobs: "queue_mod.SimpleQueue[Optional[Job]]") -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            self._run_handler(job)
 
     def _run_handler(self, job: Job) -> None:
         try:
@@ -404,13 +464,18 @@ class Worker:
             if job._lost:
                 self._held.pop(job.id, None)
             else:
+                if not self._outcomes:
+                    self._first_outcome = time.monotonic()
                 self._outcomes.append((job, outcome))
-        self._wake()
+            # the loop reads _outcomes before it sleeps (_wait): wake it only
+            # when it sleeps, and when it lingers only for the last handler
+            wake = self._sleeping and (not self._lingering or self._running == 0)
+            if wake:
+                self._sleeping = False
+        if wake:
+            self._wake()
 
     # -- one round of finishing and claiming -------------------------------------------------
-    def _claim_args(self) -> List[Any]:
-        return [self.lease, self.session_bound, self.host]
-
     def _finish_and_claim(self, outcomes: List[Tuple[Job, Outcome]],
                           n: int) -> Tuple[List[Tuple[Any, ...]], bool, Optional[float]]:
         """Reports ``outcomes`` and claims up to ``n`` jobs: (claimed rows,
@@ -428,11 +493,12 @@ class Worker:
                 else:
                     self._report(conn, outcomes)
                 if n and not claimed:
-                    rows = conn.execute(self._claim_sql, _common.claim_params(
-                        self.queue, n, self.session_bound, self.lease, self.host)).fetchall()
+                    row = self._cursor(conn).execute(self._claim_sql, _common.claim_params(
+                        self.queue, n, self.session_bound, self.lease, self.host)).fetchone()
+                    rows = (row[0] if row is not None else None) or []
                 due: Optional[float] = None
                 if n and not rows:
-                    r = conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
+                    r = self._cursor(conn).execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
                                      (self.queue,)).fetchone()
                     due = None if r is None or r[0] is None else float(r[0])
                 # a claim that found nothing marks the session idle on the
@@ -446,20 +512,21 @@ class Worker:
         """coord.complete_and_claim / coord.fail_and_claim: one statement, one commit."""
         job, o = item
         if o.kind == "complete":
-            cur = conn.execute(
-                "SELECT * FROM coord.complete_and_claim(%s, %s, %s::jsonb, n => %s, lease => %s,"
-                " session_bound => %s, host => %s)", [job.id, job.token, o.result, n] + self._claim_args())
+            template, params = self._cac_sql, [job.id, job.token, o.result]
         else:
-            cur = conn.execute(
-                "SELECT * FROM coord.fail_and_claim(%s, %s, %s::text, %s::interval, pause_key => %s, n => %s,"
-                " lease => %s, session_bound => %s, host => %s)",
-                [job.id, job.token, o.error, interval(o.retry_after), o.pause_key, n] + self._claim_args())
-        names = [d.name for d in (cur.description or [])]
-        rows = cur.fetchall()
-        counted = _counted(names, rows)
-        self._tally(job, o, counted)
-        cols = [names.index(c) for c in _common.CLAIM_NAMES]
-        return [tuple(r[i] for i in cols) for r in rows if r[cols[0]] is not None]
+            template, params = self._fac_sql, [job.id, job.token, o.error, interval(o.retry_after), o.pause_key]
+        assert template is not None
+        query = self._one_sql.get((template, n))
+        if query is None:
+            query = self._one_sql[(template, n)] = _common.with_n(template, n)
+        if not self.session_bound:
+            params.append(self.lease)
+        if self.host is not None:
+            params.append(self.host)
+        row = self._cursor(conn).execute(query, params).fetchone()
+        # whether the finish counted, the jobs claimed (_common.one_commit_sql)
+        self._tally(job, o, bool(row[0]) if row is not None else True)
+        return (row[1] if row is not None else None) or []
 
     def _report(self, conn: "psycopg.Connection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
         """coord.complete / coord.fail for each outcome; completions without
@@ -467,13 +534,28 @@ class Worker:
         plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
         if len(plain) > 1:
             try:
-                res = dict(conn.execute(
-                    "SELECT t.id, coord.complete(t.id, t.token, t.result)"
-                    " FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]), pg_catalog.unnest(%s::bigint[]),"
-                    " pg_catalog.unnest(%s::jsonb[])) AS t(id, token, result)",
-                    ([j.id for j, _ in plain], [j.token for j, _ in plain], [o.result for _, o in plain])).fetchall())
+                ids, tokens = [j.id for j, _ in plain], [j.token for j, _ in plain]
+                res: Dict[int, Optional[bool]]
+                if all(o.result is None for _, o in plain):
+                    # no results: coord.complete_many, which says how many counted
+                    row = self._cursor(conn).execute(_common.COMPLETE_MANY_SQL, (_common.bigint_array(ids),
+                                                                   _common.bigint_array(tokens))).fetchone()
+                    counted = int(row[0]) if row is not None and row[0] is not None else 0
+                    if counted == len(plain):
+                        res = dict.fromkeys(ids, True)
+                    else:   # it does not say which: count them, log once
+                        log.warning("pg_coord worker %s: %d of %d jobs' claims were no longer ours (cancelled or"
+                                    " lease lost); their completions did not count", self.name,
+                                    len(plain) - counted, len(plain))
+                        self.completed += counted
+                        res = dict.fromkeys(ids, None)
+                else:
+                    row = self._cursor(conn).execute(_common.COMPLETE_SQL, (_common.jobs_json(
+                        [(j.id, j.token, o.result) for j, o in plain]),)).fetchone()
+                    res = {int(k): v for k, v in ((row[0] if row is not None else None) or {}).items()}
                 for j, o in plain:
-                    self._tally(j, o, bool(res.get(j.id)))
+                    c = res.get(j.id)
+                    self._tally(j, o, None if c is None and j.id in res else bool(c))
                 outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]
             except psycopg.Error as e:
                 if _lost(e, conn):
@@ -503,14 +585,19 @@ class Worker:
                     raise _Rollback()       # the claim was lost: its writes go too
             return ok
         if o.kind == "complete":
-            row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
-            return bool(row and row[0])
+            # the boolean straight from the result (text 't'/'f'): no row made
+            res = self._cursor(conn).execute("SELECT coord.complete(%s, %s, %s::jsonb)",
+                                             (j.id, j.token, o.result)).pgresult
+            return res is not None and res.ntuples > 0 and res.get_value(0, 0) == b"t"
         row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
                            (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
         return bool(row and row[0] is not None)
 
-    def _tally(self, job: Job, o: Outcome, counted: bool) -> None:
-        if not counted:
+    def _tally(self, job: Job, o: Outcome, counted: Optional[bool]) -> None:
+        """Counts a reported outcome (counted None: counted by the caller)."""
+        if counted is None:
+            pass
+        elif not counted:
             log.warning("pg_coord worker %s: job %s: the claim was no longer ours (cancelled or lease lost); "
                         "its %s did not count", self.name, job.id, o.kind)
         elif o.kind == "complete":
@@ -602,6 +689,13 @@ class Worker:
             if ready:
                 self._read_notifies(conn)
 
+    def _cursor(self, conn: "psycopg.Connection[Any]") -> "psycopg.Cursor[Any]":
+        """The loop's cursor on ``conn`` (under self._lock)."""
+        cur = self._cur
+        if cur is None or cur.connection is not conn:
+            cur = self._cur = conn.cursor()
+        return cur
+
     def _live(self) -> "psycopg.Connection[Any]":
         conn = self._conn
         if conn is None or conn.closed:
@@ -651,16 +745,24 @@ class Worker:
         except (BlockingIOError, OSError):
             pass
 
-    def _wait(self, timeout: float) -> None:
+    def _wait(self, timeout: float, lingering: bool = False) -> None:
         """Waits for a handler, a notification, stop() or the timeout."""
         conn = self._conn
         fds: List[int] = [self._wake_r]
         if conn is not None and not self.pooler:
             fds.append(conn.pgconn.socket)
+        with self._state:
+            # an outcome that came since the loop looked: no sleep (lingering,
+            # only the last handler's)
+            if self._outcomes and (not lingering or self._running == 0):
+                return
+            self._sleeping = True
         try:
             ready, _, _ = select.select(fds, [], [], timeout)
         except InterruptedError:
             ready = []
+        with self._state:
+            self._sleeping = False
         if self._wake_r in ready:
             self._drain_wake()
         if len(fds) > 1 and fds[1] in ready and conn is not None:
@@ -678,16 +780,3 @@ def _lost(e: psycopg.Error, conn: Any) -> bool:
 def _one_commit_fits(item: Tuple[Any, Outcome], cac: bool, fac: bool) -> bool:
     job, o = item
     return not job._in_commit and (cac if o.kind == "complete" else fac)
-
-
-def _counted(names: List[str], rows: List[Tuple[Any, ...]]) -> bool:
-    """Whether the finish of complete_and_claim / fail_and_claim counted, from
-    its result: a boolean column (completed, counted, ok) or a text state
-    (failed: the new state, NULL when it did not count)."""
-    for c in ("completed", "counted", "ok", "done"):
-        if c in names and rows:
-            return bool(rows[0][names.index(c)])
-    for c in ("state", "new_state", "fail_state"):
-        if c in names and rows:
-            return rows[0][names.index(c)] is not None
-    return True
