@@ -45,11 +45,13 @@ def test_S_errors_extension_missing(dsn: str) -> None:
 
 
 def test_S_errors_version_mismatch(dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_common, "SUPPORTED_VERSIONS", ("0.0.1",))
+    monkeypatch.setattr(_common, "MIN_VERSION", "99.0.0")
     with pytest.raises(pg_coord.VersionMismatch) as ei:
         pg_coord.Client(dsn)
-    assert ei.value.sqlstate == "0A000" and ei.value.supported == ("0.0.1",)
-    assert ei.value.installed in ei.value.message
+    assert ei.value.sqlstate == "0A000" and ei.value.minimum == "99.0.0"
+    assert ei.value.installed is not None and ei.value.installed in ei.value.message
+    # a later version than the library's minimum serves (its old calls keep working)
+    assert _common.version_key("0.10.0") > _common.version_key("0.4.0")
 
 
 def test_S_errors_connection_lost(dsn: str, db: psycopg.Connection[Any], queue: str) -> None:

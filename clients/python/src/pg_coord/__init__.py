@@ -5,7 +5,7 @@
 Sync API here, the same names for asyncio in ``pg_coord.aio``. The manual:
 docs/clients/python.md.
 """
-from ._common import SUPPORTED_VERSIONS, ParentResult, Result
+from ._common import MIN_VERSION, ParentResult, Result
 from .client import Client
 from .errors import (ClaimLost, ConnectionLost, CoordError, CoordTimeout, ExtensionMissing,
                      PermissionDenied, RetryAfter, VersionMismatch)
@@ -16,5 +16,5 @@ __version__ = "0.4.0"
 __all__ = [
     "Client", "Worker", "Job", "Result", "ParentResult", "RetryAfter",
     "CoordError", "PermissionDenied", "ExtensionMissing", "VersionMismatch", "ConnectionLost",
-    "CoordTimeout", "ClaimLost", "SUPPORTED_VERSIONS", "__version__",
+    "CoordTimeout", "ClaimLost", "MIN_VERSION", "__version__",
 ]

@@ -12,7 +12,9 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 from .errors import ExtensionMissing, VersionMismatch
 
 # Extension versions this library speaks to (pg_extension.extversion).
-SUPPORTED_VERSIONS: Tuple[str, ...] = ("0.4.0",)
+# the oldest pg_coord whose SQL this library calls; later versions keep those
+# calls working (an update never changes a released call), so they serve too
+MIN_VERSION = "0.4.0"
 
 Seconds = Union[int, float, datetime.timedelta]
 
@@ -132,9 +134,14 @@ def seconds(value: Seconds) -> float:
     return value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
 
 
+def version_key(version: str) -> Tuple[int, ...]:
+    """'0.4.0' as (0, 4, 0); a part that is not a number counts as 0."""
+    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+
+
 def check_extension(row: Optional[Tuple[Any, ...]],
-                    supported: Sequence[str] = SUPPORTED_VERSIONS) -> Tuple[bool, bool]:
-    """Raises unless pg_coord is installed at a supported version; returns
+                    minimum: str = MIN_VERSION) -> Tuple[bool, bool]:
+    """Raises unless pg_coord is installed at minimum or later; returns
     whether coord.complete_and_claim and coord.fail_and_claim exist with a
     result this library reads (one_commit_columns gives their columns)."""
     assert row is not None
@@ -142,10 +149,10 @@ def check_extension(row: Optional[Tuple[Any, ...]],
     if version is None:
         raise ExtensionMissing(f"extension pg_coord is not installed in database {db}", "42704",
                                hint="CREATE EXTENSION pg_coord (as a superuser); see docs/install.md")
-    if version not in supported:
+    if version_key(version) < version_key(minimum):
         raise VersionMismatch(
-            f"pg_coord {version} is installed in database {db}; this library supports "
-            f"{', '.join(supported)}", version, tuple(supported))
+            f"pg_coord {version} is installed in database {db}; this library needs "
+            f"{minimum} or later", version, minimum)
     return one_commit_usable(cac_columns), one_commit_usable(fac_columns)
 
 

@@ -49,7 +49,7 @@ async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[Optional[Seque
     try:
         cur = await conn.execute(_common.CHECK_SQL)
         row = await cur.fetchone()
-        cac, fac = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+        cac, fac = _common.check_extension(row, _common.MIN_VERSION)
         assert row is not None
         cac_cols, fac_cols = _common.one_commit_columns(row)
         return (cac_cols if cac else None), (fac_cols if fac else None)

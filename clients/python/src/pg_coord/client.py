@@ -55,7 +55,7 @@ class Client:
         conn = connect(self._conninfo, **self._kwargs)
         try:
             row = conn.execute(_common.CHECK_SQL).fetchone()
-            _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+            _common.check_extension(row, _common.MIN_VERSION)
         except psycopg.Error as e:
             conn.close()
             raise translate(e) from e

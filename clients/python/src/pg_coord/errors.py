@@ -41,19 +41,22 @@ class PermissionDenied(CoordError):
 
 class ExtensionMissing(CoordError):
     """pg_coord is not installed in the database (SQLSTATE 42704 when the
-    library's own check finds no pg_extension row; 3F000 or 42883 when a
-    call found no schema coord or no function)."""
+    library's own check finds no pg_extension row; 3F000 when a call found
+    no schema coord)."""
 
 
 class VersionMismatch(CoordError):
-    """The installed extension's version is not one this library supports
-    (SQLSTATE 0A000, raised by the library's check at connect)."""
+    """The installed extension is older than this library needs (SQLSTATE
+    0A000, raised by the library's check at connect; or 42883 when a call
+    found a coord function missing).  installed is its version (None when
+    only the missing function told), minimum the oldest this library takes."""
 
-    def __init__(self, message: str, installed: str, supported: tuple[str, ...]) -> None:
-        super().__init__(message, "0A000",
+    def __init__(self, message: str, installed: Optional[str], minimum: str,
+                 sqlstate: str = "0A000", detail: Optional[str] = None) -> None:
+        super().__init__(message, sqlstate, detail,
                          hint="ALTER EXTENSION pg_coord UPDATE, or use the client of that version")
         self.installed = installed
-        self.supported = supported
+        self.minimum = minimum
 
 
 class ConnectionLost(CoordError):
@@ -101,8 +104,12 @@ def translate(exc: BaseException) -> CoordError:
     detail, hint = diag.message_detail, diag.message_hint
     if sqlstate == "42501":
         return PermissionDenied(message, sqlstate, detail, hint)
-    if sqlstate in ("3F000", "42883") and "coord" in message:
+    if sqlstate == "3F000" and "coord" in message:
         return ExtensionMissing(message, sqlstate, detail, hint)
+    if sqlstate == "42883" and "coord." in message:
+        # the schema is there, one of its functions is not: an older pg_coord
+        from ._common import MIN_VERSION
+        return VersionMismatch(message, None, MIN_VERSION, sqlstate, detail)
     if (sqlstate and (sqlstate.startswith("08") or sqlstate in _LOST_STATES)) or (
             sqlstate is None and isinstance(exc, psycopg.OperationalError)):
         if sqlstate is None:

@@ -295,7 +295,7 @@ class Worker:
                        application_name=f"pg_coord worker {self.queue}")
         try:
             row = conn.execute(_common.CHECK_SQL).fetchone()
-            cac, fac = _common.check_extension(row, _common.SUPPORTED_VERSIONS)
+            cac, fac = _common.check_extension(row, _common.MIN_VERSION)
             use = self.use_complete_and_claim is not False
             self._has_cac, self._has_fac = cac and use, fac and use
             assert row is not None
