@@ -13,7 +13,8 @@
 //                                     coord.complete_many(ids, tokens) per batch
 //   enqueue_client / enqueue_raw      Client.enqueue against pg.Pool.query of the
 //                                     same SELECT coord.enqueue($1, $2::jsonb)
-// Handlers return nothing, session-bound claims, empty payloads.  The Worker
+// A first round with few jobs per side warms the code up (JIT) and is not
+// printed.  Handlers return nothing, session-bound claims, empty payloads.  The Worker
 // reads every column of coord.claimed_job (its Job has them), the raw loops
 // id, token and payload; the Worker sends a handler's undefined as JSON null
 // to complete_and_claim, the raw loop NULL.
@@ -68,13 +69,13 @@ async function fill(queue, n) {
 function mark(pid) {
   return { t0: process.hrtime.bigint(), c0: process.cpuUsage(), s0: backendCpu(pid), pid };
 }
-async function measure(side, n, fn) {
+async function measure(side, n, fn, print = true) {
   const r = await fn();
   const s = Number(process.hrtime.bigint() - r.m.t0) / 1e9;
   const cpu = process.cpuUsage(r.m.c0);
   const s1 = backendCpu(r.m.pid);
   await r.end();
-  report(side, n, s, cpu, s1 == null || r.m.s0 == null ? null : s1 - r.m.s0);
+  if (print) report(side, n, s, cpu, s1 == null || r.m.s0 == null ? null : s1 - r.m.s0);
 }
 
 async function rawConn() {
@@ -145,15 +146,16 @@ async function enqueueRaw(queue, n) {
   return { m, end: () => pool.end() };
 }
 
+// [side, jobs per round, run(n)]
 const PAIRS = [
-  [['worker_single', N1, () => worker('nb_ws', N1, { concurrency: 1, batch: 1 })],
-    ['raw_single', N1, () => rawSingle('nb_rs', N1)]],
-  [['worker_onecommit', N1, () => worker('nb_oc', N1, { concurrency: 4, batch: 1 })],
-    ['worker_claim_then_complete', N1, () => worker('nb_ctc', N1, { concurrency: 4, batch: 1, useCompleteAndClaim: false })]],
-  [['worker_batch', NB, () => worker('nb_wb', NB, { concurrency: BATCH, batch: BATCH })],
-    ['raw_batch', NB, () => rawBatch('nb_rb', NB)]],
+  [['worker_single', N1, (n) => worker('nb_ws', n, { concurrency: 1, batch: 1 })],
+    ['raw_single', N1, (n) => rawSingle('nb_rs', n)]],
+  [['worker_onecommit', N1, (n) => worker('nb_oc', n, { concurrency: 4, batch: 1 })],
+    ['worker_claim_then_complete', N1, (n) => worker('nb_ctc', n, { concurrency: 4, batch: 1, useCompleteAndClaim: false })]],
+  [['worker_batch', NB, (n) => worker('nb_wb', n, { concurrency: BATCH, batch: BATCH })],
+    ['raw_batch', NB, (n) => rawBatch('nb_rb', n)]],
 ];
-const ENQ = [['enqueue_client', NE, () => enqueueClient('nb_ec', NE)], ['enqueue_raw', NE, () => enqueueRaw('nb_er', NE)]];
+const ENQ = [['enqueue_client', NE, (n) => enqueueClient('nb_ec', n)], ['enqueue_raw', NE, (n) => enqueueRaw('nb_er', n)]];
 const QUEUE = { worker_single: 'nb_ws', raw_single: 'nb_rs', worker_onecommit: 'nb_oc', worker_claim_then_complete: 'nb_ctc',
   worker_batch: 'nb_wb', raw_batch: 'nb_rb', enqueue_client: 'nb_ec', enqueue_raw: 'nb_er' };
 
@@ -164,18 +166,20 @@ const QUEUE = { worker_single: 'nb_ws', raw_single: 'nb_rs', worker_onecommit: '
   console.log('ratio|worker_onecommit|worker_claim_then_complete|1.3|Node Worker (concurrency 4): one commit per job (complete_and_claim) against claim-then-complete');
   console.log(`ratio|worker_batch|raw_batch|0.9|Node Worker, batched (claims of ${BATCH}), against a hand-written claim + complete_many loop`);
   console.log('ratio|enqueue_client|enqueue_raw|0.91|Node Client.enqueue against pg.Pool.query of the same SELECT coord.enqueue (within 1.1x)');
-  for (let round = 0; round < ROUNDS; round++) {
+  // round -1 warms up both sides' code (JIT) and is not printed
+  for (let round = -1; round < ROUNDS; round++) {
+    const scale = (n) => (round < 0 ? Math.min(n, 2 * BATCH) : n);
     for (const pair of PAIRS) {
       for (const [side, n, fn] of round % 2 ? [...pair].reverse() : pair) {
         if (ONLY && !ONLY.has(side)) continue;
-        await fill(QUEUE[side], n);
+        await fill(QUEUE[side], scale(n));
         await admin.query('CHECKPOINT').catch(() => {});
-        await measure(side, n, fn);
+        await measure(side, scale(n), () => fn(scale(n)), round >= 0);
       }
     }
     for (const [side, n, fn] of round % 2 ? [...ENQ].reverse() : ENQ) {
       if (ONLY && !ONLY.has(side)) continue;
-      await measure(side, n, fn);
+      await measure(side, scale(n), () => fn(scale(n)), round >= 0);
     }
   }
   await admin.end();
