@@ -10,7 +10,7 @@
 # this Node process plus its server backend, from /proc). Sides:
 #   worker_single / raw_single        concurrency 1, coord.complete_and_claim per job
 #   worker_onecommit / worker_claim_then_complete
-#                                     the Worker (concurrency 4) with and without
+#                                     the single-job Worker with and without
 #                                     coord.complete_and_claim (issue 28: >= 1.3x)
 #   worker_batch / raw_batch          claims of 100; raw: claim + complete_many
 #   enqueue_client / enqueue_raw      Client.enqueue against pg.Pool.query
