@@ -192,6 +192,8 @@ export interface WorkerOptions<P = any> extends ConnectionConfig {
   maxReconnectDelay?: number;
   /** use coord.complete_and_claim when the server has it (default true) */
   useCompleteAndClaim?: boolean;
+  /** named prepared statements for the worker's loop (default: sessionBound; not through a transaction pooler) */
+  prepare?: boolean;
 }
 
 export class Worker<P = any> {

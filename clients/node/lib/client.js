@@ -59,12 +59,14 @@ class Client {
     // a pooled idle connection that dies must not crash the process
     this._pool.on('error', () => {});
     this._ready = null;
+    this._checked = false;
     this.serverVersion = null;
   }
 
   async _check() {
+    if (this._checked) return this._ready;
     if (!this._ready) {
-      this._ready = checkServer(this._pool).then((s) => { this.serverVersion = s.version; return s; });
+      this._ready = checkServer(this._pool).then((s) => { this.serverVersion = s.version; this._checked = true; return s; });
       this._ready.catch(() => { this._ready = null; });
     }
     return this._ready;
@@ -72,7 +74,7 @@ class Client {
 
   /** Runs one statement on any pooled connection; errors are CoordErrors. */
   async query(sql, params) {
-    await this._check();
+    if (!this._checked) await this._check();
     try {
       return await this._pool.query(sql, params);
     } catch (e) {
@@ -81,10 +83,14 @@ class Client {
   }
 
   /** coord.enqueue: the job's id. payload is any JSON value; options camelCase (runAt, key, after, ...). */
-  async enqueue(queue, payload = {}, options = {}) {
+  async enqueue(queue, payload = {}, options = undefined) {
+    const json = JSON.stringify(payload === undefined ? {} : payload);
+    if (options == null) {
+      const { rows } = await this.query('SELECT coord.enqueue($1, $2::jsonb) AS id', [queue, json]);
+      return rows[0].id;
+    }
     const a = namedArgs(options, null, 2);
-    const { rows } = await this.query(`SELECT coord.enqueue($1, $2::jsonb${a.sql}) AS id`,
-      [queue, JSON.stringify(payload === undefined ? {} : payload), ...a.params]);
+    const { rows } = await this.query(`SELECT coord.enqueue($1, $2::jsonb${a.sql}) AS id`, [queue, json, ...a.params]);
     return rows[0].id;
   }
 

@@ -14,7 +14,12 @@
 // A finished job goes through _finishAndClaim, the one place that reports
 // the outcome and claims the next job: coord.complete_and_claim /
 // fail_and_claim (one statement, one commit) where the server has them,
-// else complete or fail and then claim.  A lost connection is reopened with
+// else complete or fail and then claim.  With concurrency > 1, jobs that
+// finish while a statement is under way are completed together by the next
+// one (one statement and one commit for them all; the freed slots are then
+// claimed in one claim); any error there sends each job back through
+// _finishAndClaim on its own.  Session-bound workers (or `prepare`) use named
+// prepared statements for the statements of the loop.  A lost connection is reopened with
 // exponential backoff; lease jobs held across it finish on the new one,
 // session-bound ones were released by the server with the old session.
 // stop() (and SIGTERM/SIGINT unless handleSignals is false): no new claims,
@@ -29,10 +34,13 @@ const {
 
 const WORKER_KEYS = new Set(['queue', 'handler', 'concurrency', 'sessionBound', 'batch', 'lease',
   'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'watchCancelAfter', 'claimHost', 'partitionGroup', 'handleSignals',
-  'reconnectDelay', 'maxReconnectDelay', 'useCompleteAndClaim']);
+  'reconnectDelay', 'maxReconnectDelay', 'useCompleteAndClaim', 'prepare']);
 
 const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at';
 
+const ALONE = Symbol('alone');
+// _byId's keys: the id as read (a number), or its text if it is a BigInt
+const idKey = (id) => typeof id === 'number' ? id : String(id);
 const quoteIdent = (s) => '"' + String(s).replace(/"/g, '""') + '"';
 const isInt = (v) => typeof v === 'number' ? Number.isSafeInteger(v) : typeof v === 'bigint';
 
@@ -54,19 +62,23 @@ class Job {
     this.host = row.host;
     this.runAt = row.run_at;
     this._w = worker;
-    this._ac = new AbortController();
-    /** Aborted when the job is cancelled or its claim is lost; reason: JobCancelledError / ClaimLostError / ConnectionLostError. */
-    this.signal = this._ac.signal;
+    this._ac = null;              // made when first asked for: most jobs never look
     this._finished = false;
     this._lost = false;
   }
 
+  /** Aborted when the job is cancelled or its claim is lost; reason: JobCancelledError / ClaimLostError / ConnectionLostError. */
+  get signal() {
+    if (!this._ac) this._ac = new AbortController();
+    return this._ac.signal;
+  }
+
   _abort(reason) {
-    if (!this._ac.signal.aborted) this._ac.abort(reason);
+    if (!this.signal.aborted) this._ac.abort(reason);
   }
 
   get cancelled() {
-    return this.signal.aborted;
+    return this._ac != null && this._ac.signal.aborted;
   }
 
   /** coord.progress: reports progress (any JSON); false when the claim is no longer ours. */
@@ -140,6 +152,7 @@ class Worker extends EventEmitter {
       queue, handler, concurrency = 1, sessionBound = true, batch = 10, lease = 300, heartbeat,
       pollInterval = 5, listen = true, watchCancel = true, watchCancelAfter = 0.05, claimHost = null, partitionGroup = null,
       handleSignals = true, reconnectDelay = 0.1, maxReconnectDelay = 10, useCompleteAndClaim = true,
+      prepare = sessionBound,
     } = options;
     if (typeof queue !== 'string' || queue === '') throw new TypeError('Worker: queue must be a non-empty string');
     if (typeof handler !== 'function') throw new TypeError('Worker: handler must be a function');
@@ -164,6 +177,12 @@ class Worker extends EventEmitter {
     this.reconnectDelay = reconnectDelay;
     this.maxReconnectDelay = maxReconnectDelay;
     this._useFused = !!useCompleteAndClaim;
+    // named prepared statements: not through a transaction pooler (lease claims' case)
+    this.prepare = !!prepare;
+    this._names = new Map();
+    this._doneQ = [];
+    this._flushPending = false;
+    this._watchTimer = null;
     this._pgConfig = cfg;
     this._conn = null;
     this._connWaiters = [];
@@ -223,6 +242,8 @@ class Worker extends EventEmitter {
       while (this._active.size > 0) await this._sleep(Date.now() + 1000);
     } finally {
       offSignals();
+      if (this._watchTimer) clearTimeout(this._watchTimer);
+      this._watchTimer = null;
       const conn = this._conn;
       this._conn = null;
       if (conn) await conn.end().catch(() => {});
@@ -344,8 +365,13 @@ class Worker extends EventEmitter {
     return run;
   }
 
-  async _query(conn, sql, params) {
+  async _query(conn, sql, params, prepared) {
     try {
+      if (prepared && this.prepare) {
+        let name = this._names.get(sql);
+        if (!name) this._names.set(sql, name = `pg_coord_${this._names.size + 1}`);
+        return await conn.query({ name, text: sql, values: params });
+      }
       return await conn.query(sql, params);
     } catch (e) {
       const w = wrapError(e);
@@ -354,9 +380,9 @@ class Worker extends EventEmitter {
     }
   }
 
-  /** One statement on the worker's connection. */
-  _q(sql, params) {
-    return this._serial((conn) => this._query(conn, sql, params));
+  /** One statement on the worker's connection (prepared: a named prepared statement when this.prepare). */
+  _q(sql, params, prepared = false) {
+    return this._serial((conn) => this._query(conn, sql, params, prepared));
   }
 
   _transaction(fn) {
@@ -381,7 +407,8 @@ class Worker extends EventEmitter {
       this._notified = true;
       this._wakeUp();
     } else if (m.channel.startsWith('coord:job:') && m.payload === 'cancel') {
-      const job = this._byId.get(m.channel.slice('coord:job:'.length));
+      const k = m.channel.slice('coord:job:'.length), n = Number(k);
+      const job = this._byId.get(Number.isSafeInteger(n) ? n : k);
       if (job) job._abort(new JobCancelledError(`job ${job.id} was cancelled`));
     }
   }
@@ -421,7 +448,7 @@ class Worker extends EventEmitter {
     if (this._notified || this._stopping) return;
     await this._flushUnlisten();
     let until = Date.now() + this.pollInterval * 1000;
-    const { rows } = await this._q('SELECT coord.next_due($1) AS d', [this.queue]);
+    const { rows } = await this._q('SELECT coord.next_due($1) AS d', [this.queue], true);
     if (rows[0].d instanceof Date) until = Math.min(until, Math.max(Date.now() + 10, rows[0].d.getTime()));
     if (this._notified || this._stopping) return;
     await this._sleep(until);
@@ -436,14 +463,14 @@ class Worker extends EventEmitter {
 
   async _claim(n) {
     const a = this._claimArgs(3);
-    const { rows } = await this._q(`SELECT ${JOB_COLUMNS} FROM coord.claim($1, $2, ${a.sql})`, [this.queue, n, ...a.params]);
+    const { rows } = await this._q(`SELECT ${JOB_COLUMNS} FROM coord.claim($1, $2, ${a.sql})`, [this.queue, n, ...a.params], true);
     return this._claimed(rows);
   }
 
   // the claimed rows as Jobs
   _claimed(rows) {
     const jobs = rows.filter((r) => r.id != null).map((r) => new Job(this, r));
-    for (const j of jobs) this._byId.set(String(j.id), j);
+    for (const j of jobs) this._byId.set(idKey(j.id), j);
     return jobs;
   }
 
@@ -464,6 +491,22 @@ class Worker extends EventEmitter {
     } catch (e) { /* connection trouble: the loop reconnects */ }
   }
 
+  // One timer for the worker, not one per job: it watches the jobs that have
+  // run watchCancelAfter s, and is set again for the next one due.
+  _armWatch(ms) {
+    this._watchTimer = setTimeout(() => {
+      this._watchTimer = null;
+      const after = this.watchCancelAfter * 1000, now = Date.now();
+      let next = Infinity;
+      for (const j of this._active) {
+        if (j._done || j._watched || j._t0 == null) continue;
+        if (j._t0 + after <= now) this._watch(j);
+        else next = Math.min(next, j._t0 + after);
+      }
+      if (next !== Infinity) this._armWatch(next - now);
+    }, Math.max(0, ms));
+  }
+
   async _flushUnlisten() {
     if (!this._unlisten.length || !this._conn) return;
     const chans = this._unlisten.splice(0);
@@ -481,12 +524,15 @@ class Worker extends EventEmitter {
 
   async _runJob(job) {
     let next = [];
-    let timer = null, watchTimer = null;
+    let timer = null;
     try {
       if (!this.sessionBound || !this.listen) {
         timer = setInterval(() => this._heartbeat(job), Math.max(50, this.heartbeat * 1000));
       }
-      if (this.watchCancel) watchTimer = setTimeout(() => this._watch(job), this.watchCancelAfter * 1000);
+      if (this.watchCancel) {
+        job._t0 = Date.now();
+        if (!this._watchTimer) this._armWatch(this.watchCancelAfter * 1000);
+      }
       let outcome;
       try {
         const result = await this.handler(job);
@@ -497,16 +543,17 @@ class Worker extends EventEmitter {
       }
       job._done = true;
       if (timer) clearInterval(timer);
-      if (watchTimer) clearTimeout(watchTimer);
       timer = null;
-      if (!job._finished && !job._lost) next = await this._finish(job, outcome);
+      if (!job._finished && !job._lost) {
+        next = this.concurrency > 1 && outcome.kind === 'complete' ? await this._completeTogether(job, outcome) : ALONE;
+        if (next === ALONE) next = await this._finish(job, outcome);
+      }
       else if (job._lost) this.emit('lost', job);
     } finally {
       job._done = true;
       if (timer) clearInterval(timer);
-      if (watchTimer) clearTimeout(watchTimer);
       this._active.delete(job);
-      this._byId.delete(String(job.id));
+      this._byId.delete(idKey(job.id));
       if (job._watched) this._unlisten.push('coord:job:' + job.id);
       for (const n of next) this._start(n);
       if (next.length === 0) this._wakeUp();
@@ -524,6 +571,65 @@ class Worker extends EventEmitter {
         job.leaseUntil = rows[0].u;
       }
     } catch (e) { /* connection trouble: the loop reconnects; the next beat tries again */ }
+  }
+
+  // Completes `job` together with the other jobs that finish before the
+  // worker's connection is free (one statement, one commit); [] once
+  // reported, or ALONE: report it on its own (_finish) — a batch of one (the
+  // one-commit complete_and_claim does better), or the batch failed (a lost
+  // connection, a result the server refuses, ...): each job then gets the
+  // single path's handling of that.
+  _completeTogether(job, outcome) {
+    return new Promise((resolve) => {
+      this._doneQ.push({ job, outcome, resolve });
+      if (this._flushPending) return;
+      this._flushPending = true;
+      // after this turn of the event loop: the jobs finishing in it join
+      setImmediate(() => {
+        this._serial((conn) => this._flushDone(conn)).catch(() => {
+          this._flushPending = false;
+          for (const d of this._doneQ.splice(0)) d.resolve(ALONE);
+        });
+      });
+    });
+  }
+
+  async _flushDone(conn) {
+    this._flushPending = false;
+    const batch = this._doneQ.splice(0);
+    if (batch.length <= 1) {
+      for (const d of batch) d.resolve(ALONE);
+      return;
+    }
+    let answers;
+    try {
+      const ids = batch.map((d) => d.job.id), tokens = batch.map((d) => d.job.token);
+      if (batch.every((d) => d.outcome.result == null)) {
+        // coord.complete_many counts; when some claim was not ours any more,
+        // coord.claim_state tells which were completed by this statement
+        const { rows } = await this._query(conn, 'SELECT coord.complete_many($1, $2) AS n', [ids, tokens], true);
+        if (rows[0].n === batch.length) {
+          answers = batch.map(() => true);
+        } else {
+          const r = await this._query(conn, "SELECT coord.claim_state(u.i, u.t) IS NOT DISTINCT FROM 'done' AS ok "
+            + 'FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS u(i, t, o) ORDER BY u.o', [ids, tokens], true);
+          answers = r.rows.map((x) => x.ok);
+        }
+      } else {
+        const results = batch.map((d) => JSON.stringify(d.outcome.result === undefined ? null : d.outcome.result));
+        const r = await this._query(conn, 'SELECT coord.complete(u.i, u.t, u.r) AS ok '
+          + 'FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) WITH ORDINALITY AS u(i, t, r, o) ORDER BY u.o',
+        [ids, tokens, results], true);
+        answers = r.rows.map((x) => x.ok);
+      }
+    } catch (e) {
+      for (const d of batch) d.resolve(ALONE);
+      return;
+    }
+    batch.forEach((d, i) => {
+      this._reported(d.job, d.outcome, answers[i]);
+      d.resolve([]);
+    });
   }
 
   // Reports the outcome, retrying on a new connection after a lost one while
@@ -562,14 +668,14 @@ class Worker extends EventEmitter {
     let answer;
     if (outcome.kind === 'complete') {
       const { rows } = await this._q('SELECT coord.complete($1, $2, $3::jsonb) AS a',
-        [job.id, job.token, JSON.stringify(outcome.result === undefined ? null : outcome.result)]);
+        [job.id, job.token, JSON.stringify(outcome.result === undefined ? null : outcome.result)], true);
       answer = rows[0].a;
     } else if (outcome.kind === 'retry') {
       const { rows } = await this._q(`SELECT coord.fail($1, $2, $3, ${INTERVAL(4)}, pause_key => $5) AS a`,
-        [job.id, job.token, outcome.error, outcome.seconds, outcome.pauseKey]);
+        [job.id, job.token, outcome.error, outcome.seconds, outcome.pauseKey], true);
       answer = rows[0].a;
     } else {
-      const { rows } = await this._q('SELECT coord.fail($1, $2, $3) AS a', [job.id, job.token, outcome.error]);
+      const { rows } = await this._q('SELECT coord.fail($1, $2, $3) AS a', [job.id, job.token, outcome.error], true);
       answer = rows[0].a;
     }
     this._reported(job, outcome, answer);
@@ -581,13 +687,13 @@ class Worker extends EventEmitter {
     let res;
     if (outcome.kind === 'complete') {
       res = await this._q(`SELECT * FROM coord.complete_and_claim($1, $2, $3::jsonb, n => $4, ${a.sql})`,
-        [job.id, job.token, JSON.stringify(outcome.result === undefined ? null : outcome.result), n, ...a.params]);
+        [job.id, job.token, JSON.stringify(outcome.result === undefined ? null : outcome.result), n, ...a.params], true);
     } else if (outcome.kind === 'retry') {
       res = await this._q(`SELECT * FROM coord.fail_and_claim($1, $2, $3, ${INTERVAL(4)}, $5, n => $6, ${a.sql})`,
-        [job.id, job.token, outcome.error, outcome.seconds, outcome.pauseKey, n, ...a.params]);
+        [job.id, job.token, outcome.error, outcome.seconds, outcome.pauseKey, n, ...a.params], true);
     } else {
       res = await this._q(`SELECT * FROM coord.fail_and_claim($1, $2, $3, NULL, false, n => $4, ${a.sql})`,
-        [job.id, job.token, outcome.error, n, ...a.params]);
+        [job.id, job.token, outcome.error, n, ...a.params], true);
     }
     // each row: the finish's answer (completed / state) first, then coord.claimed_job's columns
     // (NULL in the one row returned when nothing was claimed)

@@ -572,3 +572,48 @@ for (const sessionBound of [false, true]) {
     }
   });
 }
+
+// concurrency > 1: jobs that finish together are completed by one statement
+// (complete_many without results, coord.complete over the batch with them);
+// a job whose claim was taken away meanwhile is 'lost', the others count
+for (const withResults of [false, true]) {
+  test(`N-batch-complete (${withResults ? 'results' : 'no results'}): jobs finishing together are completed in one statement; a cancelled one among them is lost`, async () => {
+    const db = await freshDb('batchc');
+    const client = new Client({ database: db.name });
+    const N = 12;
+    try {
+      const ids = await client.enqueueMany('b', Array.from({ length: N }, (_, i) => ({ i })));
+      let started = 0, open;
+      const gate = new Promise((r) => { open = r; });
+      const completed = [], lost = [];
+      let finishStatements = 0;
+      await runWorker({
+        database: db.name, queue: 'b', concurrency: N, batch: N, watchCancel: false,
+        handler: async (job) => { started++; await gate; return withResults ? { i: job.payload.i } : undefined; },
+      }, async (w) => {
+        const q = w._query.bind(w);
+        w._query = (conn, sql, params, prepared) => {
+          if (/coord\.(complete|complete_many|complete_and_claim)\(/.test(sql)) finishStatements++;
+          return q(conn, sql, params, prepared);
+        };
+        w.on('completed', (job) => completed.push(job.id));
+        w.on('lost', (job) => lost.push(job.id));
+        await waitFor('every handler to start', () => started === N);
+        assert.equal(await client.cancel(ids[3]), true);
+        open();
+        await waitFor('every job reported', () => completed.length + lost.length === N);
+      });
+      assert.deepEqual(lost, [ids[3]]);
+      assert.equal(completed.length, N - 1);
+      assert.ok(finishStatements <= 3, `${finishStatements} statements completed ${N} jobs`);
+      for (const [k, id] of ids.entries()) {
+        const r = await client.awaitResult(id, { timeout: 5 });
+        assert.equal(r.state, k === 3 ? 'cancelled' : 'done', `job ${id}`);
+        assert.deepEqual(r.result, k === 3 || !withResults ? null : { i: k }, `job ${id}`);
+      }
+    } finally {
+      await client.end();
+      await db.drop();
+    }
+  });
+}
