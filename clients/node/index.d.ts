@@ -184,7 +184,12 @@ export interface WorkerOptions<P = any> extends ConnectionConfig {
   watchCancelAfter?: number;
   /** claim the jobs targeted at this host (coord.claim's host; `host` is pg's, the server to connect to) */
   claimHost?: string | null;
+  /** claim only jobs of the segments this worker owns in this partition group (coord.claim's partition_group); the worker joins the group on its connection, again after a reconnect */
   partitionGroup?: string | null;
+  /** the member name it joins as (default `<hostname>-<pid>-<n>`) */
+  partitionMember?: string | null;
+  /** its weight in the group (default 1) */
+  partitionWeight?: number;
   /** SIGTERM/SIGINT drain the worker while run() runs (default true) */
   handleSignals?: boolean;
   /** first reconnect delay, seconds (default 0.1), doubling up to maxReconnectDelay (default 10) */

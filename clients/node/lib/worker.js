@@ -27,14 +27,19 @@
 const { EventEmitter } = require('events');
 const pg = require('pg');
 const { pgConfig, checkServer } = require('./conn');
+const os = require('os');
 const { INTERVAL } = require('./client');
 const {
   CoordError, ConnectionLostError, ClaimLostError, JobCancelledError, RetryAfter, wrapError,
 } = require('./errors');
 
 const WORKER_KEYS = new Set(['queue', 'handler', 'concurrency', 'sessionBound', 'batch', 'lease',
-  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'watchCancelAfter', 'claimHost', 'partitionGroup', 'handleSignals',
+  'heartbeat', 'pollInterval', 'listen', 'watchCancel', 'watchCancelAfter', 'claimHost', 'partitionGroup',
+  'partitionMember', 'partitionWeight', 'handleSignals',
   'reconnectDelay', 'maxReconnectDelay', 'useCompleteAndClaim', 'prepare']);
+
+// default partition member names: host-pid-serial
+let workerSerial = 0;
 
 const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at';
 
@@ -151,6 +156,7 @@ class Worker extends EventEmitter {
     const {
       queue, handler, concurrency = 1, sessionBound = true, batch = 10, lease = 300, heartbeat,
       pollInterval = 5, listen = true, watchCancel = true, watchCancelAfter = 0.05, claimHost = null, partitionGroup = null,
+      partitionMember = null, partitionWeight = 1,
       handleSignals = true, reconnectDelay = 0.1, maxReconnectDelay = 10, useCompleteAndClaim = true,
       prepare = sessionBound,
     } = options;
@@ -173,6 +179,10 @@ class Worker extends EventEmitter {
     this.watchCancelAfter = watchCancelAfter;
     this.claimHost = claimHost;
     this.partitionGroup = partitionGroup;
+    // the member this worker's session joins the group as (membership is the
+    // session's: it joins again on every new connection)
+    this.partitionMember = partitionMember ?? `${os.hostname()}-${process.pid}-${++workerSerial}`;
+    this.partitionWeight = partitionWeight;
     this.handleSignals = !!handleSignals;
     this.reconnectDelay = reconnectDelay;
     this.maxReconnectDelay = maxReconnectDelay;
@@ -286,6 +296,8 @@ class Worker extends EventEmitter {
       this.serverVersion = s.version;
       this._fused = s.fused && this._useFused;
       if (this.listen) await conn.query(`LISTEN ${quoteIdent('coord:' + this.queue)}`);
+      if (this.partitionGroup !== null)
+        await conn.query('SELECT coord.join($1, $2, $3::float8)', [this.partitionGroup, this.partitionMember, this.partitionWeight]);
       // held jobs' channels again (a new session listens on nothing)
       if (this.watchCancel) {
         const again = [...this._active].filter((j) => j._watched && !this.sessionBound).map((j) => `LISTEN ${quoteIdent('coord:job:' + j.id)}`);

@@ -507,6 +507,28 @@ test('N-lock-timeout: a lock held elsewhere times out with CoordTimeoutError', a
   }
 });
 
+test('N-partition-group: a worker with partitionGroup joins the group on its connection (again after a reconnect) and claims its segments\' jobs', async () => {
+  const db = await freshDb('partgroup');
+  const client = new Client({ database: db.name });
+  try {
+    await runWorker({
+      database: db.name, queue: 'pgq', partitionGroup: 'pgw', partitionMember: 'm1', reconnectDelay: 0.05,
+      application_name: 'pg_worker', handler: async (job) => job.payload,
+    }, async (w) => {
+      assert.deepEqual((await client.awaitResult(await client.enqueue('pgq', { n: 1 }), { timeout: 10 })).result, { n: 1 });
+      assert.equal((await db.one("SELECT count(*)::int AS c FROM coord.members WHERE partition_group = 'pgw' AND member = 'm1' AND alive")).c, 1);
+      let reconnected = false;
+      w.once('reconnected', () => { reconnected = true; });
+      await db.q("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'pg_worker'");
+      await waitFor('the worker to reconnect', async () => reconnected, 10);
+      assert.deepEqual((await client.awaitResult(await client.enqueue('pgq', { n: 2 }), { timeout: 10 })).result, { n: 2 });
+    });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
 test('N-worker-reconnect: a worker whose connection is terminated reconnects and goes on', async () => {
   const db = await freshDb('reconnect');
   const client = new Client({ database: db.name });
