@@ -88,14 +88,39 @@ def one_commit_sql(function: str, columns: Optional[Sequence[str]], session_boun
     return (f"SELECT {counted_expr}, {CLAIM_AGG} FILTER (WHERE id IS NOT NULL)"
             f" FROM coord.{function}({', '.join(args)})")
 
+
+def one_commit_single_sql(function: str, columns: Optional[Sequence[str]], session_bound: bool,
+                          host: Optional[str]) -> Optional[str]:
+    """one_commit_sql's statement claiming one job, the concurrency=1
+    worker's every statement: no aggregate (json_agg's Agg node cost the
+    server more per job than the rest of the statement's output), still two
+    values a row for psycopg to load (nine plain columns cost the client as
+    much). Rows of whether the finish counted, then the job as one JSON array
+    of CLAIM_COLUMNS (its id null when none was claimed)."""
+    if not one_commit_usable(columns):
+        return None
+    assert columns is not None
+    counted = next(c for c in COUNTED_NAMES if c in columns)
+    counted_expr = f'"{counted}"' if counted in ("completed", "counted", "ok", "done") else f'"{counted}" IS NOT NULL'
+    finish = ("%s, %s, %s::jsonb" if function == "complete_and_claim"
+              else "%s, %s, %s::text, %s::interval, pause_key => %s")
+    args = [finish, "n => 1", "session_bound => true" if session_bound else "lease => %s::interval"]
+    if host is not None:
+        args.append("host => %s")
+    return (f"SELECT {counted_expr}, pg_catalog.json_build_array({CLAIM_COLUMNS})"
+            f" FROM coord.{function}({', '.join(args)})")
+
 # The claim's columns a Job is made of, in this order; times as epoch
 # seconds (a float loads far faster than a timestamptz; Job turns them into
 # datetimes when read). The worker reads the jobs claimed as one JSON array
 # of arrays (CLAIM_AGG): one value for the whole claim, which json.loads
 # parses, is much cheaper for psycopg than nine values a row.
 CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at")
-CLAIM_AGG = ("pg_catalog.json_agg(pg_catalog.json_build_array(id, payload, attempt, token,"
-             " EXTRACT(EPOCH FROM lease_until)::float8, key, group_key, host, EXTRACT(EPOCH FROM run_at)::float8))")
+CLAIM_COLUMNS = ("id, payload, attempt, token, pg_catalog.date_part('epoch', lease_until), key, group_key, host,"
+                 " pg_catalog.date_part('epoch', run_at)")
+# date_part's float8 is EXTRACT(...)::float8's value (both the exact
+# microseconds over 1e6, rounded once) without EXTRACT's numeric arithmetic.
+CLAIM_AGG = f"pg_catalog.json_agg(pg_catalog.json_build_array({CLAIM_COLUMNS}))"
 
 
 def claim_sql(session_bound: bool, host: Optional[str]) -> str:

@@ -319,6 +319,8 @@ class Worker:
         self._has_cac = self._has_fac = False
         self._cac_sql: Optional[str] = None     # their statements (_common.one_commit_sql)
         self._fac_sql: Optional[str] = None
+        self._cac1_sql: Optional[str] = None    # theirs claiming one job (_common.one_commit_single_sql)
+        self._fac1_sql: Optional[str] = None
         self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
         self._held: Dict[int, Job] = {}
         self._running = 0
@@ -407,6 +409,10 @@ class Worker:
         self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
                                                self.host) if use else None
         self._has_cac, self._has_fac = self._cac_sql is not None, self._fac_sql is not None
+        self._cac1_sql = _common.one_commit_single_sql("complete_and_claim", cac_cols, self.session_bound,
+                                                       self.host) if self._has_cac else None
+        self._fac1_sql = _common.one_commit_single_sql("fail_and_claim", fac_cols, self.session_bound,
+                                                       self.host) if self._has_fac else None
         try:
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
@@ -569,17 +575,24 @@ class Worker:
                           n: int) -> List[Tuple[Any, ...]]:
         job, o = item
         if o.kind == "complete":
-            template, params = self._cac_sql, [job.id, job.token, o.result]
+            template, single, params = self._cac_sql, self._cac1_sql, [job.id, job.token, o.result]
         else:
-            template, params = self._fac_sql, [job.id, job.token, o.error, interval(o.retry_after), o.pause_key]
-        assert template is not None
-        query = self._one_sql.get((template, n))
-        if query is None:
-            query = self._one_sql[(template, n)] = _common.with_n(template, n)
+            template, single, params = (self._fac_sql, self._fac1_sql,
+                                        [job.id, job.token, o.error, interval(o.retry_after), o.pause_key])
         if not self.session_bound:
             params.append(self.lease)
         if self.host is not None:
             params.append(self.host)
+        if n == 1 and single is not None:
+            # whether the finish counted, the job as an array (null id: none)
+            cur = await conn.execute(single, params)
+            rows = await cur.fetchall()
+            await self._tally(job, o, bool(rows[0][0]) if rows else True)
+            return [r[1] for r in rows if r[1][0] is not None]
+        assert template is not None
+        query = self._one_sql.get((template, n))
+        if query is None:
+            query = self._one_sql[(template, n)] = _common.with_n(template, n)
         cur = await conn.execute(query, params)
         row = await cur.fetchone()
         # whether the finish counted, the jobs claimed (_common.one_commit_sql)

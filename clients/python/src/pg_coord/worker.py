@@ -191,6 +191,8 @@ class Worker:
         self._has_fac = False                # coord.fail_and_claim
         self._cac_sql: Optional[str] = None  # their statements (_common.one_commit_sql)
         self._fac_sql: Optional[str] = None
+        self._cac1_sql: Optional[str] = None  # theirs claiming one job (_common.one_commit_single_sql)
+        self._fac1_sql: Optional[str] = None
         self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
         self._held: Dict[int, Job] = {}      # claimed and not yet reported
         self._running = 0                    # handlers running
@@ -304,6 +306,10 @@ class Worker:
                                                    self.host) if self._has_cac else None
             self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
                                                    self.host) if self._has_fac else None
+            self._cac1_sql = _common.one_commit_single_sql("complete_and_claim", cac_cols, self.session_bound,
+                                                           self.host) if self._has_cac else None
+            self._fac1_sql = _common.one_commit_single_sql("fail_and_claim", fac_cols, self.session_bound,
+                                                           self.host) if self._has_fac else None
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
@@ -512,17 +518,23 @@ class Worker:
         """coord.complete_and_claim / coord.fail_and_claim: one statement, one commit."""
         job, o = item
         if o.kind == "complete":
-            template, params = self._cac_sql, [job.id, job.token, o.result]
+            template, single, params = self._cac_sql, self._cac1_sql, [job.id, job.token, o.result]
         else:
-            template, params = self._fac_sql, [job.id, job.token, o.error, interval(o.retry_after), o.pause_key]
-        assert template is not None
-        query = self._one_sql.get((template, n))
-        if query is None:
-            query = self._one_sql[(template, n)] = _common.with_n(template, n)
+            template, single, params = (self._fac_sql, self._fac1_sql,
+                                        [job.id, job.token, o.error, interval(o.retry_after), o.pause_key])
         if not self.session_bound:
             params.append(self.lease)
         if self.host is not None:
             params.append(self.host)
+        if n == 1 and single is not None:
+            # whether the finish counted, the job as an array (null id: none)
+            rows = self._cursor(conn).execute(single, params).fetchall()
+            self._tally(job, o, bool(rows[0][0]) if rows else True)
+            return [r[1] for r in rows if r[1][0] is not None]
+        assert template is not None
+        query = self._one_sql.get((template, n))
+        if query is None:
+            query = self._one_sql[(template, n)] = _common.with_n(template, n)
         row = self._cursor(conn).execute(query, params).fetchone()
         # whether the finish counted, the jobs claimed (_common.one_commit_sql)
         self._tally(job, o, bool(row[0]) if row is not None else True)
