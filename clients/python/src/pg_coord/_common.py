@@ -291,3 +291,37 @@ class Outcome:
     error: Optional[str] = None
     retry_after: Optional[float] = None
     pause_key: bool = False
+
+
+class JobBase:
+    """What a claimed job is, for the sync and the async Worker alike: its
+    claim's columns, and the bookkeeping the worker keeps on it.  cancelled
+    is the flavour's event (threading.Event or asyncio.Event)."""
+
+    def __init__(self, worker: Any, row: Tuple[Any, ...], cancelled: Any) -> None:
+        (self.id, self.payload, self.attempt, self.token, self._lease_until,
+         self.key, self.group_key, self.host, self._run_at) = row
+        self.queue: str = worker.queue
+        self._worker = worker
+        #: set when the job is cancelled, or its claim is lost (a NOTIFY
+        #: "cancel" on "coord:job:<id>", a heartbeat answering NULL, or the
+        #: session of a session-bound claim ending): stop and return.
+        self.cancelled = cancelled
+        self._in_commit: List[Tuple[str, Optional[Sequence[Any]]]] = []
+        self._started = 0.0
+        self._watched = False
+        self._lost = False
+        self._finished = False
+
+    def __repr__(self) -> str:
+        return f"<Job {self.queue}#{self.id} attempt {self.attempt}>"
+
+    @property
+    def lease_until(self) -> Optional[datetime.datetime]:
+        """The end of a lease claim; None for a session-bound one."""
+        return as_datetime(self._lease_until)
+
+    @property
+    def run_at(self) -> Optional[datetime.datetime]:
+        """When the job became due."""
+        return as_datetime(self._run_at)

@@ -7,7 +7,6 @@ handler, ``concurrency`` at most."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import inspect
 import logging
 import random
@@ -216,34 +215,13 @@ class Client:
         await self._execute(query, params)
 
 
-class Job:
+class Job(_common.JobBase):
     """A claimed job, as an async handler sees it (methods are coroutines)."""
 
     def __init__(self, worker: "Worker", row: Tuple[Any, ...]) -> None:
-        (self.id, self.payload, self.attempt, self.token, self._lease_until,
-         self.key, self.group_key, self.host, self._run_at) = row
-        self.queue: str = worker.queue
-        self._worker = worker
-        #: set when the job is cancelled or its claim lost (await job.cancelled.wait())
-        self.cancelled = asyncio.Event()
-        self._in_commit: List[Tuple[str, Optional[Sequence[Any]]]] = []
-        self._started = 0.0
-        self._watched = False
-        self._lost = False
-        self._finished = False
-
-    def __repr__(self) -> str:
-        return f"<Job {self.queue}#{self.id} attempt {self.attempt}>"
-
-    @property
-    def lease_until(self) -> Optional[datetime.datetime]:
-        """The end of a lease claim; None for a session-bound one."""
-        return _common.as_datetime(self._lease_until)
-
-    @property
-    def run_at(self) -> Optional[datetime.datetime]:
-        """When the job became due."""
-        return _common.as_datetime(self._run_at)
+        super().__init__(worker, row, asyncio.Event())
+        self._worker: "Worker"
+        self.cancelled: asyncio.Event
 
     async def progress(self, progress: Dict[str, Any]) -> bool:
         return bool(await self._worker._job_value("SELECT coord.progress(%s, %s, %s::jsonb)",

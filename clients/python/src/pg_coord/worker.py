@@ -42,7 +42,6 @@ Design (docs/clients/python.md, "How the worker works"):
 """
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 import queue as queue_mod
@@ -76,36 +75,13 @@ Handler = Callable[["Job"], Any]
 _LINGER = 0.002
 
 
-class Job:
+class Job(_common.JobBase):
     """A claimed job, as the handler sees it."""
 
     def __init__(self, worker: "Worker", row: Tuple[Any, ...]) -> None:
-        (self.id, self.payload, self.attempt, self.token, self._lease_until,
-         self.key, self.group_key, self.host, self._run_at) = row
-        self.queue: str = worker.queue
-        self._worker = worker
-        #: set when the job is cancelled, or its claim is lost (a NOTIFY
-        #: "cancel" on "coord:job:<id>", a heartbeat answering NULL, or the
-        #: session of a session-bound claim ending): stop and return.
-        self.cancelled = threading.Event()
-        self._in_commit: List[Tuple[str, Optional[Sequence[Any]]]] = []
-        self._started = 0.0
-        self._watched = False
-        self._lost = False
-        self._finished = False
-
-    def __repr__(self) -> str:
-        return f"<Job {self.queue}#{self.id} attempt {self.attempt}>"
-
-    @property
-    def lease_until(self) -> Optional[datetime.datetime]:
-        """The end of a lease claim; None for a session-bound one."""
-        return _common.as_datetime(self._lease_until)
-
-    @property
-    def run_at(self) -> Optional[datetime.datetime]:
-        """When the job became due."""
-        return _common.as_datetime(self._run_at)
+        super().__init__(worker, row, threading.Event())
+        self._worker: "Worker"
+        self.cancelled: threading.Event
 
     def progress(self, progress: Dict[str, Any]) -> bool:
         """coord.progress: shown in coord.jobs.progress, sent on
