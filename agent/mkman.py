@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Writes the man page coord-agent(1) from docs/coord-agent.md, so that the
-two never disagree.
+"""Writes a man page, coord-agent(1) or coordctl(1), from its docs page
+(docs/coord-agent.md, docs/coordctl.md), so that the two never disagree.
 
     python3 agent/mkman.py docs/coord-agent.md > agent/coord-agent.1.in   (make -C agent man)
+    python3 agent/mkman.py docs/coordctl.md > agent/coordctl.1.in
 
 The page is written in the small Markdown subset this knows: a
 "# coord-agent(1)" title, "## NAME" headings, paragraphs, `code`, **bold**, *italic*, [links](page.md)
@@ -17,9 +18,9 @@ import re
 import sys
 
 HEADER = """'\\" t
-.\\" coord-agent(1): generated from docs/coord-agent.md by
-.\\" agent/mkman.py (make -C agent man); edit docs/coord-agent.md, not this file.
-.TH COORD-AGENT 1 "" "pg_coord @VERSION@" "pg_coord"
+.\\" {name}(1): generated from docs/{name}.md by
+.\\" agent/mkman.py (make -C agent man); edit docs/{name}.md, not this file.
+.TH {NAME} 1 "" "pg_coord @VERSION@" "pg_coord"
 .\\" identifiers are not hyphenated, nor the lines stretched around them
 .nh
 .ad l
@@ -28,13 +29,18 @@ HEADER = """'\\" t
 CHARS = {"\u2014": "\\(em", "\u2013": "\\(en", "\u00d7": "\\(mu", "\u2026": "\\&...", "\u2192": "\\(->"}
 
 
+def title(page):
+    """The program the page documents: NAME of its "# NAME(1)" title."""
+    m = re.search(r"^# ([a-z][a-z-]*)\(1\)$", page, re.M)
+    if m is None:
+        raise SystemExit("mkman: the page has no '# NAME(1)' title")
+    return m.group(1)
+
+
 def section(page):
     """The lines of the page, without its title."""
     lines = page.split("\n")
-    try:
-        start = lines.index("# coord-agent(1)")
-    except ValueError:
-        raise SystemExit("mkman: docs/coord-agent.md has no '# coord-agent(1)' title")
+    start = lines.index("# %s(1)" % title(page))
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("# ")), len(lines))
     return lines[start + 1:end]
 
@@ -131,7 +137,8 @@ def table(block):
 
 
 def convert(readme):
-    out = [HEADER.rstrip("\n")]
+    name = title(readme)
+    out = [HEADER.format(name=name, NAME=name.upper()).rstrip("\n")]
     for block in blocks(section(readme)):
         first = block[0]
         if first.startswith("## "):

@@ -26,15 +26,8 @@
 #include <string.h>
 
 #include "coord_agent.h"
+#include "cli.h"
 #include "protocol.h"
-
-#define C_RESET		"\033[0m"
-#define C_BOLD		"\033[1m"
-#define C_DIM		"\033[2m"
-#define C_RED		"\033[31m"
-#define C_GREEN		"\033[32m"
-#define C_YELLOW	"\033[33m"
-#define C_CYAN		"\033[36m"
 
 static bool use_color;
 
@@ -50,69 +43,6 @@ reset(void)
 	return use_color ? C_RESET : "";
 }
 
-/* Display width of UTF-8 text: its code points (good enough for names). */
-static int
-text_width(const char *s)
-{
-	int			w = 0;
-
-	for (; *s; s++)
-		if (((unsigned char) *s & 0xC0) != 0x80)
-			w++;
-	return w;
-}
-
-/*
- * Prints rows of cells in aligned columns.  cells and colors are row-major
- * (nrows x ncols); a NULL color is the terminal's default.
- */
-static void
-print_table(int ncols, const char *const *headers, const bool *right, int nrows,
-			char **cells, const char **colors)
-{
-	int		   *width = xmalloc(sizeof(int) * ncols);
-	int			r,
-				c;
-
-	for (c = 0; c < ncols; c++)
-	{
-		width[c] = text_width(headers[c]);
-		for (r = 0; r < nrows; r++)
-		{
-			int			w = text_width(cells[r * ncols + c]);
-
-			if (w > width[c])
-				width[c] = w;
-		}
-	}
-	printf("  %s", col(C_DIM));
-	for (c = 0; c < ncols; c++)
-		printf("%s%*s", c ? "  " : "", right[c] ? width[c] : (c == ncols - 1 ? 0 : -width[c]),
-			   headers[c]);
-	printf("%s\n", reset());
-	for (r = 0; r < nrows; r++)
-	{
-		printf("  ");
-		for (c = 0; c < ncols; c++)
-		{
-			const char *cell = cells[r * ncols + c];
-			const char *color = colors ? colors[r * ncols + c] : NULL;
-			int			pad = width[c] - text_width(cell);
-
-			if (c)
-				printf("  ");
-			/* an empty last cell gets no padding: no trailing blanks */
-			if (right[c] && !(c == ncols - 1 && *cell == '\0'))
-				printf("%*s", pad, "");
-			printf("%s%s%s", color ? col(color) : "", cell, color ? reset() : "");
-			if (!right[c] && c < ncols - 1)
-				printf("%*s", pad, "");
-		}
-		printf("\n");
-	}
-	free(width);
-}
-
 static void
 section(const char *title)
 {
@@ -123,12 +53,10 @@ section(const char *title)
 static void
 print_error(const char *what, const char *msg)
 {
-	char	   *red = redact(msg);
-	char	   *esc = escape_text(trim(red));
+	char	   *esc = cli_error(msg);
 
 	fprintf(stderr, "coord-agent status: %s%s\n", what, esc);
 	free(esc);
-	free(red);
 }
 
 /* A cell: the value with its control characters escaped. */
@@ -247,7 +175,11 @@ show_table(const PGresult *res, const StatusTable *t)
 		if (t->colors)
 			t->colors(res, r, row, rowc);
 	}
-	print_table(t->ncols, t->headers, t->right, n, cells, colors);
+	{
+		Table		tab = {t->ncols, t->headers, t->right, n, cells, colors};
+
+		print_table(&tab, 2, use_color, term_width());
+	}
 	for (r = 0; r < n * t->ncols; r++)
 		free(cells[r]);
 	free(cells);
@@ -401,20 +333,19 @@ load_access(PGconn *conn, Access *acc, bool *ok)
 int
 status_run(const char *conninfo, bool color, msec_t statement_timeout, msec_t lock_timeout)
 {
-	const char *keys[] = {"dbname", "fallback_application_name", "client_encoding", NULL};
-	const char *vals[] = {conninfo, "coord-agent status", "UTF8", NULL};
 	PGconn	   *conn;
+	char	   *err = NULL;
 	PGresult   *res;
 	bool		ok = true;
 	Access		acc;
 
-	free(mask_conninfo(conninfo));	/* remembers its password for redact() */
-	conn = PQconnectdbParams(keys, vals, 1);
+	cli_conninfo = conninfo;
+	conn = cli_connect("coord-agent status", &err);
 	use_color = color;
-	if (PQstatus(conn) != CONNECTION_OK)
+	if (conn == NULL)
 	{
-		print_error("could not connect: ", PQerrorMessage(conn));
-		PQfinish(conn);
+		fprintf(stderr, "coord-agent status: could not connect: %s\n", err);
+		free(err);
 		return 1;
 	}
 	res = proto_status_limits(conn, statement_timeout, lock_timeout);

@@ -110,9 +110,29 @@ ORDER_PENDING: set = set()   # every circle inside a family is broken
 # db: the session (DbCallbacks from agent.c for the statements that open it
 # and for the loop's wake-ups); protocol: every statement, through db_run;
 # child: the child processes; status: "coord-agent status"; agent: the
-# loop; main: the command line.  Every .c of agent/ is listed, and nothing
-# else.
-AGENT_ORDER = ["util", "config", "db", "protocol", "child", "status", "agent", "main"]
+# loop; main: the command line.  coordctl (agent/coordctl.h) shares util
+# and cli (connecting, errors, tables) with coord-agent; coordctl_query:
+# its subcommands' helpers; coordctl_metrics: the Prometheus renderer that
+# serve's GET /metrics calls too; serve*: the dashboard; coordctl: the
+# dispatcher.  Every .c of agent/ is listed, and nothing else; one a line.
+AGENT_ORDER = [
+    "util",
+    "cli",
+    "config",
+    "db",
+    "protocol",
+    "child",
+    "status",
+    "agent",
+    "main",
+    "coordctl_query",
+    "coordctl_metrics",
+    "coordctl_jobs",
+    "coordctl_queues",
+    "coordctl_views",
+    "serve",
+    "coordctl",
+]
 
 # No source file over this many lines (pgvector's largest file is 1,433):
 # a file that grows past it is split along its sections.
