@@ -569,3 +569,9 @@ COMMENT ON VIEW coord.metrics IS
 REVOKE ALL ON FUNCTION coord.metrics_queues(), coord.metrics_purged() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.metrics_queues() TO coord_monitor;
 GRANT SELECT ON coord.metrics TO coord_admin, coord_monitor;
+-- coord.metrics calls coord.leader, so a fresh install's view loop grants it
+-- to coord_monitor before the election grants name coord_worker: the same
+-- privileges, granted again in that order, so the two catalogs match.
+REVOKE EXECUTE ON FUNCTION coord.leader(text) FROM coord_worker, coord_monitor;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_worker;
