@@ -610,10 +610,10 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordExec(&plan_retry,
 			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-			  "limit_key, max_snoozes, expires_at, batch, enqueued_by, origin) "
+			  "limit_key, max_snoozes, expires_at, batch, enqueued_by, trace, origin) "
 			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, enqueued_by, "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, enqueued_by, trace, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
@@ -1002,10 +1002,10 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 			  "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
 			  "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
-			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by) "
+			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by, trace) "
 			  "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
 			  "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by "
+			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by, trace "
 			  "FROM d RETURNING id, queue, host",
 			  3, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)

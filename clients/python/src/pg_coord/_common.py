@@ -2,12 +2,13 @@
 checks of enqueue's options, the extension check, and the data classes."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import socket
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .errors import ExtensionMissing, VersionMismatch
 
@@ -33,7 +34,54 @@ ENQUEUE_OPTIONS: Dict[str, str] = {
     "after": "bigint[]",
     "on_parent_failure": "text",
     "batch": "bigint",
+    "trace": "text",
 }
+
+
+# -- trace context (W3C traceparent), through OpenTelemetry when it is importable --------
+# (propagate, context) of the opentelemetry API, False when it is not
+# installed, None until first needed; an optional dependency, never required.
+_OTEL: Any = None
+
+
+def _otel() -> Any:
+    global _OTEL
+    if _OTEL is None:
+        try:
+            from opentelemetry import context, propagate
+            _OTEL = (propagate, context)
+        except ImportError:
+            _OTEL = False
+    return _OTEL
+
+
+def current_traceparent() -> Optional[str]:
+    """The traceparent of OpenTelemetry's current context (its configured
+    propagator's), or None: no OpenTelemetry, or no span recording."""
+    api = _otel()
+    if not api:
+        return None
+    carrier: Dict[str, str] = {}
+    api[0].inject(carrier)
+    tp = carrier.get("traceparent")
+    # only what coord.enqueue accepts: a custom propagator's other forms are left out
+    return tp if isinstance(tp, str) and len(tp) == 55 else None
+
+
+@contextlib.contextmanager
+def trace_context(trace: Optional[str]) -> Iterator[None]:
+    """Runs the block in the context extracted from a job's traceparent
+    (OpenTelemetry's attach/detach), so spans the handler starts continue
+    the producer's trace; nothing without OpenTelemetry or a trace."""
+    api = _otel() if trace else None
+    if not api:
+        yield
+        return
+    token = api[1].attach(api[0].extract({"traceparent": trace}))
+    try:
+        yield
+    finally:
+        api[1].detach(token)
 
 # The extension's version, and the result columns of coord.complete_and_claim
 # and coord.fail_and_claim where they exist (NULL where not): their OUT or
@@ -115,9 +163,9 @@ def one_commit_single_sql(function: str, columns: Optional[Sequence[str]], sessi
 # datetimes when read). The worker reads the jobs claimed as one JSON array
 # of arrays (CLAIM_AGG): one value for the whole claim, which json.loads
 # parses, is much cheaper for psycopg than nine values a row.
-CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at")
+CLAIM_NAMES = ("id", "payload", "attempt", "token", "lease_until", "key", "group_key", "host", "run_at", "trace")
 CLAIM_COLUMNS = ("id, payload, attempt, token, pg_catalog.date_part('epoch', lease_until), key, group_key, host,"
-                 " pg_catalog.date_part('epoch', run_at)")
+                 " pg_catalog.date_part('epoch', run_at), trace")
 # date_part's float8 is EXTRACT(...)::float8's value (both the exact
 # microseconds over 1e6, rounded once) without EXTRACT's numeric arithmetic.
 CLAIM_AGG = f"pg_catalog.json_agg(pg_catalog.json_build_array({CLAIM_COLUMNS}))"
@@ -192,7 +240,13 @@ _ENQUEUE_SQL: Dict[Tuple[Any, ...], str] = {}
 
 def enqueue_query(queue: str, payload: Any, options: Mapping[str, Any]) -> Tuple[str, List[Any]]:
     """``SELECT coord.enqueue(...)`` with named arguments for the options
-    given (the text is made once per combination of options)."""
+    given (the text is made once per combination of options). Without a
+    trace option, OpenTelemetry's current traceparent when there is one
+    (trace=None: none)."""
+    if "trace" not in options and _otel():
+        tp = current_traceparent()
+        if tp is not None:
+            options = {**options, "trace": tp}
     shape: List[Any] = [payload is not None]
     params: List[Any] = [queue]
     if payload is not None:
@@ -232,6 +286,15 @@ def with_n(template: str, n: int) -> str:
     """one_commit_sql's statement claiming n jobs (n written in: one
     parameter less to send, and a worker uses few values of n)."""
     return template.replace("n => {n}", f"n => {int(n)}")
+
+
+def flow_nodes(nodes: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """enqueue_flow's nodes, those without a trace given OpenTelemetry's
+    current traceparent when there is one."""
+    tp = current_traceparent() if _otel() else None
+    if tp is None:
+        return list(nodes)
+    return [n if "trace" in n else {**n, "trace": tp} for n in nodes]
 
 
 def jobs_json(items: Sequence[Tuple[int, int, Optional[str]]]) -> str:
@@ -300,7 +363,8 @@ class JobBase:
 
     def __init__(self, worker: Any, row: Tuple[Any, ...], cancelled: Any) -> None:
         (self.id, self.payload, self.attempt, self.token, self._lease_until,
-         self.key, self.group_key, self.host, self._run_at) = row
+         self.key, self.group_key, self.host, self._run_at, self.trace) = row
+        #: self.trace: the W3C traceparent the job was enqueued with, or None
         self.queue: str = worker.queue
         self._worker = worker
         #: set when the job is cancelled, or its claim is lost (a NOTIFY

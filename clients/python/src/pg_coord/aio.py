@@ -125,7 +125,7 @@ class Client:
         return int(await self._value(query, params))
 
     async def enqueue_flow(self, nodes: Sequence[Dict[str, Any]]) -> Dict[str, int]:
-        ids = await self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(list(nodes)),))
+        ids = await self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(_common.flow_nodes(nodes)),))
         return {k: int(v) for k, v in ids.items()}
 
     async def await_result(self, id: int, timeout: Optional[Seconds] = None) -> Result:
@@ -498,12 +498,15 @@ class Worker:
 
     async def _run_handler(self, job: Job) -> None:
         try:
-            if inspect.iscoroutinefunction(self.handler):
-                result = await self.handler(job)
-            else:
-                result = await asyncio.to_thread(self.handler, job)
-                if inspect.isawaitable(result):
-                    result = await result
+            # the job's task has its own contextvars: the attach stays in it
+            # (and asyncio.to_thread carries it to the thread)
+            with _common.trace_context(job.trace):
+                if inspect.iscoroutinefunction(self.handler):
+                    result = await self.handler(job)
+                else:
+                    result = await asyncio.to_thread(self.handler, job)
+                    if inspect.isawaitable(result):
+                        result = await result
             outcome = Outcome("complete", result=encode_result(result))
         except RetryAfter as e:
             outcome = Outcome("fail", error=str(e), retry_after=e.seconds, pause_key=e.pause_key)

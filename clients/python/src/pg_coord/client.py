@@ -105,8 +105,10 @@ class Client:
     def enqueue(self, queue: str, payload: Any = None, **options: Any) -> int:
         """coord.enqueue: the job's id. ``options`` are enqueue's named
         arguments: run_at, priority, key, host, max_attempts, group_key,
-        limit_key, max_snoozes, expires_at, after, on_parent_failure, batch
-        (run_at and expires_at also take seconds or a timedelta from now)."""
+        limit_key, max_snoozes, expires_at, after, on_parent_failure, batch,
+        trace (run_at and expires_at also take seconds or a timedelta from
+        now; trace, a W3C traceparent, defaults to OpenTelemetry's current
+        one when OpenTelemetry is installed)."""
         query, params = _common.enqueue_query(queue, payload, options)
         # the id straight from the result (text): no row made (psycopg's
         # fetchone costs about as much as the rest of this method)
@@ -118,7 +120,7 @@ class Client:
 
     def enqueue_flow(self, nodes: Sequence[Dict[str, Any]]) -> Dict[str, int]:
         """coord.enqueue_flow: a graph of jobs, all or nothing; {name: id}."""
-        ids = self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(list(nodes)),))
+        ids = self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(_common.flow_nodes(nodes)),))
         return {k: int(v) for k, v in ids.items()}
 
     def await_result(self, id: int, timeout: Optional[Seconds] = None) -> Result:

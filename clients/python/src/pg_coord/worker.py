@@ -429,7 +429,11 @@ class Worker:
 
     def _run_handler(self, job: Job) -> None:
         try:
-            result = self.handler(job)
+            if job.trace is not None and _common._otel():
+                with _common.trace_context(job.trace):
+                    result = self.handler(job)
+            else:
+                result = self.handler(job)
             outcome = Outcome("complete", result=encode_result(result))
         except RetryAfter as e:
             outcome = Outcome("fail", error=str(e), retry_after=e.seconds, pause_key=e.pause_key)
