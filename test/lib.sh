@@ -43,7 +43,7 @@ coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
-       libpostgresql-jdbc-java pgbouncer python3-pytest python3-build python3-wheel \
+       libpostgresql-jdbc-java pgbouncer python3-pytest python3-mypy python3-build python3-wheel \
        python3-setuptools python3-venv node-typescript
 }
 
