@@ -273,7 +273,7 @@ ctl_list(PGconn *conn, const char *sql, int nparams, const char *const *params,
 
 	if (ctl_json)
 	{
-		char	   *wrapped = xasprintf("SELECT pg_catalog.coalesce(pg_catalog.json_agg(q), '[]'::pg_catalog.json) FROM (%s) AS q", sql);
+		char	   *wrapped = xasprintf("SELECT COALESCE(pg_catalog.json_agg(q), '[]'::pg_catalog.json) FROM (%s) AS q", sql);
 
 		rc = print_json(conn, wrapped, nparams, params, grant);
 		free(wrapped);
