@@ -19,15 +19,6 @@
 
 static const char *const job_states[] = {"scheduled", "ready", "running", "waiting", "done", "dead", "cancelled", NULL};
 
-/* A positive bigint in decimal, or a usage error. */
-static bool
-valid_id(const char *s)
-{
-	size_t		n = strspn(s, "0123456789");
-
-	return n > 0 && n <= 18 && s[n] == '\0';
-}
-
 static bool
 valid_int(const char *s)
 {
@@ -50,7 +41,7 @@ id_list(const char *s)
 	buf_append(&b, "{", 1);
 	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
 	{
-		if (!valid_id(tok))
+		if (!ctl_valid_id(tok))
 			ok = false;
 		if (b.len > 1)
 			buf_append(&b, ",", 1);
@@ -223,7 +214,7 @@ ctl_jobs(int argc, char **argv)
 		if (job_states[i] == NULL)
 			return ctl_usage("--state is one of scheduled, ready, running, waiting, done, dead, cancelled; not \"%s\"", state);
 	}
-	if (!valid_id(limit) || strspn(limit, "0") == strlen(limit))
+	if (!ctl_valid_id(limit) || strspn(limit, "0") == strlen(limit))
 		return ctl_usage("--limit takes a positive integer, not \"%s\"", limit);
 	if ((conn = ctl_connect(&rc)) == NULL)
 		return rc;
@@ -261,19 +252,8 @@ ctl_job(int argc, char **argv)
 			   *notfound;
 	PGconn	   *conn;
 
-	rc = ctl_parse(argc, argv, NULL, "ID", 1, 1, &args, &nargs);
-	if (rc >= 0 || !valid_id(args[0]))
-	{
-		if (rc < 0)
-			rc = ctl_usage("a job id is a positive integer, not \"%s\"", args[0]);
-		free(args);
+	if ((rc = ctl_begin(argc, argv, NULL, "ID", 1, 1, 0, &args, &nargs, &conn)) >= 0)
 		return rc;
-	}
-	if ((conn = ctl_connect(&rc)) == NULL)
-	{
-		free(args);
-		return rc;
-	}
 	if ((view = jobs_view(conn, &secrets, &rc)) == NULL)
 	{
 		PQfinish(conn);
@@ -310,19 +290,8 @@ job_action(int argc, char **argv, const char *fn, const char *done, const char *
 	PGresult   *res;
 	char	   *sql;
 
-	rc = ctl_parse(argc, argv, NULL, "ID", 1, 1, &args, &nargs);
-	if (rc >= 0 || !valid_id(args[0]))
-	{
-		if (rc < 0)
-			rc = ctl_usage("a job id is a positive integer, not \"%s\"", args[0]);
-		free(args);
+	if ((rc = ctl_begin(argc, argv, NULL, "ID", 1, 1, 0, &args, &nargs, &conn)) >= 0)
 		return rc;
-	}
-	if ((conn = ctl_connect(&rc)) == NULL)
-	{
-		free(args);
-		return rc;
-	}
 	sql = xasprintf("SELECT %s($1::pg_catalog.int8), coord.job_state($1::pg_catalog.int8)", fn);
 	res = ctl_exec(conn, sql, 1, (const char *const *) args, PGRES_TUPLES_OK, grant, &rc);
 	free(sql);
@@ -381,23 +350,18 @@ ctl_await(int argc, char **argv)
 	PGresult   *res;
 
 	rc = ctl_parse(argc, argv, opts, "ID [--timeout S]", 1, 1, &args, &nargs);
-	if (rc >= 0)
-		goto out;
-	if (!valid_id(args[0]))
-	{
+	if (rc < 0 && !ctl_valid_id(args[0]))
 		rc = ctl_usage("a job id is a positive integer, not \"%s\"", args[0]);
-		goto out;
-	}
-	if (timeout && !parse_duration(timeout, &ms))
-	{
+	if (rc < 0 && timeout && !parse_duration(timeout, &ms))
 		rc = ctl_usage("--timeout takes seconds or a duration such as 30s or 5m, not \"%s\"", timeout);
-		goto out;
+	if (rc >= 0 || (conn = ctl_connect(&rc)) == NULL)
+	{
+		free(args);
+		return rc;
 	}
 	snprintf(secs, sizeof(secs), "%.3f", ms / 1000.0);
 	params[0] = args[0];
 	params[1] = timeout ? secs : NULL;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		goto out;
 	rc = 0;
 	res = ctl_exec(conn,
 				   "SELECT state, result, error FROM coord.await($1::pg_catalog.int8, "
@@ -409,20 +373,11 @@ ctl_await(int argc, char **argv)
 		const char *state = PQgetvalue(res, 0, 0);
 
 		if (ctl_json)
-		{
-			PGresult   *j = ctl_exec(conn, "SELECT pg_catalog.json_build_object('id', $1::pg_catalog.int8, "
-									 "'state', $2::pg_catalog.text, 'result', $3::pg_catalog.jsonb, 'error', $4::pg_catalog.text)",
-									 4, (const char *const[]) {args[0], timed_out ? NULL : state,
-										 PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
-									 PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2)},
-									 PGRES_TUPLES_OK, NULL, &rc);
-
-			if (j)
-			{
-				printf("%s\n", PQgetvalue(j, 0, 0));
-				PQclear(j);
-			}
-		}
+			rc = ctl_print_json(conn, "SELECT pg_catalog.json_build_object('id', $1::pg_catalog.int8, "
+								"'state', $2::pg_catalog.text, 'result', $3::pg_catalog.jsonb, 'error', $4::pg_catalog.text)",
+								4, (const char *const[]) {args[0], timed_out ? NULL : state,
+									PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
+								PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2)});
 		else if (!timed_out)
 		{
 			char	   *r = escape_text(PQgetvalue(res, 0, 1)),
@@ -440,7 +395,6 @@ ctl_await(int argc, char **argv)
 		PQclear(res);
 	}
 	PQfinish(conn);
-out:
 	free(args);
 	return rc;
 }

@@ -197,12 +197,9 @@ ctl_metrics(int argc, char **argv)
 			   *err;
 	size_t		len;
 
-	rc = ctl_parse(argc, argv, NULL, "[--json]", 0, 0, &args, &nargs);
+	if ((rc = ctl_begin(argc, argv, NULL, "[--json]", 0, 0, -1, &args, &nargs, &conn)) >= 0)
+		return rc;
 	free(args);
-	if (rc >= 0)
-		return rc;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		return rc;
 	if (ctl_json)
 		rc = ctl_list(conn, "SELECT metric, labels, value, kind, help FROM coord.metrics ORDER BY metric, labels::pg_catalog.text",
 					  0, NULL, "coord_monitor", "[]");

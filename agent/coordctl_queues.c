@@ -33,18 +33,9 @@ pause_resume(int argc, char **argv, bool pause)
 	PGconn	   *conn;
 	PGresult   *res;
 
-	rc = ctl_parse(argc, argv, opts, pause ? "QUEUE [--until T] [--key K]" : "QUEUE [--key K]",
-				   1, 1, &args, &nargs);
-	if (rc >= 0)
-	{
-		free(args);
+	if ((rc = ctl_begin(argc, argv, opts, pause ? "QUEUE [--until T] [--key K]" : "QUEUE [--key K]",
+						1, 1, -1, &args, &nargs, &conn)) >= 0)
 		return rc;
-	}
-	if ((conn = ctl_connect(&rc)) == NULL)
-	{
-		free(args);
-		return rc;
-	}
 	params[0] = args[0];
 	params[1] = key;
 	params[2] = until;
@@ -60,21 +51,12 @@ pause_resume(int argc, char **argv, bool pause)
 		char	   *k = key ? escape_text(key) : NULL;
 
 		if (ctl_json)
-		{
-			PGresult   *j = ctl_exec(conn, "SELECT pg_catalog.json_build_object('queue', $1::pg_catalog.text, "
-									 "'key', $2::pg_catalog.text, 'paused', $3::pg_catalog.bool, "
-									 "'until', $4::pg_catalog.timestamptz, 'changed', $5::pg_catalog.bool)",
-									 5, (const char *const[]) {args[0], key, pause ? "t" : "f",
-										 PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
-									 changed ? "t" : "f"},
-									 PGRES_TUPLES_OK, NULL, &rc);
-
-			if (j)
-			{
-				printf("%s\n", PQgetvalue(j, 0, 0));
-				PQclear(j);
-			}
-		}
+			rc = ctl_print_json(conn, "SELECT pg_catalog.json_build_object('queue', $1::pg_catalog.text, "
+								"'key', $2::pg_catalog.text, 'paused', $3::pg_catalog.bool, "
+								"'until', $4::pg_catalog.timestamptz, 'changed', $5::pg_catalog.bool)",
+								5, (const char *const[]) {args[0], key, pause ? "t" : "f",
+									PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
+								changed ? "t" : "f"});
 		else if (pause)
 			printf("%s%s%s%s paused until %s%s\n", k ? "key " : "queue ", k ? k : q,
 				   k ? " of queue " : "", k ? q : "",
@@ -110,23 +92,10 @@ ctl_resume(int argc, char **argv)
 int
 ctl_stats(int argc, char **argv)
 {
-	char	  **args;
-	int			nargs,
-				rc;
-	PGconn	   *conn;
-
-	rc = ctl_parse(argc, argv, NULL, "", 0, 0, &args, &nargs);
-	free(args);
-	if (rc >= 0)
-		return rc;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		return rc;
-	rc = ctl_list(conn,
-				  "SELECT queue, ready, scheduled, running, dead, done_last_hour, "
-				  "pg_catalog.round(pg_catalog.date_part('epoch', oldest_ready_age)::pg_catalog.numeric, 3) AS oldest_ready_s, "
-				  "paused_until, paused_keys, limited_keys "
-				  "FROM coord.queue_stats ORDER BY queue",
-				  0, NULL, "coord_monitor", "(no queue has jobs)");
-	PQfinish(conn);
-	return rc;
+	return ctl_simple_list(argc, argv,
+						   "SELECT queue, ready, scheduled, running, dead, done_last_hour, "
+						   "pg_catalog.round(pg_catalog.date_part('epoch', oldest_ready_age)::pg_catalog.numeric, 3) AS oldest_ready_s, "
+						   "paused_until, paused_keys, limited_keys "
+						   "FROM coord.queue_stats ORDER BY queue",
+						   "coord_monitor", "(no queue has jobs)");
 }

@@ -16,30 +16,10 @@
 
 #include "coordctl.h"
 
-/* A subcommand that is one list: no argument, one statement. */
-static int
-simple_list(int argc, char **argv, const char *sql, const char *grant, const char *empty)
-{
-	char	  **args;
-	int			nargs,
-				rc;
-	PGconn	   *conn;
-
-	rc = ctl_parse(argc, argv, NULL, "", 0, 0, &args, &nargs);
-	free(args);
-	if (rc >= 0)
-		return rc;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		return rc;
-	rc = ctl_list(conn, sql, 0, NULL, grant, empty);
-	PQfinish(conn);
-	return rc;
-}
-
 int
 ctl_schedules(int argc, char **argv)
 {
-	return simple_list(argc, argv,
+	return ctl_simple_list(argc, argv,
 					   "SELECT name, queue, every, cron, tz, "
 					   "pg_catalog.date_trunc('second', next_run_at) AS next_run_at, "
 					   "pg_catalog.date_trunc('second', last_run_at) AS last_run_at, "
@@ -50,7 +30,7 @@ ctl_schedules(int argc, char **argv)
 int
 ctl_locks(int argc, char **argv)
 {
-	return simple_list(argc, argv,
+	return ctl_simple_list(argc, argv,
 					   "SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END AS state, pid, "
 					   "application_name AS application, client_addr::pg_catalog.text AS client, "
 					   "pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) wait_start)::pg_catalog.numeric, 3) AS waiting_s "
@@ -61,7 +41,7 @@ ctl_locks(int argc, char **argv)
 int
 ctl_members(int argc, char **argv)
 {
-	return simple_list(argc, argv,
+	return ctl_simple_list(argc, argv,
 					   "SELECT partition_group AS \"group\", member, weight, alive, pid, owned, "
 					   "pg_catalog.round(target_share::pg_catalog.numeric, 4) AS target_share, "
 					   "pg_catalog.round(owned_share::pg_catalog.numeric, 4) AS owned_share "
@@ -82,21 +62,16 @@ ctl_alerts(int argc, char **argv)
 				rc;
 	PGconn	   *conn;
 
-	rc = ctl_parse(argc, argv, opts, "[--all]", 0, 0, &args, &nargs);
+	if ((rc = ctl_begin(argc, argv, opts, "[--all]", 0, 0, -1, &args, &nargs, &conn)) >= 0)
+		return rc;
 	free(args);
-	if (rc >= 0)
-		return rc;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		return rc;
+	/* $1: all, else the open ones only */
 	rc = ctl_list(conn,
-				  all ?
 				  "SELECT app, period_start, kind, pg_catalog.date_trunc('second', raised_at) AS raised_at, "
 				  "pg_catalog.date_trunc('second', cleared_at) AS cleared_at, events, detail "
-				  "FROM coord.alerts ORDER BY raised_at DESC, app" :
-				  "SELECT app, period_start, kind, pg_catalog.date_trunc('second', raised_at) AS raised_at, "
-				  "pg_catalog.date_trunc('second', cleared_at) AS cleared_at, events, detail "
-				  "FROM coord.alerts WHERE cleared_at IS NULL ORDER BY raised_at DESC, app",
-				  0, NULL, "coord_monitor", all ? "(no alerts)" : "(no open alerts)");
+				  "FROM coord.alerts WHERE $1::pg_catalog.bool OR cleared_at IS NULL ORDER BY raised_at DESC, app",
+				  1, (const char *const[]) {all ? "t" : "f"},
+				  "coord_monitor", all ? "(no alerts)" : "(no open alerts)");
 	PQfinish(conn);
 	return rc;
 }
@@ -119,12 +94,9 @@ ctl_grid(int argc, char **argv)
 	PGconn	   *conn;
 	PGresult   *res;
 
-	rc = ctl_parse(argc, argv, opts, "[--from T] [--to T]", 0, 0, &args, &nargs);
+	if ((rc = ctl_begin(argc, argv, opts, "[--from T] [--to T]", 0, 0, -1, &args, &nargs, &conn)) >= 0)
+		return rc;
 	free(args);
-	if (rc >= 0)
-		return rc;
-	if ((conn = ctl_connect(&rc)) == NULL)
-		return rc;
 	params[0] = from;
 	params[1] = to;
 	if (ctl_json)
@@ -174,17 +146,8 @@ ctl_rerun(int argc, char **argv)
 	PGconn	   *conn;
 	PGresult   *res;
 
-	rc = ctl_parse(argc, argv, opts, "APP FROM TO [--no-downstream]", 3, 3, &args, &nargs);
-	if (rc >= 0)
-	{
-		free(args);
+	if ((rc = ctl_begin(argc, argv, opts, "APP FROM TO [--no-downstream]", 3, 3, -1, &args, &nargs, &conn)) >= 0)
 		return rc;
-	}
-	if ((conn = ctl_connect(&rc)) == NULL)
-	{
-		free(args);
-		return rc;
-	}
 	params[0] = args[0];
 	params[1] = args[1];
 	params[2] = args[2];
@@ -228,17 +191,8 @@ ctl_leaders(int argc, char **argv)
 	Buf			arr = {0};
 	const char *params[1];
 
-	rc = ctl_parse(argc, argv, NULL, "[ELECTION]...", 0, 1000, &args, &nargs);
-	if (rc >= 0)
-	{
-		free(args);
+	if ((rc = ctl_begin(argc, argv, NULL, "[ELECTION]...", 0, 1000, -1, &args, &nargs, &conn)) >= 0)
 		return rc;
-	}
-	if ((conn = ctl_connect(&rc)) == NULL)
-	{
-		free(args);
-		return rc;
-	}
 	/* the names as a text[] literal, each quoted */
 	buf_append(&arr, "{", 1);
 	for (i = 0; i < nargs; i++)
