@@ -2,13 +2,12 @@
 # coordctl's read-mostly subcommands against data this test creates:
 # schedules, grid (a late app run), rerun, locks (a holder and a waiter),
 # leaders (a live leader), members (a weighted group), alerts, metrics
-# (Prometheus text: # HELP / # TYPE once per metric, escaped label values,
-# NaN/+Inf, and `promtool check metrics` when Debian's prometheus package is
+# (Prometheus text: # HELP / # TYPE once per metric; escaped label values,
+# NaN/+Inf and fixed names on a stand-in view in another database; and
+# `promtool check metrics` when Debian's prometheus package is
 # installed).  Each as text and --json (parsed by python3), and the exit
 # codes: 3 naming the GRANT for a role without it (rerun as a monitor,
-# metrics as a worker), 2 for usage errors.  coord.metrics is h29metrics's
-# view: where this pg_coord has none yet, the test creates a stand-in of
-# the same shape (DESIGN 3.11).
+# metrics as a worker), 2 for usage errors.
 set -euo pipefail
 export COORD_PGPORT=54358
 . "$(dirname "$0")/../lib.sh"
@@ -102,18 +101,6 @@ check "members --json: shares against weights" \
   eq "$(json '[(m["member"], m["weight"], float(m["target_share"])) for m in j]')" "[('big', 3, 0.75), ('small', 1, 0.25)]"
 
 echo "== metrics"
-if [ "$(sql "SELECT to_regclass('coord.metrics') IS NULL")" = t ]; then
-  echo "  (no coord.metrics in this pg_coord yet: a stand-in of DESIGN 3.11's shape)"
-  sql "CREATE VIEW coord.metrics (metric, labels, value, kind, help) AS
-         SELECT 'coord_queue_ready', jsonb_build_object('queue', queue), ready::float8, 'gauge', 'Ready jobs per queue'
-           FROM coord.queue_stats
-         UNION ALL SELECT 'coord_jobs_enqueued_total', jsonb_build_object('queue', 'q\"uo\\te', 'note', E'two\nlines'), 7, 'counter', E'Jobs enqueued \\\\ ever\nsince'
-         UNION ALL SELECT 'coord_election_term', jsonb_build_object('election', 'scheduler'), 3, 'gauge', 'Term'
-         UNION ALL SELECT 'coord_odd_value', '{}', 'NaN', 'gauge', 'A NaN'
-         UNION ALL SELECT 'coord_odd_value', '{\"x\": \"1\"}', 'Infinity', 'gauge', 'A NaN';
-       GRANT SELECT ON coord.metrics TO coord_monitor"
-  STUB=1
-fi
 sql "SELECT coord.enqueue('mail', '{}') FROM generate_series(1, 4)" >/dev/null
 ctl metrics
 check "metrics: exit 0" eq "$rc" 0
@@ -122,13 +109,37 @@ check "  # HELP and # TYPE once per metric" \
      "$(sql "SELECT count(DISTINCT metric) FROM coord.metrics"):$(sql "SELECT count(DISTINCT metric) FROM coord.metrics"):$(sql "SELECT count(DISTINCT metric) FROM coord.metrics")"
 check "  a sample per row" eq "$(grep -vc '^#' <<<"$out")" "$(sql "SELECT count(*) FROM coord.metrics")"
 check "  the queue depth the test made" grep -qE '^coord_queue_ready\{([a-z_]+="[^"]*",)*queue="mail"(,[a-z_]+="[^"]*")*\} 4$' <<<"$out"
-if [ "${STUB:-}" = 1 ]; then
-  check "  label values escaped, labels sorted" grep -qxF 'coord_jobs_enqueued_total{note="two\nlines",queue="q\"uo\\te"} 7' <<<"$out"
-  check "  HELP escaped" grep -qxF '# HELP coord_jobs_enqueued_total Jobs enqueued \\ ever\nsince' <<<"$out"
-  check "  TYPE counter" grep -qxF '# TYPE coord_jobs_enqueued_total counter' <<<"$out"
-  check "  NaN and +Inf" eq "$(grep -c '^coord_odd_value\(\{x="1"\}\)\? \(NaN\|+Inf\)$' <<<"$out")" 2
-  ctl leaders
-  check "leaders without names: those coord.metrics names" eq "$rc:$(grep -cE '^scheduler +host-a:8080 ' <<<"$out")" 0:1
+check "  the election's term" grep -qE '^coord_election_term\{election="scheduler"\} [0-9]+$' <<<"$out"
+ctl leaders
+check "leaders without names: those coord.metrics names" eq "$rc:$(grep -cE '^scheduler +host-a:8080 ' <<<"$out")" 0:1
+
+echo "== the renderer on odd rows: a database with a stand-in coord.metrics"
+# (no pg_coord there: the renderer reads only the view)
+psql -qX -d postgres -c "CREATE DATABASE stub" >/dev/null
+psql -qAtX -v ON_ERROR_STOP=1 -d stub >/dev/null <<'SQL'
+CREATE SCHEMA coord;
+CREATE VIEW coord.metrics (metric, labels, value, kind, help) AS
+  SELECT 'coord_jobs_enqueued_total', jsonb_build_object('queue', 'q"uo\te', 'note', E'two\nlines', 'bad-key', 'x'), 7::float8, 'counter', E'Jobs enqueued \\ ever\nsince'
+  UNION ALL SELECT 'coord_odd_value', '{}', 'NaN', 'gauge', 'Odd values'
+  UNION ALL SELECT 'coord_odd_value', '{"x": "1"}', 'Infinity', 'gauge', 'Odd values'
+  UNION ALL SELECT 'coord_odd_value', '{"x": "2"}', '-Infinity', 'gauge', 'Odd values'
+  UNION ALL SELECT 'coord_odd_value', '{"x": 3}', NULL, 'gauge', 'Odd values'
+  UNION ALL SELECT '9bad name', '{}', 1.5, 'weird', 'A name to fix';
+SQL
+ctl -d dbname=stub metrics
+check "exit 0" eq "$rc" 0
+check "label values escaped (\\ \" \\n), names fixed, labels sorted" \
+  grep -qxF 'coord_jobs_enqueued_total{bad_key="x",note="two\nlines",queue="q\"uo\\te"} 7' <<<"$out"
+check "HELP escaped" grep -qxF '# HELP coord_jobs_enqueued_total Jobs enqueued \\ ever\nsince' <<<"$out"
+check "TYPE counter" grep -qxF '# TYPE coord_jobs_enqueued_total counter' <<<"$out"
+check "NaN, +Inf, -Inf, NULL as NaN" \
+  eq "$(grep '^coord_odd_value' <<<"$out" | tr '\n' '|')" 'coord_odd_value{x="1"} +Inf|coord_odd_value{x="2"} -Inf|coord_odd_value{x="3"} NaN|coord_odd_value NaN|'
+check "one HELP and TYPE for a metric of four samples" eq "$(grep -c '^# [A-Z]* coord_odd_value ' <<<"$out")" 2
+check "an invalid name made valid, an unknown kind untyped" \
+  eq "$(grep -c '^# TYPE _9bad_name untyped$' <<<"$out"):$(grep -c '^_9bad_name 1.5$' <<<"$out")" 1:1
+if command -v promtool >/dev/null; then
+  prc=0; promtool check metrics <"$W/out" >"$W/promtool.out" 2>&1 || prc=$?
+  check "promtool reads it: no format error" eq "$(grep -ci 'error' "$W/promtool.out" || true):$([ "$prc" -ne 1 ] && echo ok)" "0:ok"
 fi
 if command -v promtool >/dev/null; then
   "$CTL" metrics >"$W/metrics.prom"
