@@ -161,6 +161,7 @@ print_table(const Table *t, int indent, bool color, int maxwidth)
 		}
 		width[c] = data[c] > text_width(t->headers[c]) ? data[c] : text_width(t->headers[c]);
 	}
+
 	/*
 	 * Too wide: narrow the widest text column, down to 10; then numbers to
 	 * their widest value (their headers cut); then text down to 4.

@@ -371,13 +371,16 @@ ctl_await(int argc, char **argv)
 	{
 		bool		timed_out = PQgetisnull(res, 0, 0);
 		const char *state = PQgetvalue(res, 0, 0);
+		const char *out[4];
 
+		out[0] = args[0];
+		out[1] = timed_out ? NULL : state;
+		out[2] = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+		out[3] = PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2);
 		if (ctl_json)
 			rc = ctl_print_json(conn, "SELECT pg_catalog.json_build_object('id', $1::pg_catalog.int8, "
 								"'state', $2::pg_catalog.text, 'result', $3::pg_catalog.jsonb, 'error', $4::pg_catalog.text)",
-								4, (const char *const[]) {args[0], timed_out ? NULL : state,
-									PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
-								PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2)});
+								4, out);
 		else if (!timed_out)
 		{
 			char	   *r = escape_text(PQgetvalue(res, 0, 1)),

@@ -40,7 +40,7 @@ put_name(Buf *b, const char *s, bool label)
 	{
 		char		c = *p;
 		bool		ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			(c >= '0' && c <= '9') || c == '_' || (c == ':' && !label);
+		(c >= '0' && c <= '9') || c == '_' || (c == ':' && !label);
 
 		buf_append(b, ok ? &c : "_", 1);
 	}

@@ -49,14 +49,18 @@ pause_resume(int argc, char **argv, bool pause)
 		bool		changed = PQgetvalue(res, 0, 0)[0] == 't';
 		char	   *q = escape_text(args[0]);
 		char	   *k = key ? escape_text(key) : NULL;
+		const char *out[5];
 
+		out[0] = args[0];
+		out[1] = key;
+		out[2] = pause ? "t" : "f";
+		out[3] = PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1);
+		out[4] = changed ? "t" : "f";
 		if (ctl_json)
 			rc = ctl_print_json(conn, "SELECT pg_catalog.json_build_object('queue', $1::pg_catalog.text, "
 								"'key', $2::pg_catalog.text, 'paused', $3::pg_catalog.bool, "
 								"'until', $4::pg_catalog.timestamptz, 'changed', $5::pg_catalog.bool)",
-								5, (const char *const[]) {args[0], key, pause ? "t" : "f",
-									PQgetisnull(res, 0, 1) ? NULL : PQgetvalue(res, 0, 1),
-								changed ? "t" : "f"});
+								5, out);
 		else if (pause)
 			printf("%s%s%s%s paused until %s%s\n", k ? "key " : "queue ", k ? k : q,
 				   k ? " of queue " : "", k ? q : "",

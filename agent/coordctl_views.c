@@ -20,33 +20,33 @@ int
 ctl_schedules(int argc, char **argv)
 {
 	return ctl_simple_list(argc, argv,
-					   "SELECT name, queue, every, cron, tz, "
-					   "pg_catalog.date_trunc('second', next_run_at) AS next_run_at, "
-					   "pg_catalog.date_trunc('second', last_run_at) AS last_run_at, "
-					   "last_state, running, job_id FROM coord.schedules ORDER BY name",
-					   "coord_monitor", "(no schedules)");
+						   "SELECT name, queue, every, cron, tz, "
+						   "pg_catalog.date_trunc('second', next_run_at) AS next_run_at, "
+						   "pg_catalog.date_trunc('second', last_run_at) AS last_run_at, "
+						   "last_state, running, job_id FROM coord.schedules ORDER BY name",
+						   "coord_monitor", "(no schedules)");
 }
 
 int
 ctl_locks(int argc, char **argv)
 {
 	return ctl_simple_list(argc, argv,
-					   "SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END AS state, pid, "
-					   "application_name AS application, client_addr::pg_catalog.text AS client, "
-					   "pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) wait_start)::pg_catalog.numeric, 3) AS waiting_s "
-					   "FROM coord.locks ORDER BY path, granted DESC, wait_start",
-					   "coord_monitor", "(no lock is held or awaited)");
+						   "SELECT path, mode, CASE WHEN granted THEN 'held' ELSE 'waiting' END AS state, pid, "
+						   "application_name AS application, client_addr::pg_catalog.text AS client, "
+						   "pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.now() OPERATOR(pg_catalog.-) wait_start)::pg_catalog.numeric, 3) AS waiting_s "
+						   "FROM coord.locks ORDER BY path, granted DESC, wait_start",
+						   "coord_monitor", "(no lock is held or awaited)");
 }
 
 int
 ctl_members(int argc, char **argv)
 {
 	return ctl_simple_list(argc, argv,
-					   "SELECT partition_group AS \"group\", member, weight, alive, pid, owned, "
-					   "pg_catalog.round(target_share::pg_catalog.numeric, 4) AS target_share, "
-					   "pg_catalog.round(owned_share::pg_catalog.numeric, 4) AS owned_share "
-					   "FROM coord.members ORDER BY partition_group, member",
-					   "coord_monitor", "(no partition group has members)");
+						   "SELECT partition_group AS \"group\", member, weight, alive, pid, owned, "
+						   "pg_catalog.round(target_share::pg_catalog.numeric, 4) AS target_share, "
+						   "pg_catalog.round(owned_share::pg_catalog.numeric, 4) AS owned_share "
+						   "FROM coord.members ORDER BY partition_group, member",
+						   "coord_monitor", "(no partition group has members)");
 }
 
 int
@@ -61,16 +61,18 @@ ctl_alerts(int argc, char **argv)
 	int			nargs,
 				rc;
 	PGconn	   *conn;
+	const char *all_param;
 
 	if ((rc = ctl_begin(argc, argv, opts, "[--all]", 0, 0, -1, &args, &nargs, &conn)) >= 0)
 		return rc;
 	free(args);
+	all_param = all ? "t" : "f";
 	/* $1: all, else the open ones only */
 	rc = ctl_list(conn,
 				  "SELECT app, period_start, kind, pg_catalog.date_trunc('second', raised_at) AS raised_at, "
 				  "pg_catalog.date_trunc('second', cleared_at) AS cleared_at, events, detail "
 				  "FROM coord.alerts WHERE $1::pg_catalog.bool OR cleared_at IS NULL ORDER BY raised_at DESC, app",
-				  1, (const char *const[]) {all ? "t" : "f"},
+				  1, &all_param,
 				  "coord_monitor", all ? "(no alerts)" : "(no open alerts)");
 	PQfinish(conn);
 	return rc;
@@ -100,7 +102,11 @@ ctl_grid(int argc, char **argv)
 	params[0] = from;
 	params[1] = to;
 	if (ctl_json)
-		/* the grid's data: the current run of each app and period in the window */
+
+		/*
+		 * the grid's data: the current run of each app and period in the
+		 * window
+		 */
 		rc = ctl_list(conn,
 					  "SELECT app, period_start, period_end, state, attempts, job_id, host "
 					  "FROM coord.runs WHERE current "
