@@ -90,10 +90,12 @@ ctl_parse(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
 		  int min_args, int max_args, char ***args, int *nargs)
 {
 	static bool help;
+	static bool no_color;
 	static const char *dbname;
 	const CtlOpt common[] = {
 		{"json", 0, NULL, &ctl_json},
 		{"dbname", 'd', &dbname, NULL},
+		{"no-color", 0, NULL, &no_color},
 		{"help", 'h', NULL, &help},
 		{NULL, 0, NULL, NULL}
 	};
@@ -149,9 +151,11 @@ ctl_parse(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
 	}
 	if (dbname)
 		cli_conninfo = dbname;
+	if (no_color)
+		ctl_color = false;
 	if (help)
 	{
-		printf("Usage: coordctl %s %s\n(options of every subcommand: --json, -d CONNINFO; man coordctl)\n",
+		printf("Usage: coordctl %s %s\n(options of every subcommand: --json, -d CONNINFO, --no-color; man coordctl)\n",
 			   ctl_cmd, usage_line);
 		return 0;
 	}
