@@ -195,6 +195,9 @@ check "a failed connection: exit 1" eq "$rc" 1
 check "  the password is not printed" eq "$(grep -c 'Sekr1tPassw0rd' <<<"$out$err" || true)" 0
 ctl -d "postgresql://postgres:Sekr1tPassw0rd@/no_such_db?host=$PGHOST&port=$PGPORT" jobs
 check "a URI's password neither" eq "$rc:$(grep -c 'Sekr1tPassw0rd' <<<"$out$err" || true)" 1:0
+ctl -d "postgresql://postgres:Sekr1t%zzPassw0rd@/agent_test?host=$PGHOST" stats
+check "libpq's error quoting a bad URI: said, the password masked" \
+  eq "$rc:$(grep -c 'invalid percent-encoded token' <<<"$err"):$(grep -c 'Sekr1t' <<<"$out$err" || true)" 1:1:0
 ctl -d "dbname=agent_test password='Sekr1tPassw0rd" stats
 check "a connection string libpq refuses: exit 1, no password" eq "$rc:$(grep -c 'Sekr1tPassw0rd' <<<"$out$err" || true)" 1:0
 ctl -d "dbname=postgres" stats
