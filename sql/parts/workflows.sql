@@ -19,6 +19,14 @@ COMMENT ON TABLE coord.job_dep IS
 COMMENT ON INDEX coord.job_dep_child IS 'A child''s parents: coord.parent_results, and the edges dropped when it finishes';
 REVOKE ALL ON coord.job_dep FROM PUBLIC;
 
+-- 0.4.0: who waits on whom, for monitors (coordctl job, the dashboard's job
+-- page): the edges of jobs not finished yet (a child's edges go when it
+-- finishes), without the payloads or results of either end.
+CREATE VIEW coord.job_parents AS
+  SELECT d.child AS job, d.parent, d.ended FROM coord.job_dep AS d;
+COMMENT ON VIEW coord.job_parents IS
+  'The parents of each job not finished yet (its after): job, parent, and whether that parent has ended';
+
 CREATE FUNCTION coord.parent_results(id bigint, token bigint,
                                      OUT parent_id bigint, OUT state text, OUT result jsonb)
 RETURNS SETOF record AS 'MODULE_PATHNAME', 'coord_parent_results'
