@@ -38,13 +38,16 @@ coord_demo_packages() {
 # driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
 # the Python client's (test/clients/python.sh): pytest, and build, wheel,
 # setuptools and venv, which build its wheel offline and install it; and
-# tsc (clients/node's declarations, test/clients/node.sh).
+# tsc (clients/node's declarations, test/clients/node.sh); promtool and
+# the PostgreSQL exporter (test/crash/metrics_exporter.sh).
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
        libpostgresql-jdbc-java pgbouncer python3-pytest python3-build python3-wheel \
-       python3-setuptools python3-venv node-typescript
+       python3-setuptools python3-venv node-typescript \
+       prometheus \
+       prometheus-postgres-exporter
 }
 
 # coord_deps [EXTRA...]: installs what is missing of `make test`'s packages
