@@ -59,7 +59,7 @@
 #             Sides without ratio lines are compared by name: SIDE X-lib (or
 #             any X-*) against X-hand.  The section's block gives medians and
 #             per-round ratios of jobs/s and of CPU per job.
-#   metrics   (not in the default; about 4 minutes) issue 29: coord.metrics
+#   metrics   (not in the default; about 5 minutes) issue 29: coord.metrics
 #             with METRICS_JOBS live jobs (default 1,000,000) in
 #             METRICS_QUEUES queues (default 1,000) after a coord.tick took
 #             the per-queue counts: the median of METRICS_READS reads
@@ -67,10 +67,12 @@
 #             jobs instead, the plans of every statement of a read
 #             (auto_explain, nested ones too: no Seq Scan on coord.job); then
 #             claim + complete (4 workers; queue q topped up to
-#             METRICS_BACKLOG ready jobs, default 50,000, and a tick before
+#             METRICS_BACKLOG ready jobs, default 100,000, and a tick before
 #             each run) without and with a read of the view every
 #             METRICS_SCRAPE_EVERY s (default 5), METRICS_DURATION s a run
-#             (default 20), BENCH_RUNS rounds (target: at least 0.98x)
+#             (default 20), METRICS_RUNS rounds (default 4; odd rounds
+#             without the reader first, even ones with it first; target: at
+#             least 0.98x)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -1495,9 +1497,10 @@ claim-scrape|coord.claim + coord.complete, coord.metrics read every METRICS_SCRA
 METRICS_JOBS=${METRICS_JOBS:-1000000}
 METRICS_QUEUES=${METRICS_QUEUES:-1000}
 METRICS_READS=${METRICS_READS:-9}
-METRICS_BACKLOG=${METRICS_BACKLOG:-50000}
+METRICS_BACKLOG=${METRICS_BACKLOG:-100000}
 METRICS_SCRAPE_EVERY=${METRICS_SCRAPE_EVERY:-5}
 METRICS_DURATION=${METRICS_DURATION:-20}
+METRICS_RUNS=${METRICS_RUNS:-4}
 METRICS_SCRAPER=
 METRICS_READ_SQL='SELECT metric, labels, value, kind, help FROM coord.metrics'
 
@@ -1539,7 +1542,7 @@ SQL
 
 bench_metrics() {
   local load_start t0 fill_s tick_ms reads live_ms plans seqjob jobscans nested extra series
-  local BENCH_DURATION=$METRICS_DURATION
+  local BENCH_DURATION=$METRICS_DURATION BENCH_RUNS=$METRICS_RUNS
   load_start=$(cut -d' ' -f1 /proc/loadavg)
   log "== metrics: $METRICS_JOBS jobs in $METRICS_QUEUES queues, $METRICS_READS reads, $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
   # the jobs: enqueue_many per queue, every tenth queue's an hour ahead
@@ -1589,7 +1592,25 @@ SQL
   COUNT_SQL[claim]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
   COUNT_SQL[claim-scrape]=${COUNT_SQL[claim]}
   rm -f "$OUT/$STAMP/metrics-scrapes.txt"
-  run_section metrics claim:jobs-claim-coord.sql claim-scrape:jobs-claim-coord.sql
+  # a warm-up run (the first claim run after the fill is the fastest), then
+  # the rounds in A B, B A order: the runs slow down as the history grows,
+  # and neither side should always come second
+  prerun_metrics warmup || return 1
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 5 -f "$BENCH_DIR/jobs-claim-coord.sql" \
+    "$BENCH_DB" >"$OUT/$STAMP/metrics-warmup.log" 2>&1
+  local round
+  rm -f "$OUT/metrics.tsv"
+  SECTION_T0=$(date -u '+%Y-%m-%d %H:%M')
+  for round in $(seq "$BENCH_RUNS"); do
+    if [ $((round % 2)) = 1 ]; then
+      run_config metrics claim "$round" jobs-claim-coord.sql
+      run_config metrics claim-scrape "$round" jobs-claim-coord.sql
+    else
+      run_config metrics claim-scrape "$round" jobs-claim-coord.sql
+      run_config metrics claim "$round" jobs-claim-coord.sql
+    fi
+  done
+  cp "$OUT/metrics.tsv" "$OUT/$STAMP/metrics.tsv"
   [ -n "$METRICS_SCRAPER" ] && { wait "$METRICS_SCRAPER"; METRICS_SCRAPER=; }
   summarize metrics "${METRICS_SPEC//METRICS_SCRAPE_EVERY/$METRICS_SCRAPE_EVERY}" job \
     "issue 29, a read of coord.metrics every ${METRICS_SCRAPE_EVERY} s lowers claim throughput by at most 2%" >/dev/null
@@ -1632,7 +1653,9 @@ and with a psql reading the whole view every $METRICS_SCRAPE_EVERY s (a Promethe
 its server CPU counts in the CPU per job); before each run q is topped up to $METRICS_BACKLOG ready
 jobs, \`coord.tick()\` runs (fold, counts), VACUUM ANALYZE, CHECKPOINT.  Knobs: METRICS_JOBS,
 METRICS_QUEUES, METRICS_READS, METRICS_BACKLOG, METRICS_SCRAPE_EVERY, METRICS_DURATION (the
-seconds of each pgbench run in this section), BENCH_RUNS." \
+seconds of each pgbench run in this section), METRICS_RUNS (rounds; after a 5 s warm-up run, odd
+rounds run the side without the reader first, even rounds the other first: the runs slow down as
+the history grows)." \
     "${BENCH_KNOBS}BENCH_SECTIONS=metrics make bench" "$load_start"
   write_block metrics "$OUT/metrics.md"
   cp "$OUT/metrics.md" "$OUT/$STAMP/"
