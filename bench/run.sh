@@ -59,6 +59,20 @@
 #             Sides without ratio lines are compared by name: SIDE X-lib (or
 #             any X-*) against X-hand.  The section's block gives medians and
 #             per-round ratios of jobs/s and of CPU per job.
+#   metrics   (not in the default; about 5 minutes) issue 29: coord.metrics
+#             with METRICS_JOBS live jobs (default 1,000,000) in
+#             METRICS_QUEUES queues (default 1,000) after a coord.tick took
+#             the per-queue counts: the median of METRICS_READS reads
+#             (default 9; target under 100 ms), one read counting the live
+#             jobs instead, the plans of every statement of a read
+#             (auto_explain, nested ones too: no Seq Scan on coord.job); then
+#             claim + complete (4 workers; queue q topped up to
+#             METRICS_BACKLOG ready jobs, default 100,000, and a tick before
+#             each run) without and with a read of the view every
+#             METRICS_SCRAPE_EVERY s (default 5), METRICS_DURATION s a run
+#             (default 20), METRICS_RUNS rounds (default 4; odd rounds
+#             without the reader first, even ones with it first; target: at
+#             least 0.98x)
 #
 # Knobs (environment):
 #   BENCH_SECTIONS  sections to run              (default: lock)
@@ -1473,6 +1487,179 @@ process + its server backend, from /proc) is the steadier figure."
   write_block clients "$OUT/clients.md"
   cp "$OUT/clients.md" "$OUT/$STAMP/"
   cat "$OUT/clients.table.md"
+}
+
+# Metrics (issue 29): coord.metrics with a million live jobs in 1,000 queues
+# answers in under 100 ms without a scan of coord.job, and a read every 5 s
+# lowers claim + complete throughput by at most 2%.
+METRICS_SPEC='claim|coord.claim + coord.complete, no reader|1 job/claim, 4 workers|-|count
+claim-scrape|coord.claim + coord.complete, coord.metrics read every METRICS_SCRAPE_EVERY s|1 job/claim, 4 workers|claim|count|0.98'
+METRICS_JOBS=${METRICS_JOBS:-1000000}
+METRICS_QUEUES=${METRICS_QUEUES:-1000}
+METRICS_READS=${METRICS_READS:-9}
+METRICS_BACKLOG=${METRICS_BACKLOG:-100000}
+METRICS_SCRAPE_EVERY=${METRICS_SCRAPE_EVERY:-5}
+METRICS_DURATION=${METRICS_DURATION:-20}
+METRICS_RUNS=${METRICS_RUNS:-4}
+METRICS_SCRAPER=
+METRICS_READ_SQL='SELECT metric, labels, value, kind, help FROM coord.metrics'
+
+# metrics_read_ms N: N reads of the whole view in one session (every row
+# fetched, as a scrape does), one line of milliseconds each, as psql times them.
+metrics_read_ms() {
+  local i
+  { echo '\timing on'; echo '\o /dev/null'
+    for i in $(seq "$1"); do echo "$METRICS_READ_SQL;"; done; } |
+    psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+}
+
+# The reader of a claim-scrape run: a read every METRICS_SCRAPE_EVERY s for
+# the run's BENCH_DURATION s, the first a second in; each read's ms appended
+# to metrics-scrapes.txt.
+metrics_scraper() {
+  local end=$((SECONDS + BENCH_DURATION))
+  sleep 1
+  while [ $SECONDS -lt $end ]; do
+    metrics_read_ms 1 >>"$OUT/$STAMP/metrics-scrapes.txt"
+    sleep "$METRICS_SCRAPE_EVERY"
+  done
+}
+
+prerun_metrics() {
+  [ -n "$METRICS_SCRAPER" ] && { wait "$METRICS_SCRAPER"; METRICS_SCRAPER=; }
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SELECT count(*) FROM generate_series(1, ceil(greatest($METRICS_BACKLOG - (SELECT count(*) FROM coord.job WHERE queue = 'q'), 0) / 1000.0)::int) AS i,
+  LATERAL coord.enqueue_many('q', array_fill(jsonb_build_object('i', i), ARRAY[1000])) AS e;
+SELECT coord.tick();
+VACUUM ANALYZE coord.job;
+VACUUM ANALYZE coord.job_history;
+CHECKPOINT;
+SQL
+  case $1 in
+    claim-scrape) metrics_scraper & METRICS_SCRAPER=$! ;;
+  esac
+}
+
+bench_metrics() {
+  local load_start t0 fill_s tick_ms reads live_ms plans seqjob jobscans nested extra series
+  local BENCH_DURATION=$METRICS_DURATION BENCH_RUNS=$METRICS_RUNS
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== metrics: $METRICS_JOBS jobs in $METRICS_QUEUES queues, $METRICS_READS reads, $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  # the jobs: enqueue_many per queue, every tenth queue's an hour ahead
+  t0=${EPOCHREALTIME/./}
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SELECT count(*) FROM generate_series(0, $METRICS_QUEUES - 1) AS i,
+  LATERAL coord.enqueue_many('mq' || i, array_fill('{}'::jsonb, ARRAY[$((METRICS_JOBS / METRICS_QUEUES))]),
+                             run_at => CASE WHEN i % 10 = 9 THEN now() + interval '1 hour' END) AS e;
+VACUUM ANALYZE coord.job;
+CHECKPOINT;
+SQL
+  fill_s=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))
+  log "  $METRICS_JOBS jobs enqueued in $fill_s s"
+  prerun_metrics fill || return 1
+  # the tick takes the per-queue counts (the one in prerun did; this one,
+  # timed, again) and the view reads them
+  tick_ms=$(psql -qXAt -d "$BENCH_DB" -c "UPDATE coord.metrics_state SET counted_at = NULL" \
+    -c '\timing on' -c "SELECT coord.tick()" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+  [ "$(psql -qXAt -d "$BENCH_DB" -c "SELECT large FROM coord.metrics_state")" = t ] ||
+    { log "metrics: the tick did not switch coord.metrics to its counts"; return 1; }
+  series=$(psql -qXAt -d "$BENCH_DB" -c "SELECT count(*) FROM coord.metrics")
+  metrics_read_ms 2 >/dev/null   # warm-up
+  reads=$(metrics_read_ms "$METRICS_READS" | tr '\n' ' ')
+  log "  $series series; reads (ms): $reads"
+  # the plans of every statement of a read, the nested ones (those the
+  # per-queue function runs) included
+  plans=$OUT/$STAMP/metrics-plans.txt
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >"$plans" 2>&1 <<SQL || { log "metrics: auto_explain failed, see $plans"; return 1; }
+LOAD 'auto_explain';
+SET auto_explain.log_min_duration = 0;
+SET auto_explain.log_nested_statements = on;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_timing = off;
+SET auto_explain.log_level = notice;
+SET client_min_messages = notice;
+SELECT count(*) FROM coord.metrics;
+SQL
+  nested=$(grep -c 'Query Text:' "$plans")
+  seqjob=$(grep -E 'Seq Scan on job( |$)' "$plans" | sed 's/^[ >-]*//' | sort | uniq -c | sed 's/^ *//' | paste -sd ';' -)
+  jobscans=$(grep -E ' on job [a-z_0-9]+ ' "$plans" | sed -e 's/^[ >-]*//' -e 's/  (cost=[^)]*)//' | sort | uniq | paste -sd ';' -)
+  # one read counting the live jobs instead (as below 50,000 of them)
+  live_ms=$(psql -qXAt -d "$BENCH_DB" -c "UPDATE coord.metrics_state SET large = false" -c '\timing on' \
+    -c '\o /dev/null' -c "$METRICS_READ_SQL" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1)
+  psql -qXAt -d "$BENCH_DB" -c "UPDATE coord.metrics_state SET large = true" >/dev/null
+  log "  plans: $nested statements, Seq Scan on coord.job: ${seqjob:-none}; a read counting the live jobs: $live_ms ms"
+
+  COUNT_SQL[claim]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  COUNT_SQL[claim-scrape]=${COUNT_SQL[claim]}
+  rm -f "$OUT/$STAMP/metrics-scrapes.txt"
+  # a warm-up run (the first claim run after the fill is the fastest), then
+  # the rounds in A B, B A order: the runs slow down as the history grows,
+  # and neither side should always come second
+  prerun_metrics warmup || return 1
+  "$PGBENCH" -n -M prepared -c "$BENCH_CLIENTS" -j "$BENCH_THREADS" -T 5 -f "$BENCH_DIR/jobs-claim-coord.sql" \
+    "$BENCH_DB" >"$OUT/$STAMP/metrics-warmup.log" 2>&1
+  local round
+  rm -f "$OUT/metrics.tsv"
+  SECTION_T0=$(date -u '+%Y-%m-%d %H:%M')
+  for round in $(seq "$BENCH_RUNS"); do
+    if [ $((round % 2)) = 1 ]; then
+      run_config metrics claim "$round" jobs-claim-coord.sql
+      run_config metrics claim-scrape "$round" jobs-claim-coord.sql
+    else
+      run_config metrics claim-scrape "$round" jobs-claim-coord.sql
+      run_config metrics claim "$round" jobs-claim-coord.sql
+    fi
+  done
+  cp "$OUT/metrics.tsv" "$OUT/$STAMP/metrics.tsv"
+  [ -n "$METRICS_SCRAPER" ] && { wait "$METRICS_SCRAPER"; METRICS_SCRAPER=; }
+  summarize metrics "${METRICS_SPEC//METRICS_SCRAPE_EVERY/$METRICS_SCRAPE_EVERY}" job \
+    "issue 29, a read of coord.metrics every ${METRICS_SCRAPE_EVERY} s lowers claim throughput by at most 2%" >/dev/null
+  extra=$("$PYTHON" - "$reads" "$(tr '\n' ' ' <"$OUT/$STAMP/metrics-scrapes.txt" 2>/dev/null)" \
+          "$live_ms" "$tick_ms" "$fill_s" "$nested" "${seqjob:-}" "$series" "${jobscans:-}" <<'EOF'
+import statistics, sys
+reads = [float(x) for x in sys.argv[1].split()]
+scrapes = [float(x) for x in sys.argv[2].split()]
+live, tick, fill, nested, seqjob, series, jobscans = sys.argv[3:10]
+med = statistics.median(reads)
+print(f"Reads of coord.metrics ({series} series, every row fetched by psql over the unix socket) after a tick took "
+      f"the per-queue counts: median of {len(reads)} reads **{med:.1f} ms** (min {min(reads):.1f}, max {max(reads):.1f}); "
+      f"target under 100 ms: {'met' if med < 100 else 'NOT met'}.")
+print()
+if scrapes:
+    print(f"The reads during the claim-scrape runs (beside 4 pgbench workers): {len(scrapes)} reads, median "
+          f"{statistics.median(scrapes):.1f} ms (min {min(scrapes):.1f}, max {max(scrapes):.1f}).")
+    print()
+print(f"For comparison: one read counting the live jobs instead of reading the tick's counts "
+      f"(coord.metrics_state.large off, as below 50,000 live jobs): {float(live or 'nan'):.0f} ms; the tick that took "
+      f"the counts: {float(tick or 'nan'):.0f} ms; enqueueing the jobs (enqueue_many): {fill} s.")
+print()
+scans = seqjob.replace(";", "; ") if seqjob else "none"
+print(f"Plans (auto_explain with ANALYZE, nested statements included: {nested} statements, the view's and those "
+      f"coord.metrics_queues runs): Seq Scan on coord.job: {scans}; target none: {'met' if not seqjob else 'NOT met'}. "
+      f"Every node reading coord.job: {jobscans.replace(';', '; ') or 'none'} "
+      f"(the plans: bench/out/<stamp>/metrics-plans.txt).")
+EOF
+)
+  printf '\n%s\n' "$extra" >>"$OUT/metrics.table.md"
+  section_block metrics "Metrics: coord.metrics with $METRICS_JOBS live jobs in $METRICS_QUEUES queues, and claims while it is read" \
+"Setup: $METRICS_JOBS jobs enqueued by \`coord.enqueue_many\` into $METRICS_QUEUES queues
+mq0..mq$((METRICS_QUEUES - 1)) ($((METRICS_JOBS / METRICS_QUEUES)) each; every tenth queue's an hour
+ahead), \`VACUUM ANALYZE\`, then \`coord.tick()\`: with 50,000 live jobs or more it takes the
+per-queue counts into \`coord.queue_counts\` (at most every 10 s), which \`coord.metrics\` then
+reads (docs/operations/metrics.md).  Reads: \`$METRICS_READ_SQL\` in one psql session, every row
+fetched, timed by psql (\`\\timing\`), after two warm-up reads.  A/B: claim + complete
+(\`bench/jobs-claim-coord.sql\`, 4 pgbench workers on queue q, beside the $METRICS_JOBS jobs) without
+and with a psql reading the whole view every $METRICS_SCRAPE_EVERY s (a Prometheus scrape interval;
+its server CPU counts in the CPU per job); before each run q is topped up to $METRICS_BACKLOG ready
+jobs, \`coord.tick()\` runs (fold, counts), VACUUM ANALYZE, CHECKPOINT.  Knobs: METRICS_JOBS,
+METRICS_QUEUES, METRICS_READS, METRICS_BACKLOG, METRICS_SCRAPE_EVERY, METRICS_DURATION (the
+seconds of each pgbench run in this section), METRICS_RUNS (rounds; after a 5 s warm-up run, odd
+rounds run the side without the reader first, even rounds the other first: the runs slow down as
+the history grows)." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=metrics make bench" "$load_start"
+  write_block metrics "$OUT/metrics.md"
+  cp "$OUT/metrics.md" "$OUT/$STAMP/"
+  cat "$OUT/metrics.md"
 }
 
 # ---------------------------------------------------------------- main

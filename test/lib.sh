@@ -37,16 +37,18 @@ coord_demo_packages() {
 # cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
 # driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
 # the Python client's (test/clients/python.sh): pytest, and build, wheel,
-# setuptools and venv, which build its wheel offline and install it;
-# tsc (clients/node's declarations, test/clients/node.sh); and prometheus
-# (promtool checks coordctl metrics, test/agent/coordctl_views.sh).
+# setuptools and venv, which build its wheel offline and install it; and
+# tsc (clients/node's declarations, test/clients/node.sh); mypy (the
+# Python client's types); promtool (coordctl metrics, the rules) and the
+# PostgreSQL exporter (test/crash/metrics_exporter.sh).
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
        libpostgresql-jdbc-java pgbouncer python3-pytest python3-mypy python3-build python3-wheel \
        python3-setuptools python3-venv node-typescript \
-       prometheus
+       prometheus \
+       prometheus-postgres-exporter
 }
 
 # coord_deps [EXTRA...]: installs what is missing of `make test`'s packages
