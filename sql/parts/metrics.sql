@@ -167,6 +167,8 @@ m AS (
          'gauge', 'Age of the per-queue job counts (0: counted now; with many live jobs, taken by coord.tick)'
     FROM coord.metrics_state AS s)
 SELECT m.metric, m.labels, m.value::double precision AS value, m.kind, m.help
-  FROM m ORDER BY m.metric, m.labels;
+  -- byte order, and the labels as text: a sort of 10,000 series by jsonb
+  -- and the database's collation took 35 ms of a 55 ms read
+  FROM m ORDER BY m.metric COLLATE pg_catalog."C", (m.labels::pg_catalog.text) COLLATE pg_catalog."C";
 COMMENT ON VIEW coord.metrics IS
   'One row per metric series (metric, labels, value, kind gauge or counter, help): per queue depth, age and counters, limits, pauses, schedules'' lag, apps'' late runs and alerts, locks, elections, partition groups, the tick; docs/operations/metrics.md';
