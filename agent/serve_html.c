@@ -305,9 +305,10 @@ static const char style_css[] =
 ".hint,.dim{color:#677086}"
 ".grid td{padding:2px;min-width:18px;text-align:center;font-size:11px}"
 ".grid th.h{font-weight:400;font-size:11px;padding:2px 3px}"
-".grid td.c{border:1px solid #fff}"
-".bar{display:inline-block;height:9px;background:#3d7be0;vertical-align:middle;border-radius:2px}"
-".bar.t{background:#b6c4de}"
+".grid td.c{border:1px solid #fff;width:20px}"
+".grid td.c .badge{padding:0 5px}.grid td.c a{color:inherit;text-decoration:none}"
+"svg.bars{vertical-align:middle;background:#f0f2f6}"
+"svg.bars rect.own{fill:#3d7be0}svg.bars rect.target{fill:#b6c4de}"
 "dl.kv{display:grid;grid-template-columns:max-content auto;gap:4px 16px;background:#fff;padding:10px 14px;box-shadow:0 1px 2px rgba(0,0,0,.08)}"
 "dl.kv dt{font-weight:600;color:#3b4459}dl.kv dd{margin:0}"
 "footer{padding:8px 18px;color:#8a91a3;font-size:12px}";

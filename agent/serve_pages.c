@@ -292,8 +292,8 @@ td(Buf *b, PGresult *res, int row, int col)
 {
 	bool		null = PQgetisnull(res, row, col);
 
-	bprintf(b, "<td%s%s>", numeric_type(PQftype(res, col)) ? " class=\"num\"" : "",
-			null ? " class=\"null\"" : "");
+	bprintf(b, "<td%s>", null ? " class=\"null\"" :
+			numeric_type(PQftype(res, col)) ? " class=\"num\"" : "");
 	cell_content(b, res, row, col);
 	bputs(b, "</td>");
 }
@@ -775,7 +775,8 @@ render_grid(ServeReq *r, PGresult *res)
 			{
 				const char *st = PQgetvalue(res, best, 3);
 
-				bputs(b, "<td class=\"c badge s-");
+				/* the badge inside the cell: a cell itself stays a table cell */
+				bputs(b, "<td class=\"c\"><span class=\"badge s-");
 				for (const char *q = st; *q; q++)
 					if (*q >= 'a' && *q <= 'z')
 						buf_append(b, q, 1);
@@ -794,7 +795,7 @@ render_grid(ServeReq *r, PGresult *res)
 				}
 				else
 					bprintf(b, "%c", state_symbol(st));
-				bputs(b, "</td>");
+				bputs(b, "</span></td>");
 			}
 			col++;
 		}
@@ -856,7 +857,7 @@ page_apps(ServeReq *r, Page *p)
 											 "UNION ALL SELECT NULL, -1, to_char(h.t, 'YYYY-MM-DD HH24'), NULL, NULL, NULL FROM h) "
 											 "SELECT c.app, c.col, c.hour, c.state, c.period_start, c.job_id, "
 											 "(SELECT min(t) FROM h) AS grid_from, (SELECT max(t) + interval '1 hour' FROM h) AS grid_to "
-											 "FROM cells AS c ORDER BY c.app NULLS FIRST, c.col, c.period_start"),
+											 "FROM cells AS c ORDER BY c.app NULLS FIRST, c.col, c.hour, c.period_start"),
 					render_grid);
 	s->nparams = 1;
 	s->params[0] = all_digits(hours) ? hours : NULL;
@@ -896,9 +897,12 @@ render_members(ServeReq *r, PGresult *res)
 		html_esc(b, PQgetvalue(res, row, colnum(res, "partition_group")));
 		bputs(b, "</td><td>");
 		html_esc(b, PQgetvalue(res, row, colnum(res, "member")));
-		bprintf(b, "</td><td><span class=\"bar\" style=\"width:%dpx\"></span> %.0f%%<br>"
-				"<span class=\"bar t\" style=\"width:%dpx\"></span> %.0f%%</td></tr>",
-				(int) (o * 300), o * 100, (int) (t * 300), t * 100);
+		/* SVG attributes, not style attributes: the CSP allows no inline style */
+		bprintf(b, "</td><td><svg class=\"bars\" width=\"300\" height=\"22\">"
+				"<rect class=\"own\" x=\"0\" y=\"1\" width=\"%d\" height=\"9\"></rect>"
+				"<rect class=\"target\" x=\"0\" y=\"12\" width=\"%d\" height=\"9\"></rect></svg> "
+				"owned %.0f%% &middot; target %.0f%%</td></tr>",
+				(int) (o * 300 + 0.5), (int) (t * 300 + 0.5), o * 100, t * 100);
 	}
 	bputs(b, "</tbody></table>\n");
 }
