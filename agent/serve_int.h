@@ -33,6 +33,8 @@ typedef struct ServePriv
 	bool		job_dep;		/* SELECT on coord.job_dep: a job's parents */
 	bool		elections;		/* SELECT on coord.elections */
 	bool		metrics;		/* coord.metrics exists and may be read */
+	bool		metrics_queues; /* coord.metrics_queues(): per-queue counts
+								 * without a pass over the jobs */
 } ServePriv;
 
 /* One request, as the page renderers see it. */

@@ -123,18 +123,20 @@ serve_priv(ServeReq *r)
 		"COALESCE(has_table_privilege(to_regclass('coord.job_dep'), 'SELECT'), false), "
 		"COALESCE(has_table_privilege(to_regclass('coord.elections'), 'SELECT'), false), "
 		"COALESCE(has_table_privilege(to_regclass('coord.metrics'), 'SELECT'), false), "
+		"COALESCE(has_function_privilege(to_regprocedure('coord.metrics_queues()'), 'EXECUTE'), false), "
 		"to_regclass('coord.jobs') IS NOT NULL";
 	PGresult   *res = serve_query(r, sql, 0, NULL);
 	bool	   *flags[] = {&r->priv.retry, &r->priv.cancel, &r->priv.pause, &r->priv.resume,
 		&r->priv.rerun, &r->priv.payload, &r->priv.result, &r->priv.last_error,
-	&r->priv.progress, &r->priv.job_dep, &r->priv.elections, &r->priv.metrics};
+		&r->priv.progress, &r->priv.job_dep, &r->priv.elections, &r->priv.metrics,
+	&r->priv.metrics_queues};
 
 	if (!res)
 		return false;
 	snprintf(r->priv.user, sizeof(r->priv.user), "%s", PQgetvalue(res, 0, 0));
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		*flags[i] = strcmp(PQgetvalue(res, 0, i + 1), "t") == 0;
-	if (strcmp(PQgetvalue(res, 0, 13), "t") != 0)
+	if (strcmp(PQgetvalue(res, 0, 14), "t") != 0)
 	{
 		PQclear(res);
 		snprintf(r->sqlstate, sizeof(r->sqlstate), "42P01");
@@ -415,8 +417,9 @@ queue_actions(ServeReq *r, PGresult *res, int row)
 		pause_form(r, q, NULL);
 }
 
+/* rate: done per minute of each row (NULL: no such column) */
 static void
-render_queues(ServeReq *r, PGresult *res)
+render_queue_table(ServeReq *r, PGresult *res, char **rate)
 {
 	Buf		   *b = &r->out;
 	bool		acts = r->actions && (r->priv.pause || r->priv.resume);
@@ -431,6 +434,8 @@ render_queues(ServeReq *r, PGresult *res)
 		html_esc(b, PQfname(res, c));
 		bputs(b, "</th>");
 	}
+	if (rate)
+		bputs(b, "<th title=\"jobs completed per minute, since this dashboard's earlier sample\">done/min</th>");
 	if (acts)
 		bputs(b, "<th></th>");
 	bputs(b, "</tr></thead><tbody>\n");
@@ -464,6 +469,9 @@ render_queues(ServeReq *r, PGresult *res)
 			else
 				td(b, res, row, c);
 		}
+		if (rate)
+			bprintf(b, "<td class=\"%s\">%s</td>", rate[row] ? "num" : "null",
+					rate[row] ? rate[row] : "&mdash;");
 		if (acts)
 		{
 			bputs(b, "<td class=\"actions\">");
@@ -473,6 +481,12 @@ render_queues(ServeReq *r, PGresult *res)
 		bputs(b, "</tr>\n");
 	}
 	bputs(b, "</tbody></table>\n");
+}
+
+static void
+render_queues(ServeReq *r, PGresult *res)
+{
+	render_queue_table(r, res, NULL);
 }
 
 static void
@@ -506,16 +520,125 @@ queues_after(ServeReq *r)
 		  "<button type=\"submit\">Pause</button></form>\n");
 }
 
+/*
+ * Throughput: jobs completed per minute, from the completed counters of
+ * coord.metrics_queues() sampled by this process (one thread: no lock).
+ * The rate is over the time since the base sample, which is replaced once
+ * it is 5 minutes old; the first overview after the start shows none.
+ */
+#define RATE_MAX_QUEUES 4096
+typedef struct RateSample
+{
+	msec_t		at;
+	int			n;
+	char	  **queue;
+	double	   *completed;
+} RateSample;
+
+static RateSample rate_base;
+
+static void
+rate_forget(RateSample *s)
+{
+	for (int i = 0; i < s->n; i++)
+		free(s->queue[i]);
+	free(s->queue);
+	free(s->completed);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The rate of each row (NULL: none yet), then the base renewed if old. */
+static char **
+rates(PGresult *res)
+{
+	int			n = PQntuples(res);
+	int			qc = colnum(res, "queue");
+	int			cc = colnum(res, "completed_total");
+	msec_t		now = now_ms();
+	char	  **out = calloc(n ? n : 1, sizeof(char *));
+
+	if (!out || qc < 0 || cc < 0)
+		return out;
+	if (rate_base.n > 0 && now - rate_base.at >= 5000)
+	{
+		/* both lists are in queue order: one merge pass */
+		int			j = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			const char *q = PQgetvalue(res, i, qc);
+
+			while (j < rate_base.n && strcmp(rate_base.queue[j], q) < 0)
+				j++;
+			if (j < rate_base.n && strcmp(rate_base.queue[j], q) == 0 && !PQgetisnull(res, i, cc))
+			{
+				double		d = atof(PQgetvalue(res, i, cc)) - rate_base.completed[j];
+
+				if (d >= 0)
+					out[i] = xasprintf("%.1f", d * 60000.0 / (double) (now - rate_base.at));
+			}
+		}
+	}
+	if (rate_base.n == 0 || now - rate_base.at >= 300000)
+	{
+		rate_forget(&rate_base);
+		if (n > RATE_MAX_QUEUES)
+			return out;
+		rate_base.at = now;
+		rate_base.queue = xmalloc(sizeof(char *) * (n ? n : 1));
+		rate_base.completed = xmalloc(sizeof(double) * (n ? n : 1));
+		for (int i = 0; i < n; i++)
+		{
+			rate_base.queue[i] = xstrdup(PQgetvalue(res, i, qc));
+			rate_base.completed[i] = PQgetisnull(res, i, cc) ? 0 : atof(PQgetvalue(res, i, cc));
+		}
+		rate_base.n = n;
+	}
+	return out;
+}
+
+static void
+render_queues_rated(ServeReq *r, PGresult *res)
+{
+	char	  **rate = rates(res);
+
+	render_queue_table(r, res, rate);
+	if (!rate)
+		return;
+	for (int i = 0; i < PQntuples(res); i++)
+		free(rate[i]);
+	free(rate);
+}
+
 static void
 page_queues(ServeReq *r, Page *p)
 {
-	(void) r;
 	p->title = "Queues";
-	add_section(p, "queues", NULL,
-				xstrdup("SELECT queue, ready, scheduled, running, dead, done_last_hour, "
-						"oldest_ready_age, paused_until, paused_keys, limited_keys "
-						"FROM coord.queue_stats ORDER BY queue"),
-				render_queues)->empty = "No queue has a job.";
+	if (r->priv.metrics_queues)
+		/*
+		 * coord.metrics_queues(): the counts without a pass over every job
+		 * (a snapshot taken by coord.tick when the jobs are many), and the
+		 * counters; the pauses from coord.limits
+		 */
+		add_section(p, "queues", NULL,
+					xstrdup("SELECT COALESCE(q.queue, f.queue) AS queue, COALESCE(q.ready, 0) AS ready, "
+							"COALESCE(q.scheduled, 0) AS scheduled, COALESCE(q.running, 0) AS running, "
+							"COALESCE(q.waiting, 0) AS waiting, COALESCE(q.dead, 0) AS dead, "
+							"make_interval(secs => round(q.oldest_ready_age)) AS oldest_ready_age, "
+							"COALESCE(q.completed, 0) AS completed_total, COALESCE(q.failed, 0) AS failed_total, "
+							"f.paused_until, COALESCE(f.paused_keys, 0) AS paused_keys "
+							"FROM coord.metrics_queues() AS q FULL JOIN ("
+							"SELECT l.queue, max(l.paused_until) FILTER (WHERE l.limit_key IS NULL) AS paused_until, "
+							"count(*) FILTER (WHERE l.limit_key IS NOT NULL AND l.paused_until IS NOT NULL) AS paused_keys "
+							"FROM coord.limits AS l GROUP BY l.queue) AS f ON f.queue = q.queue "
+							"ORDER BY 1"),
+					render_queues_rated)->empty = "No queue has a job.";
+	else
+		add_section(p, "queues", NULL,
+					xstrdup("SELECT queue, ready, scheduled, running, dead, done_last_hour, "
+							"date_trunc('second', oldest_ready_age) AS oldest_ready_age, paused_until, "
+							"paused_keys, limited_keys FROM coord.queue_stats ORDER BY queue"),
+					render_queues)->empty = "No queue has a job.";
 	add_section(p, "limits", "Limits and paused keys",
 				xstrdup("SELECT queue, limit_key, concurrency, running, rate, per, "
 						"round(tokens::numeric, 2) AS tokens, paused_until "
