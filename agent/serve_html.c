@@ -280,7 +280,7 @@ static const char style_css[] =
 "main{padding:14px 18px 30px;max-width:1500px}"
 "h1{font-size:20px;margin:4px 0 12px}h2{font-size:16px;margin:22px 0 8px}"
 "table{border-collapse:collapse;background:#fff;box-shadow:0 1px 2px rgba(0,0,0,.08);margin-bottom:10px}"
-"th,td{padding:5px 10px;border-bottom:1px solid #e6e8ee;text-align:left;vertical-align:top}"
+"th,td{padding:5px 10px;border-bottom:1px solid #e6e8ee;text-align:left;vertical-align:top;white-space:nowrap}"
 "th{background:#eef1f6;font-weight:600;font-size:12.5px;color:#3b4459;white-space:nowrap}"
 "td.num{text-align:right;font-variant-numeric:tabular-nums}"
 "td.null{color:#a0a6b4}"

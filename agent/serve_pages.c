@@ -748,6 +748,8 @@ render_job(ServeReq *r, PGresult *res)
 	if (!(r->priv.payload && r->priv.result && r->priv.last_error && r->priv.progress))
 		bputs(b, "<dt>hidden</dt><dd class=\"hint\">payload, result, last_error and progress "
 			  "are for coord_admin (or the role that enqueued the job: coord.my_jobs)</dd>");
+	if (!r->priv.job_dep)
+		bputs(b, "<dt>parents</dt><dd class=\"hint\">shown to a role that may read coord.job_dep</dd>");
 	bputs(b, "</dl>\n");
 	if (any_job_action(r))
 	{
