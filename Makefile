@@ -42,6 +42,7 @@ OBJS = \
 	src/partitions/partitions_sync.o \
 	src/partitions/partitions.o \
 	src/semaphores.o \
+	src/metrics.o \
 	src/workflows/workflows_steps.o \
 	src/workflows/workflows_batch.o
 
@@ -65,6 +66,7 @@ SQL_FRAGMENTS = \
 	sql/parts/signals.sql \
 	sql/parts/workflows_steps.sql \
 	sql/parts/batches.sql \
+	sql/parts/metrics.sql \
 	sql/parts/grants.sql \
 	sql/parts/dump.sql
 

@@ -37,6 +37,7 @@
 #include "common/common.h"
 #include "apps/apps.h"
 #include "jobs/jobs.h"
+#include "metrics.h"
 #include "partitions/partitions.h"
 #include "requests.h"
 #include "schedules/schedules.h"
@@ -197,6 +198,7 @@ coord_tick(PG_FUNCTION_ARGS)
 	done += CoordAppsTick(now);
 	(void) CoordSemaphoresTick();
 	Purge(now);
+	CoordMetricsTick();
 	args[0] = TimestampTzGetDatum(now);
 	CoordExec(&plan_tick_state,
 			  "UPDATE coord.tick_state SET last_tick_at = $1, "

@@ -1038,16 +1038,24 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 uint64
 CoordDeleteUnclaimed(SPIPlanPtr *slot, const char *which, int nargs, Oid *argtypes, Datum *args)
 {
+	bool		isnull;
+
+	/* coord.metrics counts them as cancelled (src/metrics.c) */
 	if (*slot == NULL)
 		(void) CoordPlan(slot,
-						 psprintf("DELETE FROM coord.job AS j "
+						 psprintf("WITH d AS (DELETE FROM coord.job AS j "
 								  "WHERE j.id OPERATOR(pg_catalog.=) ANY (ARRAY("
 								  "SELECT x.id FROM coord.job AS x "
 								  "WHERE x.id OPERATOR(pg_catalog.=) ANY (ARRAY(%s)) "
 								  "AND (x.lease_until IS NULL OR x.lease_until OPERATOR(pg_catalog.<=) pg_catalog.now()) "
-								  "AND NOT coord.job_claimed(x.id) FOR UPDATE OF x SKIP LOCKED))", which),
+								  "AND NOT coord.job_claimed(x.id) FOR UPDATE OF x SKIP LOCKED)) RETURNING j.queue), "
+								  "c AS (INSERT INTO coord.queue_totals AS t (queue, cancelled) "
+								  "SELECT d.queue, pg_catalog.count(*) FROM d GROUP BY d.queue "
+								  "ON CONFLICT (queue) DO UPDATE SET cancelled = t.cancelled OPERATOR(pg_catalog.+) excluded.cancelled) "
+								  "SELECT pg_catalog.count(*) FROM d", which),
 						 nargs, argtypes);
-	return CoordExecPlan(*slot, args, NULL, SPI_OK_DELETE, "removing unclaimed jobs");
+	(void) CoordExecPlan(*slot, args, NULL, SPI_OK_SELECT, "removing unclaimed jobs");
+	return (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /*

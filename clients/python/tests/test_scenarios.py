@@ -440,15 +440,27 @@ def test_S_heartbeat(dsn: str, db: psycopg.Connection[Any], queue: str, start_wo
 
 def test_S_reconnect(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any) -> None:
     """The worker's backend terminated while it idles: it reconnects (logged)
-    and goes on; LISTEN again, so a new job is claimed on its NOTIFY."""
+    and goes on; LISTEN again, so a new job is claimed on its NOTIFY (the
+    poll is 30 s: the job is enqueued only once the new connection has made
+    its first claim, which found nothing, so only the NOTIFY can wake it)."""
+    app = f"pg_coord worker {queue}"
     with pg_coord.Client(dsn) as c:
         r = start_worker(dsn, queue, lambda job: {"n": job.payload["n"]}, concurrency=2, poll_interval=30)
         assert c.await_result(c.enqueue(queue, {"n": 1}), 10).state == "done"
         pids = wait_for(lambda: [p for (p,) in db.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (f"pg_coord worker {queue}",))], 5)
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (app,))], 5)
         db.execute("SELECT pg_terminate_backend(%s, 5000)", (pids[0],))
-        wait_for(lambda: db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-                                    " AND pid <> %s", (f"pg_coord worker {queue}", pids[0])).fetchone()[0], 10,
-                 "the worker to reconnect")
-        assert c.await_result(c.enqueue(queue, {"n": 2}), 10) == pg_coord.Result("done", {"n": 2}, None)
+        # the new connection idle after its first claim found nothing (its
+        # last statement coord.next_due), not while it connects, checks the
+        # extension or LISTENs
+        wait_for(lambda: db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND pid <> %s"
+            " AND state = 'idle' AND query LIKE '%%coord.next_due%%'", (app, pids[0])).fetchone()[0], 20,
+            "the worker to reconnect and claim")
+        id2 = c.enqueue(queue, {"n": 2})
+        res = c.await_result(id2, 10)
+        assert res == pg_coord.Result("done", {"n": 2}, None), (
+            res, job_row(db, id2, "state, attempts, claimed_by"), r.thread.is_alive(),
+            db.execute("SELECT pid, state, query FROM pg_stat_activity WHERE application_name = %s",
+                       (app,)).fetchall())
         r.stop()
