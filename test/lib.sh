@@ -24,7 +24,8 @@ coord_pg_major() {
 
 # The Debian packages `make demo` runs, for major $1: the server and its
 # headers (the build), libpq-dev, make and gcc (coord-agent, which the demo
-# builds and runs), libmicrohttpd-dev (coordctl serve, built beside it), psycopg2 (the Python workers of S1-S5) and nodejs (S4's
+# builds and runs), libmicrohttpd-dev (coordctl serve, built beside it),
+# psycopg2 (the Python workers of S1-S5) and nodejs (S4's
 # Node runners; coord_deps adds npm when no npm comes with it).  The demo's
 # cluster preloads nothing (COORD_PRELOAD=), so no pg_cron.
 coord_demo_packages() {
