@@ -133,6 +133,7 @@ def main():
         if has_metrics:
             b.goto(a.admin + "/elections")
             check("/elections lists the election", b.eval("document.body.innerText.includes('host-a')"))
+            b.screenshot(os.path.join(a.out, "elections.png"))
             b.goto(a.admin + "/metrics")
             check("/metrics: Prometheus text", b.eval("document.body.innerText.includes('# TYPE')"))
             b.screenshot(os.path.join(a.out, "metrics.png"))
