@@ -119,7 +119,7 @@ send_answer(struct MHD_Connection *mhd, int status, const char *type, const char
 			size_t len)
 {
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(len, (void *) body, MHD_RESPMEM_MUST_COPY);
+	MHD_create_response_from_buffer(len, (void *) body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result ret;
 
 	MHD_add_response_header(resp, "Content-Type", type);
@@ -350,8 +350,8 @@ do_action(ServeReq *r, const Upload *up, const char *path)
 	else if ((res = serve_query(r, sql, nparams, params)) == NULL)
 	{
 		int			status = strcmp(r->sqlstate, "42501") == 0 ? 403 :
-			strncmp(r->sqlstate, "22", 2) == 0 ? 400 :
-			strncmp(r->sqlstate, "23", 2) == 0 || strncmp(r->sqlstate, "55", 2) == 0 ? 409 : 500;
+		strncmp(r->sqlstate, "22", 2) == 0 ? 400 :
+		strncmp(r->sqlstate, "23", 2) == 0 || strncmp(r->sqlstate, "55", 2) == 0 ? 409 : 500;
 		char	   *msg = xstrdup(r->errmsg);
 
 		html_error(r, status, status == 403 ? "Not allowed" : "Action failed", r->sqlstate, msg);
@@ -472,7 +472,7 @@ answer(void *cls, struct MHD_Connection *mhd, const char *url, const char *metho
 	if (loopback && !loopback_host(MHD_lookup_connection_value(mhd, MHD_HEADER_KIND, "Host")))
 	{
 		static const char msg[] = "This dashboard listens on loopback and answers only requests for "
-			"localhost or 127.0.0.1 (--listen to serve other names).\n";
+		"localhost or 127.0.0.1 (--listen to serve other names).\n";
 
 		return send_answer(mhd, 421, "text/plain; charset=utf-8", msg, sizeof(msg) - 1);
 	}

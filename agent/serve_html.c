@@ -135,6 +135,7 @@ static const struct
 	const char *path;
 	const char *label;
 }			nav[] =
+
 {
 	{"/", "Queues"},
 	{"/jobs", "Jobs"},
@@ -171,7 +172,7 @@ html_begin(ServeReq *r, const char *title)
 	for (size_t i = 0; i < sizeof(nav) / sizeof(nav[0]); i++)
 	{
 		bool		here = strcmp(nav[i].path, r->path) == 0 ||
-			(strcmp(nav[i].path, "/jobs") == 0 && strncmp(r->path, "/jobs/", 6) == 0);
+		(strcmp(nav[i].path, "/jobs") == 0 && strncmp(r->path, "/jobs/", 6) == 0);
 
 		bprintf(b, "<a href=\"%s\"%s>%s</a>", nav[i].path, here ? " class=\"here\"" : "",
 				nav[i].label);

@@ -42,7 +42,8 @@ typedef struct ServeReq
 {
 	PGconn	   *conn;
 	struct MHD_Connection *mhd;
-	const char *path;			/* the page's path, "/jobs" (no /api, no .json) */
+	const char *path;			/* the page's path, "/jobs" (no /api, no
+								 * .json) */
 	bool		json;			/* /api/<page>.json */
 	bool		actions;		/* not --read-only */
 	const char *csrf;			/* the token forms carry */

@@ -62,7 +62,7 @@ typedef struct Page
 	int			nsec;
 	Section		sec[MAX_SECTIONS];
 	void		(*before) (ServeReq *r);	/* HTML above the sections */
-	void		(*after) (ServeReq *r);	/* HTML below them */
+	void		(*after) (ServeReq *r); /* HTML below them */
 	int			status_if_empty;	/* e.g. 404 for a job that is not there */
 } Page;
 
@@ -110,21 +110,21 @@ bool
 serve_priv(ServeReq *r)
 {
 	static const char *sql =
-		"SELECT current_user, "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.retry(bigint)'), 'EXECUTE'), false), "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.cancel(bigint)'), 'EXECUTE'), false), "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.pause(text, timestamp with time zone, text)'), 'EXECUTE'), false), "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.resume(text, text)'), 'EXECUTE'), false), "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.rerun(text, timestamp with time zone, timestamp with time zone, boolean)'), 'EXECUTE'), false), "
-		"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'payload', 'SELECT'), false), "
-		"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'result', 'SELECT'), false), "
-		"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'last_error', 'SELECT'), false), "
-		"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'progress', 'SELECT'), false), "
-		"COALESCE(has_table_privilege(to_regclass('coord.job_dep'), 'SELECT'), false), "
-		"COALESCE(has_table_privilege(to_regclass('coord.elections'), 'SELECT'), false), "
-		"COALESCE(has_table_privilege(to_regclass('coord.metrics'), 'SELECT'), false), "
-		"COALESCE(has_function_privilege(to_regprocedure('coord.metrics_queues()'), 'EXECUTE'), false), "
-		"to_regclass('coord.jobs') IS NOT NULL";
+	"SELECT current_user, "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.retry(bigint)'), 'EXECUTE'), false), "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.cancel(bigint)'), 'EXECUTE'), false), "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.pause(text, timestamp with time zone, text)'), 'EXECUTE'), false), "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.resume(text, text)'), 'EXECUTE'), false), "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.rerun(text, timestamp with time zone, timestamp with time zone, boolean)'), 'EXECUTE'), false), "
+	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'payload', 'SELECT'), false), "
+	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'result', 'SELECT'), false), "
+	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'last_error', 'SELECT'), false), "
+	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'progress', 'SELECT'), false), "
+	"COALESCE(has_table_privilege(to_regclass('coord.job_dep'), 'SELECT'), false), "
+	"COALESCE(has_table_privilege(to_regclass('coord.elections'), 'SELECT'), false), "
+	"COALESCE(has_table_privilege(to_regclass('coord.metrics'), 'SELECT'), false), "
+	"COALESCE(has_function_privilege(to_regprocedure('coord.metrics_queues()'), 'EXECUTE'), false), "
+	"to_regclass('coord.jobs') IS NOT NULL";
 	PGresult   *res = serve_query(r, sql, 0, NULL);
 	bool	   *flags[] = {&r->priv.retry, &r->priv.cancel, &r->priv.pause, &r->priv.resume,
 		&r->priv.rerun, &r->priv.payload, &r->priv.result, &r->priv.last_error,
@@ -615,9 +615,10 @@ page_queues(ServeReq *r, Page *p)
 {
 	p->title = "Queues";
 	if (r->priv.metrics_queues)
+
 		/*
-		 * coord.metrics_queues(): the counts without a pass over every job
-		 * (a snapshot taken by coord.tick when the jobs are many), and the
+		 * coord.metrics_queues(): the counts without a pass over every job (a
+		 * snapshot taken by coord.tick when the jobs are many), and the
 		 * counters; the pauses from coord.limits
 		 */
 		add_section(p, "queues", NULL,
@@ -865,7 +866,8 @@ render_grid(ServeReq *r, PGresult *res)
 			bputs(b, "<th class=\"h\" title=\"");
 			html_esc(b, PQgetvalue(res, i, 2));
 			bputs(b, "\">");
-			html_esc(b, PQgetvalue(res, i, 2) + 11);	/* "HH" of "YYYY-MM-DD HH" */
+			html_esc(b, PQgetvalue(res, i, 2) + 11);	/* "HH" of "YYYY-MM-DD
+														 * HH" */
 			bputs(b, "</th>");
 		}
 	if (r->actions && r->priv.rerun)
@@ -963,6 +965,7 @@ page_apps(ServeReq *r, Page *p)
 
 	p->title = "Apps";
 	p->before = apps_before;
+
 	/*
 	 * The hours (col -1 rows, the labels) and the current runs overlapping
 	 * them; late: unfinished with an open deadline alert (coord.grid's rule).
@@ -1022,7 +1025,11 @@ render_members(ServeReq *r, PGresult *res)
 		html_esc(b, PQgetvalue(res, row, colnum(res, "partition_group")));
 		bputs(b, "</td><td>");
 		html_esc(b, PQgetvalue(res, row, colnum(res, "member")));
-		/* SVG attributes, not style attributes: the CSP allows no inline style */
+
+		/*
+		 * SVG attributes, not style attributes: the CSP allows no inline
+		 * style
+		 */
 		bprintf(b, "</td><td><svg class=\"bars\" width=\"300\" height=\"22\">"
 				"<rect class=\"own\" x=\"0\" y=\"1\" width=\"%d\" height=\"9\"></rect>"
 				"<rect class=\"target\" x=\"0\" y=\"12\" width=\"%d\" height=\"9\"></rect></svg> "
@@ -1223,7 +1230,7 @@ serve_page(ServeReq *r)
 	if (!ok)
 	{
 		int			status = strcmp(r->sqlstate, "42501") == 0 ? 403 :
-			strcmp(r->sqlstate, "22P02") == 0 ? 400 : 500;
+		strcmp(r->sqlstate, "22P02") == 0 ? 400 : 500;
 		char	   *msg = xstrdup(r->errmsg);
 
 		html_error(r, status, status == 403 ? "Not allowed" : "Error", r->sqlstate, msg);
