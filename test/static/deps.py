@@ -130,6 +130,8 @@ AGENT_ORDER = [
     "coordctl_jobs",
     "coordctl_queues",
     "coordctl_views",
+    "serve_html",
+    "serve_pages",
     "serve",
     "coordctl",
 ]
