@@ -6,8 +6,9 @@
 # security and updates suites in its sources, plus sudo, procps, man-db and
 # systemd (for systemd-analyze).  postgresql-15, libmicrohttpd12 (coordctl
 # serve) and python3-psycopg (the quick start's driver), and what they need,
-# are downloaded into its apt cache but not installed, so that `apt install ./postgresql-15-pg-coord_*.deb`
-# installs them as on a real machine, with no network.  A stamp file lists
+# are downloaded into its apt cache but not installed, so that `apt install
+# ./postgresql-15-pg-coord_*.deb` installs them as on a real machine, with no
+# network.  A stamp file lists
 # the recipe and the installed packages; a base that does not match is built
 # again (COORD_DEB_REBUILD=1: always).  A package built against a newer
 # PostgreSQL minor than the base's cache has (it depends on that minor)
