@@ -21,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -175,6 +176,30 @@ def main():
         check("read-only: no form on the queues page",
               b.eval("document.querySelectorAll('form[method=post]').length") == 0)
 
+        # the monitor's server runs --refresh 1: a new queue shows up without a reload
+        b.console_errors.clear()
+        b.goto(a.monitor + "/")
+        b.eval("window.coordMark = 1")
+        sql("SELECT coord.enqueue('fresh_queue', '{}')")
+        seen = False
+        for _ in range(100):
+            if b.eval("document.body.innerText.includes('fresh_queue')"):
+                seen = True
+                break
+            time.sleep(0.1)
+        check("auto refresh: a new queue appears in place (same page, no reload)",
+              seen and b.eval("window.coordMark === 1"))
+        check("auto refresh: no console error", not b.console_errors, b.console_errors)
+
+        # rerun from the apps grid: coord.rerun resets the runs of the grid's hours
+        b.console_errors.clear()
+        b.goto(a.admin + "/apps")
+        b.click("form[action='/apps/hourly_report/rerun'] button")
+        done = b.eval("(document.querySelector('#done')||{}).innerText||''")
+        check("rerun: the page says how many runs run again", re.match(r"App hourly_report: [1-9]\d* run", done),
+              b.eval("document.body.innerText"))
+        check("rerun: no console error", not b.console_errors, b.console_errors)
+
     # refusals, over plain HTTP
     tok = token_of(a.admin)
     check("admin pages carry a CSRF token", bool(tok))
@@ -194,6 +219,16 @@ def main():
     check("monitor's forged resume: 403", st == 403, (st, body[:300]))
     check("monitor's POSTs changed nothing", job_state(victim) == "ready" and
           sql("SELECT paused_until IS NOT NULL FROM coord.queue_stats WHERE queue = 'billing'") == "t")
+    # the queues page's pause form: a queue's key, until a time
+    st, body = request(a.admin, "POST", "/queues/-/pause",
+                       {"csrf": tok, "queue": "mail", "key": "k 1&2", "until": "2099-01-01 00:00+00"})
+    check("pause form: 200, a key with blanks and & paused until the time", st == 200 and sql(
+        "SELECT paused_until FROM coord.limits WHERE queue = 'mail' AND limit_key = 'k 1&2'")
+        .startswith("2099-01-01"), (st, body[:300]))
+    st, body = request(a.admin, "POST", "/queues/mail/pause", {"csrf": tok, "until": "not a time"})
+    check("pause with a bad time: 400 (22007), nothing paused", st == 400 and "22007" in body and
+          sql("SELECT count(*) FROM coord.limits WHERE queue = 'mail' AND limit_key IS NULL") == "0",
+          (st, body[:300]))
     st, body = request(a.readonly, "POST", f"/jobs/{victim}/cancel", {"csrf": tok})
     check("read-only: POST refused (403)", st == 403, (st, body[:300]))
     st, body = request(a.admin, "GET", "/", headers={"Host": "evil.example:80"})

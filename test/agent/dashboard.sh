@@ -70,7 +70,7 @@ start_serve() {
   URL=$(sed -n 's|.*listening on \(http://127.0.0.1:[0-9]*\)/.*|\1|p' "$W/$name.log" | head -1)
 }
 start_serve admin dash_admin; ADMIN=$URL
-start_serve monitor dash_mon; MONITOR=$URL
+start_serve monitor dash_mon --refresh 1; MONITOR=$URL
 start_serve readonly dash_admin --read-only; READONLY=$URL
 
 check "browser checks (dashboard.py)" timeout 300 python3 "$COORD_ROOT/test/agent/dashboard.py" \
