@@ -695,6 +695,7 @@ coordctl_serve(int argc, char **argv)
 	int			sig;
 	int			c;
 
+	opterr = 0;					/* our own message: "coordctl serve: ..." */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
 	{
 		switch (c)
@@ -725,6 +726,9 @@ coordctl_serve(int argc, char **argv)
 				usage(stdout);
 				return 0;
 			default:
+				fprintf(stderr, "coordctl serve: %s \"%s\"\n",
+						optopt == 'l' || optopt == 'R' || optopt == 'T' ?
+						"a value is missing after" : "unknown option", argv[optind - 1]);
 				usage(stderr);
 				return CLI_EXIT_USAGE;
 		}
