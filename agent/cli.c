@@ -88,9 +88,17 @@ term_width(void)
 	return 0;
 }
 
-/* Prints s in w columns: cut with "…" if wider, padded (pad) if narrower. */
+/* n blanks */
 static void
-put_cell(const char *s, int w, bool pad)
+pad_to(Buf *b, int n)
+{
+	for (; n > 0; n--)
+		buf_append(b, " ", 1);
+}
+
+/* s in at most w columns: cut with "…" if wider, padded with pad blanks if narrower */
+static void
+put_cell(Buf *b, const char *s, int w, bool pad)
 {
 	int			have = text_width(s);
 
@@ -107,14 +115,26 @@ put_cell(const char *s, int w, bool pad)
 				p++;
 			n++;
 		}
-		fwrite(s, 1, p - s, stdout);
+		buf_append(b, s, p - s);
 		if (w > 0)
-			fputs("\xE2\x80\xA6", stdout);
+			buf_append(b, "\xE2\x80\xA6", 3);
 		return;
 	}
-	fputs(s, stdout);
+	buf_append(b, s, strlen(s));
 	if (pad)
-		printf("%*s", w - have, "");
+		pad_to(b, w - have);
+}
+
+/* The line without its trailing blanks, then end (a colour's reset) and a newline. */
+static void
+end_line(Buf *b, const char *end)
+{
+	while (b->len > 0 && b->data[b->len - 1] == ' ')
+		b->len--;
+	fwrite(b->data, 1, b->len, stdout);
+	fputs(end, stdout);
+	fputc('\n', stdout);
+	buf_reset(b);
 }
 
 void
@@ -122,75 +142,90 @@ print_table(const Table *t, int indent, bool color, int maxwidth)
 {
 	int			ncols = t->ncols;
 	int		   *width = xmalloc(sizeof(int) * ncols);
+	int		   *data = xmalloc(sizeof(int) * ncols);	/* widest cell */
+	Buf			line = {0};
 	int			total,
+				phase,
 				r,
 				c;
 
 	for (c = 0; c < ncols; c++)
 	{
-		width[c] = text_width(t->headers[c]);
+		data[c] = 0;
 		for (r = 0; r < t->nrows; r++)
 		{
 			int			w = text_width(t->cells[r * ncols + c]);
 
-			if (w > width[c])
-				width[c] = w;
+			if (w > data[c])
+				data[c] = w;
 		}
+		width[c] = data[c] > text_width(t->headers[c]) ? data[c] : text_width(t->headers[c]);
 	}
-	/* narrow the widest left-aligned column, one column at a time */
+
+	/*
+	 * Too wide: narrow the widest text column, down to 10; then numbers to
+	 * their widest value (their headers cut); then text down to 4.
+	 */
 	total = indent + 2 * (ncols - 1);
 	for (c = 0; c < ncols; c++)
 		total += width[c];
-	while (maxwidth > 0 && total > maxwidth)
-	{
-		int			widest = -1;
+	for (phase = 0; phase < 3 && maxwidth > 0 && total > maxwidth; phase++)
+		while (total > maxwidth)
+		{
+			int			widest = -1;
 
-		for (c = 0; c < ncols; c++)
-			if (!t->right[c] && width[c] > 4 && (widest < 0 || width[c] > width[widest]))
-				widest = c;
-		if (widest < 0)
-			break;				/* nothing left to cut: it wraps */
-		width[widest]--;
-		total--;
-	}
+			for (c = 0; c < ncols; c++)
+			{
+				int			floor = phase == 0 ? 10 : phase == 2 ? 4 : data[c] > 3 ? data[c] : 3;
 
-	printf("%*s%s", indent, "", color ? C_DIM : "");
+				if (t->right[c] == (phase == 1) && width[c] > floor &&
+					(widest < 0 || width[c] > width[widest]))
+					widest = c;
+			}
+			if (widest < 0)
+				break;			/* the next phase, or it wraps */
+			width[widest]--;
+			total--;
+		}
+
+	pad_to(&line, indent);
+	if (color)
+		buf_append(&line, C_DIM, strlen(C_DIM));
 	for (c = 0; c < ncols; c++)
 	{
-		bool		last = c == ncols - 1;
 		int			pad = width[c] - text_width(t->headers[c]);
 
 		if (c)
-			printf("  ");
-		if (t->right[c] && pad > 0)
-			printf("%*s", pad, "");
-		put_cell(t->headers[c], width[c], !t->right[c] && !last);
+			pad_to(&line, 2);
+		if (t->right[c])
+			pad_to(&line, pad);
+		put_cell(&line, t->headers[c], width[c], !t->right[c]);
 	}
-	printf("%s\n", color ? C_RESET : "");
+	end_line(&line, color ? C_RESET : "");
 	for (r = 0; r < t->nrows; r++)
 	{
-		printf("%*s", indent, "");
+		pad_to(&line, indent);
 		for (c = 0; c < ncols; c++)
 		{
 			const char *cell = t->cells[r * ncols + c];
-			const char *colr = t->colors ? t->colors[r * ncols + c] : NULL;
-			bool		last = c == ncols - 1;
+			const char *colr = color && t->colors ? t->colors[r * ncols + c] : NULL;
 			int			pad = width[c] - text_width(cell);
 
 			if (c)
-				printf("  ");
-			/* an empty last cell gets no padding: no trailing blanks */
-			if (t->right[c] && pad > 0 && !(last && *cell == '\0'))
-				printf("%*s", pad, "");
-			if (color && colr)
-				fputs(colr, stdout);
-			put_cell(cell, width[c], false);
-			if (color && colr)
-				fputs(C_RESET, stdout);
-			if (!t->right[c] && !last && pad > 0)
-				printf("%*s", pad, "");
+				pad_to(&line, 2);
+			if (t->right[c])
+				pad_to(&line, pad);
+			if (colr)
+				buf_append(&line, colr, strlen(colr));
+			put_cell(&line, cell, width[c], false);
+			if (colr)
+				buf_append(&line, C_RESET, strlen(C_RESET));
+			if (!t->right[c])
+				pad_to(&line, pad);
 		}
-		printf("\n");
+		end_line(&line, "");
 	}
+	buf_free(&line);
 	free(width);
+	free(data);
 }

@@ -69,8 +69,9 @@ usage(FILE *out)
 			"  -d, --dbname=CONNINFO     database connection string or URI (default: PG* variables)\n"
 			"      --json                JSON on stdout (shapes: man coordctl)\n"
 			"      --no-color            no colour even on a terminal\n"
+			"  -h, --help                print this help (after a subcommand: its usage) and exit\n"
+			"\n"
 			"  -V, --version             print the version and exit\n"
-			"  -h, --help                print this help and exit\n"
 			"\n"
 			"Exit status: 0 done, 1 an error, 2 a usage error, 3 a missing privilege\n"
 			"(the message names the GRANT).\n");

@@ -59,6 +59,25 @@ extern int	ctl_fail(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 extern PGconn *ctl_connect(int *rc);
 
 /*
+ * ctl_parse, then (id_arg >= 0) a check that args[id_arg] is a job id, then
+ * ctl_connect: -1 with *conn open to go on; else the exit status, *args
+ * freed and no session.
+ */
+extern int	ctl_begin(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
+					  int min_args, int max_args, int id_arg, char ***args, int *nargs,
+					  PGconn **conn);
+
+/* A positive bigint in decimal (a job id). */
+extern bool ctl_valid_id(const char *s);
+
+/* A subcommand that is one list: no argument, one statement (ctl_list). */
+extern int	ctl_simple_list(int argc, char **argv, const char *sql, const char *grant,
+							const char *empty);
+
+/* Prints the one JSON value a statement returns (the first column); the exit status. */
+extern int	ctl_print_json(PGconn *conn, const char *sql, int nparams, const char *const *params);
+
+/*
  * Runs sql with its text parameters.  A failure is printed and *rc set:
  * insufficient_privilege (42501) is CLI_EXIT_PRIVILEGE, the message naming
  * "GRANT <grant> TO <current_user>"; anything else CLI_EXIT_ERROR; the

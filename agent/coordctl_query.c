@@ -18,6 +18,9 @@
 
 #include "coordctl.h"
 
+static int	print_json(PGconn *conn, const char *sql, int nparams,
+					   const char *const *params, const char *grant);
+
 bool		ctl_json = false;
 bool		ctl_color = false;
 const char *ctl_cmd = "";
@@ -87,10 +90,12 @@ ctl_parse(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
 		  int min_args, int max_args, char ***args, int *nargs)
 {
 	static bool help;
+	static bool no_color;
 	static const char *dbname;
 	const CtlOpt common[] = {
 		{"json", 0, NULL, &ctl_json},
 		{"dbname", 'd', &dbname, NULL},
+		{"no-color", 0, NULL, &no_color},
 		{"help", 'h', NULL, &help},
 		{NULL, 0, NULL, NULL}
 	};
@@ -146,9 +151,11 @@ ctl_parse(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
 	}
 	if (dbname)
 		cli_conninfo = dbname;
+	if (no_color)
+		ctl_color = false;
 	if (help)
 	{
-		printf("Usage: coordctl %s %s\n(options of every subcommand: --json, -d CONNINFO; man coordctl)\n",
+		printf("Usage: coordctl %s %s\n(options of every subcommand: --json, -d CONNINFO, --no-color; man coordctl)\n",
 			   ctl_cmd, usage_line);
 		return 0;
 	}
@@ -174,6 +181,30 @@ ctl_connect(int *rc)
 		*rc = CLI_EXIT_ERROR;
 	}
 	return conn;
+}
+
+bool
+ctl_valid_id(const char *s)
+{
+	size_t		n = strspn(s, "0123456789");
+
+	return n > 0 && n <= 18 && s[n] == '\0' && strspn(s, "0") < n;
+}
+
+int
+ctl_begin(int argc, char **argv, const CtlOpt *opts, const char *usage_line,
+		  int min_args, int max_args, int id_arg, char ***args, int *nargs, PGconn **conn)
+{
+	int			rc = ctl_parse(argc, argv, opts, usage_line, min_args, max_args, args, nargs);
+
+	*conn = NULL;
+	if (rc < 0 && id_arg >= 0 && !ctl_valid_id((*args)[id_arg]))
+		rc = ctl_usage("a job id is a positive integer, not \"%s\"", (*args)[id_arg]);
+	if (rc < 0 && (*conn = ctl_connect(&rc)) != NULL)
+		return -1;
+	free(*args);
+	*args = NULL;
+	return rc;
 }
 
 /* "GRANT role TO me", the role name quoted as an identifier */
@@ -241,6 +272,12 @@ numeric_type(Oid t)
 	return t == 20 || t == 21 || t == 23 || t == 700 || t == 701 || t == 1700 || t == 26;
 }
 
+int
+ctl_print_json(PGconn *conn, const char *sql, int nparams, const char *const *params)
+{
+	return print_json(conn, sql, nparams, params, NULL);
+}
+
 /* The result's one JSON value (the first column of the first row) on stdout. */
 static int
 print_json(PGconn *conn, const char *sql, int nparams, const char *const *params,
@@ -273,7 +310,7 @@ ctl_list(PGconn *conn, const char *sql, int nparams, const char *const *params,
 
 	if (ctl_json)
 	{
-		char	   *wrapped = xasprintf("SELECT pg_catalog.coalesce(pg_catalog.json_agg(q), '[]'::pg_catalog.json) FROM (%s) AS q", sql);
+		char	   *wrapped = xasprintf("SELECT COALESCE(pg_catalog.json_agg(q), '[]'::pg_catalog.json) FROM (%s) AS q", sql);
 
 		rc = print_json(conn, wrapped, nparams, params, grant);
 		free(wrapped);
@@ -371,4 +408,20 @@ ctl_record(PGconn *conn, const char *sql, int nparams, const char *const *params
 	}
 	PQclear(res);
 	return 0;
+}
+
+int
+ctl_simple_list(int argc, char **argv, const char *sql, const char *grant, const char *empty)
+{
+	char	  **args;
+	int			nargs,
+				rc;
+	PGconn	   *conn;
+
+	if ((rc = ctl_begin(argc, argv, NULL, "", 0, 0, -1, &args, &nargs, &conn)) >= 0)
+		return rc;
+	free(args);
+	rc = ctl_list(conn, sql, 0, NULL, grant, empty);
+	PQfinish(conn);
+	return rc;
 }

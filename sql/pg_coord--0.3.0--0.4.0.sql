@@ -78,13 +78,14 @@ CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at tim
                               max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
                               limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
                               expires_at timestamptz DEFAULT NULL, after bigint[] DEFAULT NULL,
-                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL)
+                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL,
+                              trace text DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) IS
-  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done';
-REVOKE ALL ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) TO coord_worker;
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint, text) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done; trace, a W3C traceparent, is stored and returned by its claims';
+REVOKE ALL ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint, text) TO coord_worker;
 
 DROP FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz);
 CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
@@ -92,13 +93,13 @@ CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestam
                                    max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
                                    max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL,
                                    after bigint[] DEFAULT NULL, on_parent_failure text DEFAULT 'cancel',
-                                   batch bigint DEFAULT NULL)
+                                   batch bigint DEFAULT NULL, trace text DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
-COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) IS
-  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done';
-REVOKE ALL ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) TO coord_worker;
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint, text) IS
+  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done; trace (a W3C traceparent) is stored on each';
+REVOKE ALL ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint, text) TO coord_worker;
 
 -- Job dependencies (docs/workflows.md): deps on coord.job, the waiting
 -- jobs' table (made after every column change of coord.job above: it copies
@@ -108,14 +109,21 @@ COMMENT ON COLUMN coord.job.deps IS
   'Workflows: 1 when jobs wait on this one, 2 when it was enqueued with after (its finish then goes to src/workflows/)';
 COMMENT ON FUNCTION coord.job_state(bigint) IS
   'waiting, scheduled, ready, running, done, dead, cancelled, or NULL once purged';
--- job control's columns (before coord.job_wait, which copies coord.job's)
-ALTER TABLE coord.job ADD COLUMN enqueued_by oid, ADD COLUMN progress jsonb;
+-- job control's columns, and trace context's (issue 29), before
+-- coord.job_wait, which copies coord.job's
+ALTER TABLE coord.job ADD COLUMN enqueued_by oid, ADD COLUMN progress jsonb, ADD COLUMN trace text;
 COMMENT ON COLUMN coord.job.enqueued_by IS
   'The role that enqueued the job (current_user of coord.enqueue; NULL for jobs of schedules and apps): it may cancel and await the job and read it in coord.my_jobs';
 COMMENT ON COLUMN coord.job.progress IS 'The last progress the job''s holder reported (coord.progress)';
-ALTER TABLE coord.job_history ADD COLUMN enqueued_by oid, ADD COLUMN progress jsonb;
+COMMENT ON COLUMN coord.job.trace IS
+  'The W3C traceparent the job was enqueued with (coord.enqueue''s trace), returned by its claims; or NULL';
+ALTER TABLE coord.job_history ADD COLUMN enqueued_by oid, ADD COLUMN progress jsonb, ADD COLUMN trace text;
 COMMENT ON COLUMN coord.job_history.enqueued_by IS 'The role that enqueued the job (NULL for jobs of schedules and apps)';
 COMMENT ON COLUMN coord.job_history.progress IS 'The last progress the job''s holder reported (coord.progress)';
+COMMENT ON COLUMN coord.job_history.trace IS 'The W3C traceparent the job was enqueued with, or NULL';
+-- coord.claim returns the trace (and so do complete_and_claim's and fail_and_claim's types below)
+ALTER TYPE coord.claimed_job ADD ATTRIBUTE trace text;
+COMMENT ON TYPE coord.claimed_job IS 'A claimed job, as coord.claim returns it (trace: the W3C traceparent it was enqueued with, or NULL)';
 
 
 -- Waiting jobs (enqueued with after, a parent not ended yet): out of
@@ -168,21 +176,21 @@ SELECT j.id, j.queue,
        NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
        j.claimed_by::pg_catalog.regrole AS claimed_by,
        j.limit_key, j.snoozes, j.expires_at,
-       j.enqueued_by::pg_catalog.regrole AS enqueued_by, j.progress
+       j.enqueued_by::pg_catalog.regrole AS enqueued_by, j.progress, j.trace
   FROM coord.job AS j
 UNION ALL
 SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
        h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
        h.limit_key, h.snoozes, h.expires_at,
-       h.enqueued_by::pg_catalog.regrole, h.progress
+       h.enqueued_by::pg_catalog.regrole, h.progress, h.trace
   FROM coord.job_history AS h
 UNION ALL
 SELECT w.id, w.queue, 'waiting', w.payload, w.run_at, w.priority, w.key, w.group_key, w.host,
        w.attempt, w.max_attempts, NULL::timestamptz, w.last_error, w.token, w.enqueued_at,
        w.claimed_at, NULL::timestamptz, NULL::jsonb, w.origin, NULL::pg_catalog.regrole,
        w.limit_key, w.snoozes, w.expires_at,
-       w.enqueued_by::pg_catalog.regrole, w.progress
+       w.enqueued_by::pg_catalog.regrole, w.progress, w.trace
   FROM coord.job_wait AS w;
 COMMENT ON VIEW coord.jobs IS
   'Every live job (waiting ones too) and every finished job still in the history; token, payload, result, last_error and progress for coord_admin only';
@@ -302,8 +310,8 @@ REVOKE ALL ON FUNCTION coord.open_batch(text, jsonb, text), coord.seal_batch(big
 GRANT EXECUTE ON FUNCTION coord.open_batch(text, jsonb, text), coord.seal_batch(bigint) TO coord_worker;
 GRANT SELECT ON coord.batches TO coord_admin, coord_monitor;
 
--- the new enqueued_by to coord_monitor (progress is withheld, as result is)
-GRANT SELECT (enqueued_by) ON coord.jobs TO coord_monitor;
+-- the new enqueued_by and trace to coord_monitor (progress is withheld, as result is)
+GRANT SELECT (enqueued_by, trace) ON coord.jobs TO coord_monitor;
 
 CREATE VIEW coord.my_jobs WITH (security_barrier) AS
 SELECT j.* FROM coord.jobs AS j
@@ -348,7 +356,8 @@ CREATE TYPE coord.claimed_after_complete AS (
     key         text,
     group_key   text,
     host        text,
-    run_at      timestamptz
+    run_at      timestamptz,
+    trace       text
 );
 COMMENT ON TYPE coord.claimed_after_complete IS
   'A row of coord.complete_and_claim: completed (what coord.complete returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
@@ -363,7 +372,8 @@ CREATE TYPE coord.claimed_after_fail AS (
     key         text,
     group_key   text,
     host        text,
-    run_at      timestamptz
+    run_at      timestamptz,
+    trace       text
 );
 COMMENT ON TYPE coord.claimed_after_fail IS
   'A row of coord.fail_and_claim: state (what coord.fail returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
@@ -569,3 +579,9 @@ COMMENT ON VIEW coord.metrics IS
 REVOKE ALL ON FUNCTION coord.metrics_queues(), coord.metrics_purged() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION coord.metrics_queues() TO coord_monitor;
 GRANT SELECT ON coord.metrics TO coord_admin, coord_monitor;
+-- coord.metrics calls coord.leader, so a fresh install's view loop grants it
+-- to coord_monitor before the election grants name coord_worker: the same
+-- privileges, granted again in that order, so the two catalogs match.
+REVOKE EXECUTE ON FUNCTION coord.leader(text) FROM coord_worker, coord_monitor;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
+GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_worker;

@@ -257,8 +257,8 @@ MetricsFold(void)
 
 	/*
 	 * the oldest open transaction's start: a history row's finished_at is a
-	 * clock reading taken inside its transaction; a second for a
-	 * transaction that has taken its start time but not yet shown it
+	 * clock reading taken inside its transaction; a second for a transaction
+	 * that has taken its start time but not yet shown it
 	 */
 	CoordExec(&plan_fold_horizon,
 			  "SELECT CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_prepared_xacts AS x "

@@ -39,15 +39,16 @@ coord_demo_packages() {
 # cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
 # driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
 # the Python client's (test/clients/python.sh): pytest, and build, wheel,
-# setuptools and venv, which build its wheel offline and install it; and
+# setuptools and venv, which build its wheel offline and install it;
 # tsc (clients/node's declarations, test/clients/node.sh); chromium (the
-# dashboard's browser tests, test/agent/dashboard.sh) and prometheus (a real
+# dashboard's browser tests, test/agent/dashboard.sh); and prometheus
+# (promtool checks coordctl metrics, test/agent/coordctl_views.sh; a real
 # scrape of coordctl serve, test/agent/dashboard_prometheus.sh).
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
-       libpostgresql-jdbc-java pgbouncer python3-pytest python3-build python3-wheel \
+       libpostgresql-jdbc-java pgbouncer python3-pytest python3-mypy python3-build python3-wheel \
        python3-setuptools python3-venv node-typescript \
        chromium \
        prometheus

@@ -50,6 +50,8 @@ export interface EnqueueOptions {
   onParentFailure?: 'cancel' | 'run';
   /** a batch id from coord.open_batch */
   batch?: number;
+  /** a W3C traceparent (default: the active OpenTelemetry context's when @opentelemetry/api is installed; null: none) */
+  trace?: string | null;
 }
 
 export type EnqueueManyOptions = Omit<EnqueueOptions, 'key' | 'groupKey'>;
@@ -149,6 +151,8 @@ export class Job<P = any> {
   readonly groupKey: string | null;
   readonly host: string | null;
   readonly runAt: Date;
+  /** the W3C traceparent it was enqueued with (coord.claimed_job.trace), or null */
+  readonly trace: string | null;
   /** aborted when the job is cancelled or its claim is lost (reason: JobCancelledError, ClaimLostError, ConnectionLostError) */
   readonly signal: AbortSignal;
   /** signal.aborted */

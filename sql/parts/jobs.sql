@@ -47,7 +47,8 @@ CREATE TABLE coord.job (
     batch        bigint,
     deps         smallint NOT NULL DEFAULT 0,
     enqueued_by  oid,
-    progress     jsonb
+    progress     jsonb,
+    trace        text
 ) WITH (fillfactor = 45);
 COMMENT ON TABLE coord.job IS
   'Live jobs (scheduled, ready, running); finished ones move to coord.job_history';
@@ -59,6 +60,8 @@ COMMENT ON COLUMN coord.job.deps IS
 COMMENT ON COLUMN coord.job.enqueued_by IS
   'The role that enqueued the job (current_user of coord.enqueue; NULL for jobs of schedules and apps): it may cancel and await the job and read it in coord.my_jobs';
 COMMENT ON COLUMN coord.job.progress IS 'The last progress the job''s holder reported (coord.progress)';
+COMMENT ON COLUMN coord.job.trace IS
+  'The W3C traceparent the job was enqueued with (coord.enqueue''s trace), returned by its claims; or NULL';
 REVOKE ALL ON coord.job FROM PUBLIC;
 -- A claim changes only unindexed columns (attempt, token, lease,
 -- lease_until, claimed_at, claimed_by, last_error), so it is a HOT update:
@@ -130,7 +133,8 @@ CREATE TABLE coord.job_history (
     expires_at   timestamptz,
     batch        bigint,
     enqueued_by  oid,
-    progress     jsonb
+    progress     jsonb,
+    trace        text
 );
 COMMENT ON TABLE coord.job_history IS
   'Finished jobs (done, dead, cancelled), kept for coord.job_history_retention';
@@ -141,6 +145,7 @@ COMMENT ON COLUMN coord.job_history.state IS 'done, dead or cancelled';
 COMMENT ON COLUMN coord.job_history.batch IS 'The batch the job was enqueued into, or NULL';
 COMMENT ON COLUMN coord.job_history.enqueued_by IS 'The role that enqueued the job (NULL for jobs of schedules and apps)';
 COMMENT ON COLUMN coord.job_history.progress IS 'The last progress the job''s holder reported (coord.progress)';
+COMMENT ON COLUMN coord.job_history.trace IS 'The W3C traceparent the job was enqueued with, or NULL';
 REVOKE ALL ON coord.job_history FROM PUBLIC;
 -- Every completion inserts here: one btree (the key) and a BRIN on the
 -- finish time (rows arrive in finish order) keep that cheap; dead and
@@ -161,31 +166,33 @@ CREATE TYPE coord.claimed_job AS (
     key         text,
     group_key   text,
     host        text,
-    run_at      timestamptz
+    run_at      timestamptz,
+    trace       text
 );
-COMMENT ON TYPE coord.claimed_job IS 'A claimed job, as coord.claim returns it';
+COMMENT ON TYPE coord.claimed_job IS 'A claimed job, as coord.claim returns it (trace: the W3C traceparent it was enqueued with, or NULL)';
 
 CREATE FUNCTION coord.enqueue(queue text, payload jsonb DEFAULT '{}', run_at timestamptz DEFAULT NULL,
                               priority integer DEFAULT 0, key text DEFAULT NULL, host text DEFAULT NULL,
                               max_attempts integer DEFAULT 25, group_key text DEFAULT NULL,
                               limit_key text DEFAULT NULL, max_snoozes integer DEFAULT 100,
                               expires_at timestamptz DEFAULT NULL, after bigint[] DEFAULT NULL,
-                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL)
+                              on_parent_failure text DEFAULT 'cancel', batch bigint DEFAULT NULL,
+                              trace text DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'coord_enqueue'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint) IS
-  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done';
+COMMENT ON FUNCTION coord.enqueue(text, jsonb, timestamptz, integer, text, text, integer, text, text, integer, timestamptz, bigint[], text, bigint, text) IS
+  'Adds a job and returns its id; with key, returns the id of the live job with that key instead of adding one; with after, it waits until those jobs are done; trace, a W3C traceparent, is stored and returned by its claims';
 
 CREATE FUNCTION coord.enqueue_many(queue text, payloads jsonb[], run_at timestamptz DEFAULT NULL,
                                    priority integer DEFAULT 0, host text DEFAULT NULL,
                                    max_attempts integer DEFAULT 25, limit_key text DEFAULT NULL,
                                    max_snoozes integer DEFAULT 100, expires_at timestamptz DEFAULT NULL,
                                    after bigint[] DEFAULT NULL, on_parent_failure text DEFAULT 'cancel',
-                                   batch bigint DEFAULT NULL)
+                                   batch bigint DEFAULT NULL, trace text DEFAULT NULL)
 RETURNS SETOF bigint AS 'MODULE_PATHNAME', 'coord_enqueue_many'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 100;
-COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint) IS
-  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done';
+COMMENT ON FUNCTION coord.enqueue_many(text, jsonb[], timestamptz, integer, text, integer, text, integer, timestamptz, bigint[], text, bigint, text) IS
+  'Adds one job per payload; returns their ids in array order; with after, each waits until those jobs are done; trace (a W3C traceparent) is stored on each';
 
 CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFAULT '5 minutes',
                             host text DEFAULT NULL, session_bound boolean DEFAULT false,
@@ -254,7 +261,8 @@ CREATE TYPE coord.claimed_after_complete AS (
     key         text,
     group_key   text,
     host        text,
-    run_at      timestamptz
+    run_at      timestamptz,
+    trace       text
 );
 COMMENT ON TYPE coord.claimed_after_complete IS
   'A row of coord.complete_and_claim: completed (what coord.complete returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';
@@ -269,7 +277,8 @@ CREATE TYPE coord.claimed_after_fail AS (
     key         text,
     group_key   text,
     host        text,
-    run_at      timestamptz
+    run_at      timestamptz,
+    trace       text
 );
 COMMENT ON TYPE coord.claimed_after_fail IS
   'A row of coord.fail_and_claim: state (what coord.fail returned), then a claimed job as coord.claim returns it (NULL when none was claimed)';

@@ -11,21 +11,21 @@ SELECT j.id, j.queue,
        NULL::timestamptz AS finished_at, NULL::jsonb AS result, j.origin,
        j.claimed_by::pg_catalog.regrole AS claimed_by,
        j.limit_key, j.snoozes, j.expires_at,
-       j.enqueued_by::pg_catalog.regrole AS enqueued_by, j.progress
+       j.enqueued_by::pg_catalog.regrole AS enqueued_by, j.progress, j.trace
   FROM coord.job AS j
 UNION ALL
 SELECT h.id, h.queue, h.state, h.payload, h.run_at, h.priority, h.key, h.group_key, h.host,
        h.attempt, h.max_attempts, NULL::timestamptz, h.last_error, h.token, h.enqueued_at,
        h.claimed_at, h.finished_at, h.result, h.origin, NULL::pg_catalog.regrole,
        h.limit_key, h.snoozes, h.expires_at,
-       h.enqueued_by::pg_catalog.regrole, h.progress
+       h.enqueued_by::pg_catalog.regrole, h.progress, h.trace
   FROM coord.job_history AS h
 UNION ALL
 SELECT w.id, w.queue, 'waiting', w.payload, w.run_at, w.priority, w.key, w.group_key, w.host,
        w.attempt, w.max_attempts, NULL::timestamptz, w.last_error, w.token, w.enqueued_at,
        w.claimed_at, NULL::timestamptz, NULL::jsonb, w.origin, NULL::pg_catalog.regrole,
        w.limit_key, w.snoozes, w.expires_at,
-       w.enqueued_by::pg_catalog.regrole, w.progress
+       w.enqueued_by::pg_catalog.regrole, w.progress, w.trace
   FROM coord.job_wait AS w;
 COMMENT ON VIEW coord.jobs IS
   'Every live job (waiting ones too) and every finished job still in the history; token, payload, result, last_error and progress for coord_admin only';

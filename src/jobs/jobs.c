@@ -5,8 +5,9 @@
  *
  * The family's top file: the SQL entry points other than the claim and
  * job control (enqueue, complete, fail, heartbeat, retry, the state
- * functions, purge, mark_queued_job), complete's and fail's work for
- * jobs_next.c too (JobsCompleteOne, JobsFailOne), and the origin API of
+ * functions, purge, mark_queued_job), complete's and fail's argument checks
+ * and work for jobs_next.c too (JobsCompleteArgs, JobsFailArgs,
+ * JobsCompleteOne, JobsFailOne), and the origin API of
  * jobs.h, through which schedules and apps make their jobs and are told
  * when those finish (CoordEnqueueOrigin, CoordRevokeJob, ..., CoordJobsTick); and
  * the family's module init (CoordJobsInit), which hands jobs_common.c the
@@ -123,6 +124,23 @@ BackoffUs(int32 attempt)
 /* ---------- complete, fail, heartbeat ---------- */
 
 /*
+ * complete's arguments (coord.complete and coord.complete_and_claim: id,
+ * token, result first), checked before any work.
+ */
+void
+JobsCompleteArgs(FunctionCallInfo fcinfo, JobsComplete *cm)
+{
+	CoordRequireArg(fcinfo, 0, "id");
+	CoordRequireArg(fcinfo, 1, "token");
+	if (!PG_ARGISNULL(2))
+		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
+	cm->id = PG_GETARG_INT64(0);
+	cm->token = PG_GETARG_INT64(1);
+	cm->result_null = PG_ARGISNULL(2);
+	cm->result = cm->result_null ? (Datum) 0 : PG_GETARG_DATUM(2);
+}
+
+/*
  * JobsCompleteOne: complete's work, inside SPI, as the owner (coord.complete
  * and coord.complete_and_claim): true when the claim (token) was still the
  * caller's and the job is now done.  queue, when not NULL, gets the done
@@ -130,15 +148,15 @@ BackoffUs(int32 attempt)
  * count).
  */
 bool
-JobsCompleteOne(int64 id, int64 token, Datum result, bool result_null, Oid caller,
-				char **queue, MemoryContext cxt)
+JobsCompleteOne(const JobsComplete *cm, Oid caller, char **queue, MemoryContext cxt)
 {
+	int64		id = cm->id;
 	Oid			argtypes[4] = {INT8OID, INT8OID, BOOLOID, OIDOID};
 	Datum		args[4];
 	bool		ok;
 
 	args[0] = Int64GetDatum(id);
-	args[1] = Int64GetDatum(token);
+	args[1] = Int64GetDatum(cm->token);
 	args[2] = BoolGetDatum(JobsSessionClaimLive(id));
 	args[3] = ObjectIdGetDatum(caller);
 
@@ -161,7 +179,7 @@ JobsCompleteOne(int64 id, int64 token, Datum result, bool result_null, Oid calle
 				  4, argtypes, args, NULL, SPI_OK_DELETE_RETURNING, "complete");
 	if (queue != NULL && SPI_processed == 1)
 		*queue = JobsRowQueue(cxt);
-	ok = JobsArchive("done", NULL, result, result_null) == 1;
+	ok = JobsArchive("done", NULL, cm->result, cm->result_null) == 1;
 	if (ok)
 		JobsDropSessionClaim(id);
 	else
@@ -198,20 +216,14 @@ JobsRowQueue(MemoryContext cxt)
 Datum
 coord_complete(PG_FUNCTION_ARGS)
 {
-	int64		id;
+	JobsComplete cm;
 	CoordUserSwitch sw;
 	bool		ok;
 
 	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "id");
-	CoordRequireArg(fcinfo, 1, "token");
-	if (!PG_ARGISNULL(2))
-		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
-	id = PG_GETARG_INT64(0);
-
+	JobsCompleteArgs(fcinfo, &cm);
 	CoordSpiBegin(&sw);
-	ok = JobsCompleteOne(id, PG_GETARG_INT64(1), PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-						 PG_ARGISNULL(2), sw.save_userid, NULL, NULL);
+	ok = JobsCompleteOne(&cm, sw.save_userid, NULL, NULL);
 	CoordSpiEnd(&sw);
 	PG_RETURN_BOOL(ok);
 }
@@ -610,10 +622,10 @@ coord_retry(PG_FUNCTION_ARGS)
 	CoordExec(&plan_retry,
 			  "INSERT INTO coord.job (id, queue, payload, run_at, priority, key, group_key, "
 			  "host, attempt, max_attempts, token, enqueued_at, last_error, request_key, "
-			  "limit_key, max_snoozes, expires_at, batch, enqueued_by, origin) "
+			  "limit_key, max_snoozes, expires_at, batch, enqueued_by, trace, origin) "
 			  "SELECT id, queue, payload, pg_catalog.now(), priority, key, group_key, host, "
 			  "0, max_attempts, pg_catalog.nextval('coord.job_token_seq'::pg_catalog.regclass), "
-			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, enqueued_by, "
+			  "enqueued_at, last_error, request_key, limit_key, max_snoozes, expires_at, batch, enqueued_by, trace, "
 
 	/*
 	 * still the app run's job; a schedule has put its next instance on
@@ -1002,10 +1014,10 @@ CoordRevokeJob(int64 id, int64 token, const char *error)
 			  "WITH d AS (DELETE FROM coord.job WHERE id OPERATOR(pg_catalog.=) $1 RETURNING *) "
 			  "INSERT INTO coord.job (queue, payload, run_at, priority, key, group_key, host, "
 			  "attempt, max_attempts, enqueued_at, last_error, request_key, origin, "
-			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by) "
+			  "limit_key, snoozes, max_snoozes, expires_at, enqueued_by, trace) "
 			  "SELECT queue, payload, pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $2, "
 			  "priority, key, group_key, host, attempt, max_attempts, enqueued_at, $3, "
-			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by "
+			  "request_key, origin, limit_key, snoozes, max_snoozes, expires_at, enqueued_by, trace "
 			  "FROM d RETURNING id, queue, host",
 			  3, argtypes, args, NULL, SPI_OK_INSERT_RETURNING, "revoke");
 	if (SPI_processed != 1)

@@ -48,7 +48,8 @@ typedef struct JobCols
 				claimed_at,
 				claimed_by,
 				last_error,
-				expires_at;
+				expires_at,
+				trace;
 } JobCols;
 
 static JobCols jobcols;
@@ -96,6 +97,7 @@ LoadJobCols(Relation rel)
 	jobcols.claimed_by = JobCol(d, "claimed_by");
 	jobcols.last_error = JobCol(d, "last_error");
 	jobcols.expires_at = JobCol(d, "expires_at");
+	jobcols.trace = JobCol(d, "trace");
 	jobcols.desc = d;
 	jobcols.relid = RelationGetRelid(rel);
 }
@@ -163,9 +165,9 @@ JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, 
 	TM_Result	res;
 	bool		was_claimed,
 				had_lease;
-	Datum		out[10];
-	bool		outnull[10];
-	AttrNumber	outcols[10];
+	Datum		out[11];
+	bool		outnull[11];
+	AttrNumber	outcols[11];
 	HeapTuple	result;
 	MemoryContext old;
 	int			i;
@@ -273,7 +275,8 @@ JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, 
 
 	/*
 	 * id, queue, payload, attempt, token, lease_until, key, group_key, host,
-	 * run_at
+	 * run_at, trace (the row is deformed whole already: the trace costs the
+	 * claim one more column of its result)
 	 */
 	outcols[0] = jobcols.id;
 	outcols[1] = jobcols.queue;
@@ -285,7 +288,10 @@ JobsClaimRow(ClaimWriter *w, ItemPointer tid, bool session_bound, Oid claimant, 
 	outcols[7] = jobcols.group_key;
 	outcols[8] = jobcols.host;
 	outcols[9] = jobcols.run_at;
-	for (i = 0; i < 10; i++)
+	outcols[10] = jobcols.trace;
+	if (outdesc->natts != 11)
+		elog(ERROR, "coord.claimed_job has %d columns, not 11", outdesc->natts);
+	for (i = 0; i < 11; i++)
 	{
 		out[i] = v[outcols[i] - 1];
 		outnull[i] = n[outcols[i] - 1];

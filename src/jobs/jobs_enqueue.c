@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "mb/pg_wchar.h"
 
 #include "jobs/jobs_int.h"
 
@@ -93,9 +94,73 @@ typedef struct EnqueueFlow
 	int			nparents;
 	const char *on_parent_failure;
 	Oid			caller;			/* with a batch: who joins it (CoordBatchJoin) */
+	text	   *trace;			/* 0.4.0: a W3C traceparent, checked; or NULL */
 } EnqueueFlow;
 
-static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, NULL, 0, "cancel", InvalidOid};
+static const EnqueueFlow no_flow = {NULL, 100, (Datum) 0, true, (Datum) 0, true, NULL, 0, "cancel", InvalidOid,
+NULL};
+
+/* Lowercase hexadecimal digits, n of them at s, not all zeros when nonzero is set. */
+static bool
+TraceHex(const char *s, int n, bool nonzero)
+{
+	bool		zero = true;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+		if (s[i] != '0')
+			zero = false;
+	}
+	return !(nonzero && zero);
+}
+
+/*
+ * trace (argument argno, when the catalog has it): a W3C Trace Context
+ * traceparent, version-trace_id-parent_id-flags (2, 32, 16 and 2 lowercase
+ * hex digits, 55 characters), stored as given and returned by the job's
+ * claims.  Checked here so that a worker never gets a context its tracer
+ * would reject: version ff and all-zero ids are invalid in the standard.
+ */
+static text *
+TraceArg(FunctionCallInfo fcinfo, int argno)
+{
+	text	   *t;
+	const char *s;
+	int			len;
+	const char *why = NULL;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return NULL;
+	t = PG_GETARG_TEXT_PP(argno);
+	s = VARDATA_ANY(t);
+	len = VARSIZE_ANY_EXHDR(t);
+	if (len != 55)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid trace"),
+				 errdetail("A W3C traceparent has 55 characters; this one has %d.", pg_mbstrlen_with_len(s, len)),
+				 errhint("Pass a traceparent header such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01, or NULL.")));
+	if (s[2] != '-' || s[35] != '-' || s[52] != '-' ||
+		!TraceHex(s, 2, false) || !TraceHex(s + 3, 32, false) ||
+		!TraceHex(s + 36, 16, false) || !TraceHex(s + 53, 2, false))
+		why = "A traceparent is version-trace_id-parent_id-flags: 2, 32, 16 and 2 lowercase hexadecimal digits separated by dashes.";
+	else if (s[0] == 'f' && s[1] == 'f')
+		why = "Version ff is invalid.";
+	else if (!TraceHex(s + 3, 32, true))
+		why = "The trace id must not be all zeros.";
+	else if (!TraceHex(s + 36, 16, true))
+		why = "The parent id must not be all zeros.";
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid trace \"%.*s\"", len, s),
+				 errdetail("%s", why),
+				 errhint("Pass a traceparent header such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01, or NULL.")));
+	return t;
+}
 
 static void
 FlowArgs(FunctionCallInfo fcinfo, int argno, EnqueueFlow *fl)
@@ -209,10 +274,10 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		   text *key, const char *host, int32 max_attempts, text *group_key, const char *request_key,
 		   const EnqueueFlow *fl, Oid enqueued_by)
 {
-	Oid			argtypes[17] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID};
-	Datum		args[17];
-	char		nulls[17] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[18] = {TEXTOID, JSONBOID, TIMESTAMPTZOID, INT4OID, TEXTOID, TEXTOID, INT4OID, TEXTOID, TEXTOID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID, TEXTOID};
+	Datum		args[18];
+	char		nulls[18] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			attempt;
 	int32		pending = 0;
 	bool		cancel = false;
@@ -242,6 +307,8 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 	args[13] = Int16GetDatum(fl->nparents > 0 ? COORD_DEPS_CHILD : 0);
 	args[16] = ObjectIdGetDatum(enqueued_by);
 	nulls[16] = OidIsValid(enqueued_by) ? ' ' : 'n';
+	args[17] = PointerGetDatum(fl->trace);
+	nulls[17] = fl->trace ? ' ' : 'n';
 
 	if (fl->nparents > 0)
 	{
@@ -261,10 +328,10 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordExec(&plan_enqueue_wait,
 				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, key, host, "
 				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps, "
-				  "pending, on_parent_failure, enqueued_by) "
+				  "pending, on_parent_failure, enqueued_by, trace) "
 				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-				  "$14, $15, $16, $17) RETURNING id",
-				  17, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  "$14, $15, $16, $17, $18) RETURNING id",
+				  18, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 		if (!fl->batch_null)
 			CoordBatchJoin(DatumGetInt64(fl->batch), 1, fl->caller, false);
@@ -283,12 +350,12 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 		CoordExec(&plan_enqueue,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, key, host, "
 				  "max_attempts, group_key, request_key, limit_key, max_snoozes, expires_at, batch, deps, "
-				  "enqueued_by) "
+				  "enqueued_by, trace) "
 				  "VALUES ($1, $2, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-				  "$17) "
+				  "$17, $18) "
 				  "ON CONFLICT (queue, key) WHERE key IS NOT NULL AND origin IS NULL "
 				  "DO NOTHING RETURNING id",
-				  17, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
+				  18, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue");
 		if (SPI_processed == 1)
 		{
 			int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -316,7 +383,7 @@ EnqueueOne(const char *queue, Jsonb *payload, Datum run_at, bool run_at_null, in
 /*
  * coord.enqueue(queue, payload, run_at, priority, key, host, max_attempts,
  * group_key, limit_key, max_snoozes, expires_at, after, on_parent_failure,
- * batch) returns bigint
+ * batch, trace) returns bigint
  */
 Datum
 coord_enqueue(PG_FUNCTION_ARGS)
@@ -333,6 +400,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 
 	FlowArgs(fcinfo, 8, &fl);
 	WorkflowArgs(fcinfo, 11, &fl);
+	fl.trace = TraceArg(fcinfo, 14);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payload");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -349,7 +417,7 @@ coord_enqueue(PG_FUNCTION_ARGS)
 /*
  * coord.enqueue_many(queue, payloads jsonb[], run_at, priority, host,
  * max_attempts, limit_key, max_snoozes, expires_at, after, on_parent_failure,
- * batch)
+ * batch, trace): one trace for all the jobs
  */
 Datum
 coord_enqueue_many(PG_FUNCTION_ARGS)
@@ -363,10 +431,10 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	bool	   *enulls;
 	int			n;
 	int			i;
-	Oid			argtypes[14] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
-	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID};
-	Datum		args[14];
-	char		nulls[14] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[15] = {TEXTOID, JSONBARRAYOID, TIMESTAMPTZOID, INT4OID, TEXTOID, INT4OID,
+	TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT2OID, INT4OID, TEXTOID, OIDOID, TEXTOID};
+	Datum		args[15];
+	char		nulls[15] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int32		pending = 0;
 	bool		cancel = false;
 	EnqueueFlow fl;
@@ -375,6 +443,7 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 
 	FlowArgs(fcinfo, 6, &fl);
 	WorkflowArgs(fcinfo, 9, &fl);
+	fl.trace = TraceArg(fcinfo, 12);
 	CoordNotInParallel(fcinfo);
 	CoordRequireArg(fcinfo, 1, "payloads");
 	CoordRequireArg(fcinfo, 3, "priority");
@@ -424,6 +493,8 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	nulls[9] = fl.batch_null ? 'n' : ' ';
 	args[10] = Int16GetDatum(fl.nparents > 0 ? COORD_DEPS_CHILD : 0);
 	args[12] = CStringGetTextDatum(fl.on_parent_failure);
+	args[14] = PointerGetDatum(fl.trace);
+	nulls[14] = fl.trace ? ' ' : 'n';
 
 	CoordSpiBegin(&sw);
 	args[13] = ObjectIdGetDatum(sw.save_userid);
@@ -434,19 +505,19 @@ coord_enqueue_many(PG_FUNCTION_ARGS)
 	if (pending > 0 || cancel)
 		CoordExec(&plan_enqueue_many_wait,
 				  "INSERT INTO coord.job_wait (queue, payload, run_at, priority, host, max_attempts, "
-				  "limit_key, max_snoozes, expires_at, batch, deps, pending, on_parent_failure, enqueued_by) "
-				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 "
+				  "limit_key, max_snoozes, expires_at, batch, deps, pending, on_parent_failure, enqueued_by, trace) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 "
 				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 				  "RETURNING id",
-				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+				  15, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	else
 		CoordExec(&plan_enqueue_many,
 				  "INSERT INTO coord.job (queue, payload, run_at, priority, host, max_attempts, "
-				  "limit_key, max_snoozes, expires_at, batch, deps, enqueued_by) "
-				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $14 "
+				  "limit_key, max_snoozes, expires_at, batch, deps, enqueued_by, trace) "
+				  "SELECT $1, u.p, COALESCE($3, pg_catalog.now()), $4, $5, $6, $7, $8, $9, $10, $11, $14, $15 "
 				  "FROM pg_catalog.unnest($2) WITH ORDINALITY AS u(p, ord) ORDER BY u.ord "
 				  "RETURNING id",
-				  14, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
+				  15, argtypes, args, nulls, SPI_OK_INSERT_RETURNING, "enqueue_many");
 	/* in the caller's memory: CoordSpiEnd frees SPI's */
 	ids = SPI_palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (i = 0; i < (int) SPI_processed; i++)

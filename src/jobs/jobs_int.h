@@ -192,7 +192,18 @@ extern double JobsBucketNow(double tokens, TimestampTz refilled_at, TimestampTz 
 extern TimestampTz JobsBucketRefill(double tokens, TimestampTz now, const LimitSpec *s);
 extern void JobsKeyTag(LOCKTAG *tag, const char *queue, const char *key, int keylen);
 
-/* jobs.c: complete's and fail's work, for coord.complete_and_claim and fail_and_claim (jobs_next.c) */
+/*
+ * jobs.c: complete's and fail's work, for coord.complete_and_claim and
+ * fail_and_claim (jobs_next.c): their arguments, checked by *Args as
+ * coord.complete and coord.fail check them (before any work), then the work.
+ */
+typedef struct JobsComplete
+{
+	int64		id;
+	int64		token;
+	Datum		result;			/* jsonb; (Datum) 0 when result_null */
+	bool		result_null;
+} JobsComplete;
 typedef struct JobsFail
 {
 	int64		id;
@@ -201,8 +212,8 @@ typedef struct JobsFail
 	int64		delay_us;		/* retry_after; -1: none (backoff) */
 	bool		pause_key;
 } JobsFail;
-extern bool JobsCompleteOne(int64 id, int64 token, Datum result, bool result_null, Oid caller,
-							char **queue, MemoryContext cxt);
+extern void JobsCompleteArgs(FunctionCallInfo fcinfo, JobsComplete *cm);
+extern bool JobsCompleteOne(const JobsComplete *cm, Oid caller, char **queue, MemoryContext cxt);
 extern char *JobsRowQueue(MemoryContext cxt);
 extern void JobsFailArgs(FunctionCallInfo fcinfo, JobsFail *f);
 extern const char *JobsFailOne(const JobsFail *f, Oid caller, char **queue, MemoryContext cxt);

@@ -15,7 +15,8 @@
  * so the job's queue is read from the live job or its history row; a job
  * whose history row was purged has no queue left to claim from.
  *
- * The result: one row per job claimed, each carrying what coord.complete
+ * The result, SETOF coord.claimed_after_complete or coord.claimed_after_fail
+ * (composite types): one row per job claimed, each carrying what coord.complete
  * (completed boolean) or coord.fail (state text) would have returned, then
  * coord.claimed_job's columns; when nothing was claimed, exactly one row,
  * with the job columns NULL.
@@ -105,79 +106,78 @@ ClaimDesc(TupleDesc setdesc)
 }
 
 /*
- * coord.complete_and_claim(id, token, result, n, lease, session_bound, host,
- * partition_group) returns table (completed boolean, <coord.claimed_job>).
+ * Both entry points, once their finish's arguments are checked (cm for
+ * complete_and_claim, else f): the claim's arguments, the finish inside SPI
+ * as the owner, then the claim of the job's queue outside it (JobsClaimRun
+ * runs its own SPI, as coord.claim does).
  */
-Datum
-coord_complete_and_claim(PG_FUNCTION_ARGS)
+static Datum
+FinishAndClaim(FunctionCallInfo fcinfo, const JobsComplete *cm, const JobsFail *f)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext callcxt = CurrentMemoryContext;
 	ClaimCall  *c;
 	CoordUserSwitch sw;
-	int64		id;
+	int64		id = cm != NULL ? cm->id : f->id;
 	char	   *queue = NULL;
-	bool		ok;
+	bool		ok = false;
+	const char *state = NULL;
 	HeapTuple  *rows = NULL;
 	int			got = 0;
 	TupleDesc	claimdesc;
 
-	CoordNotInParallel(fcinfo);
-	CoordRequireArg(fcinfo, 0, "id");
-	CoordRequireArg(fcinfo, 1, "token");
-	if (!PG_ARGISNULL(2))
-		CoordCheckSize("job result", VARSIZE(PG_GETARG_JSONB_P(2)), COORD_RESULT_MAX_BYTES);
-	c = JobsClaimArgs(fcinfo, &complete_pos);
-	id = PG_GETARG_INT64(0);
+	c = JobsClaimArgs(fcinfo, cm != NULL ? &complete_pos : &fail_pos);
 	InitMaterializedSRF(fcinfo, 0);
 	claimdesc = ClaimDesc(rsinfo->setDesc);
 
 	CoordSpiBegin(&sw);
-	ok = JobsCompleteOne(id, PG_GETARG_INT64(1), PG_ARGISNULL(2) ? (Datum) 0 : PG_GETARG_DATUM(2),
-						 PG_ARGISNULL(2), sw.save_userid, &queue, callcxt);
+	if (cm != NULL)
+		ok = JobsCompleteOne(cm, sw.save_userid, &queue, callcxt);
+	else
+	{
+		state = JobsFailOne(f, sw.save_userid, &queue, callcxt);
+		ok = state != NULL;
+	}
 	if (!ok)
 		queue = QueueOfJob(id, callcxt);
 	CoordSpiEnd(&sw);
 
 	if (queue != NULL)
 		got = JobsClaimRun(c, queue, claimdesc, &rows);
-	EmitNext(rsinfo, claimdesc, BoolGetDatum(ok), false, rows, got);
+	if (cm != NULL)
+		EmitNext(rsinfo, claimdesc, BoolGetDatum(ok), false, rows, got);
+	else
+		EmitNext(rsinfo, claimdesc, ok ? CStringGetTextDatum(state) : (Datum) 0, !ok, rows, got);
 	return (Datum) 0;
 }
 
 /*
+ * coord.complete_and_claim(id, token, result, n, lease, session_bound, host,
+ * partition_group) returns SETOF coord.claimed_after_complete: completed
+ * boolean (as coord.complete returns it), then coord.claimed_job's columns.
+ */
+Datum
+coord_complete_and_claim(PG_FUNCTION_ARGS)
+{
+	JobsComplete cm;
+
+	CoordNotInParallel(fcinfo);
+	JobsCompleteArgs(fcinfo, &cm);
+	return FinishAndClaim(fcinfo, &cm, NULL);
+}
+
+/*
  * coord.fail_and_claim(id, token, error, retry_after, pause_key, n, lease,
- * session_bound, host, partition_group) returns table (state text,
- * <coord.claimed_job>): state as coord.fail returns it.
+ * session_bound, host, partition_group) returns SETOF
+ * coord.claimed_after_fail: state text (as coord.fail returns it), then
+ * coord.claimed_job's columns.
  */
 Datum
 coord_fail_and_claim(PG_FUNCTION_ARGS)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MemoryContext callcxt = CurrentMemoryContext;
-	ClaimCall  *c;
 	JobsFail	f;
-	CoordUserSwitch sw;
-	char	   *queue = NULL;
-	const char *state;
-	HeapTuple  *rows = NULL;
-	int			got = 0;
-	TupleDesc	claimdesc;
 
 	CoordNotInParallel(fcinfo);
 	JobsFailArgs(fcinfo, &f);
-	c = JobsClaimArgs(fcinfo, &fail_pos);
-	InitMaterializedSRF(fcinfo, 0);
-	claimdesc = ClaimDesc(rsinfo->setDesc);
-
-	CoordSpiBegin(&sw);
-	state = JobsFailOne(&f, sw.save_userid, &queue, callcxt);
-	if (state == NULL)
-		queue = QueueOfJob(f.id, callcxt);
-	CoordSpiEnd(&sw);
-
-	if (queue != NULL)
-		got = JobsClaimRun(c, queue, claimdesc, &rows);
-	EmitNext(rsinfo, claimdesc, state ? CStringGetTextDatum(state) : (Datum) 0, state == NULL, rows, got);
-	return (Datum) 0;
+	return FinishAndClaim(fcinfo, NULL, &f);
 }

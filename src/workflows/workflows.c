@@ -595,7 +595,7 @@ typedef struct FlowName
 } FlowName;
 
 #define NODE_KEYS "'{name,queue,payload,run_at,priority,key,host,max_attempts,group_key,limit_key," \
-	"max_snoozes,expires_at,after,on_parent_failure,batch}'::text[]"
+	"max_snoozes,expires_at,after,on_parent_failure,batch,trace}'::text[]"
 
 /*
  * coord.enqueue_flow(nodes jsonb) returns jsonb: {name: id}.  The nodes are
@@ -609,8 +609,8 @@ typedef struct FlowName
 Datum
 coord_enqueue_flow(PG_FUNCTION_ARGS)
 {
-	Oid			eargtypes[14] = {TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8ARRAYOID, TEXTOID, TEXTOID};
+	Oid			eargtypes[15] = {TEXTOID, JSONBOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8ARRAYOID, TEXTOID, TEXTOID, TEXTOID};
 	Oid			jtype[1] = {JSONBOID};
 	Oid			rtypes[2] = {TEXTARRAYOID, INT8ARRAYOID};
 	Datum		jarg[1];
@@ -689,7 +689,8 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 			  "THEN '#' OPERATOR(pg_catalog.||) (a.v)::pg_catalog.text "
 			  "ELSE 'n' OPERATOR(pg_catalog.||) (a.v OPERATOR(pg_catalog.#>>) '{}') END ORDER BY a.o) "
 			  "FROM pg_catalog.jsonb_array_elements(COALESCE(e.n OPERATOR(pg_catalog.->) 'after', '[]')) "
-			  "WITH ORDINALITY AS a(v, o)) "
+			  "WITH ORDINALITY AS a(v, o)), "
+			  "e.n OPERATOR(pg_catalog.->>) 'trace' "
 			  "FROM pg_catalog.jsonb_array_elements($1) WITH ORDINALITY AS e(n, ord) ORDER BY e.ord",
 			  1, jtype, jarg, NULL, SPI_OK_SELECT, "enqueue_flow");
 	tt = SPI_tuptable;
@@ -792,8 +793,8 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		int			k = order[i];
-		Datum		args[14];
-		char		nulls[14];
+		Datum		args[15];
+		char		nulls[15];
 		Datum		a = SPI_getbinval(tt->vals[k], tt->tupdesc, 16, &isnull);
 		int64	   *after = NULL;
 		int			nafter = 0;
@@ -805,6 +806,13 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 
 			args[j] = SPI_getbinval(tt->vals[k], tt->tupdesc, j + 1, &null);
 			nulls[j] = null ? 'n' : ' ';
+		}
+		{
+			bool		null;
+
+			/* trace: column 17, after the name (15) and the after tags (16) */
+			args[14] = SPI_getbinval(tt->vals[k], tt->tupdesc, 17, &null);
+			nulls[14] = null ? 'n' : ' ';
 		}
 		if (!isnull)
 		{
@@ -836,8 +844,8 @@ coord_enqueue_flow(PG_FUNCTION_ARGS)
 				  "run_at => $3::pg_catalog.timestamptz, priority => COALESCE($4::pg_catalog.int4, 0), key => $5, host => $6, "
 				  "max_attempts => COALESCE($7::pg_catalog.int4, 25), group_key => $8, limit_key => $9, "
 				  "max_snoozes => COALESCE($10::pg_catalog.int4, 100), expires_at => $11::pg_catalog.timestamptz, after => $12, "
-				  "on_parent_failure => COALESCE($13, 'cancel'), batch => $14::pg_catalog.int8)",
-				  14, eargtypes, args, nulls, SPI_OK_SELECT, "enqueue_flow");
+				  "on_parent_failure => COALESCE($13, 'cancel'), batch => $14::pg_catalog.int8, trace => $15)",
+				  15, eargtypes, args, nulls, SPI_OK_SELECT, "enqueue_flow");
 		SetUserIdAndSecContext(CoordOwnerId(), sw.save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
 		ids[k] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

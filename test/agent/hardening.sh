@@ -129,7 +129,7 @@ CREATE FUNCTION coord.claim(queue text, n integer DEFAULT 1, lease interval DEFA
                             partition_group text DEFAULT NULL)
 RETURNS SETOF coord.claimed_job LANGUAGE sql AS $$
   SELECT c.id, c.queue, c.payload, c.attempt, CASE WHEN c.queue = 'bq' THEN NULL ELSE c.token END,
-         c.lease_until, c.key, c.group_key, c.host, c.run_at
+         c.lease_until, c.key, c.group_key, c.host, c.run_at, c.trace
     FROM coord.claim_real(queue, n, lease, host, session_bound, "partition", partitions, partition_group) c
 $$;
 SQL

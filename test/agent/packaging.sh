@@ -40,6 +40,9 @@ echo "== make -C agent install (defaults)"
 d=$T/default
 make -s -C agent install DESTDIR="$d" >/dev/null
 check "the binary in pg_config --bindir" test -x "$d$BINDIR/coord-agent"
+check "coordctl beside it, its link and man page" \
+  eq "$(test -x "$d$BINDIR/coordctl" && readlink "$d/usr/local/bin/coordctl") $(test -f "$d/usr/local/share/man/man1/coordctl.1" && echo page)" \
+  "$BINDIR/coordctl page"
 check "a symlink in /usr/local/bin to the installed path (no DESTDIR in it)" \
   eq "$(readlink "$d/usr/local/bin/coord-agent")" "$BINDIR/coord-agent"
 check "the man page in /usr/local/share/man/man1" test -f "$d/usr/local/share/man/man1/coord-agent.1"
@@ -58,12 +61,14 @@ check "uninstall removes binary, link and man page" \
 echo "== other layouts"
 d=$T/none
 make -s -C agent install DESTDIR="$d" LINKDIR= MAN1DIR= >/dev/null
-check "LINKDIR= MAN1DIR=: the binary only" eq "$(cd "$d" && find . \( -type f -o -type l \))" ".$BINDIR/coord-agent"
+check "LINKDIR= MAN1DIR=: the binaries only" eq "$(cd "$d" && find . \( -type f -o -type l \) | sort | tr '\n' ' ')" ".$BINDIR/coord-agent .$BINDIR/coordctl "
 d=$T/debian
 make -s -C agent install DESTDIR="$d" LINKDIR=/usr/bin MAN1DIR=/usr/share/man/man1 >/dev/null
 check "Debian layout: /usr/bin link and /usr/share/man/man1 page" \
   eq "$(readlink "$d/usr/bin/coord-agent") $(test -f "$d/usr/share/man/man1/coord-agent.1" && echo page)" \
   "$BINDIR/coord-agent page"
+check "  and coordctl's" \
+  eq "$(readlink "$d/usr/bin/coordctl") $(test -f "$d/usr/share/man/man1/coordctl.1" && echo page)" "$BINDIR/coordctl page"
 d=$T/local
 make -s -C agent install DESTDIR="$d" bindir=/usr/local/bin >/dev/null
 check "bindir=/usr/local/bin: the binary itself there, no link" \
@@ -86,6 +91,8 @@ make -s install DESTDIR="$d" >/dev/null
 check "top-level make install: the link and the man page too" \
   eq "$(readlink "$d/usr/local/bin/coord-agent") $(test -f "$d/usr/local/share/man/man1/coord-agent.1" && echo page)" \
   "$BINDIR/coord-agent page"
+check "  and coordctl's" \
+  eq "$(readlink "$d/usr/local/bin/coordctl") $(test -f "$d/usr/local/share/man/man1/coordctl.1" && echo page)" "$BINDIR/coordctl page"
 
 echo "== the example systemd unit"
 unit=examples/agent/coord-agent.service

@@ -49,6 +49,9 @@ check "coord-agent --version says $version" grep -qw "$version" <(coord-agent --
 check "coord-agent --help" grep -q 'check' <(coord-agent --help 2>&1)
 check "its man page (man -w)" eq "$(man -w coord-agent 2>/dev/null)" /usr/share/man/man1/coord-agent.1.gz
 check "the man page carries the version" grep -qF "\"pg_coord $version\"" <(zcat /usr/share/man/man1/coord-agent.1.gz)
+check "coordctl in the same package, and its man page" \
+  eq "$(command -v coordctl) $(coordctl --version 2>&1 | grep -cw "$version") $(man -w coordctl 2>/dev/null)" \
+  "/usr/bin/coordctl 1 /usr/share/man/man1/coordctl.1.gz"
 check "system user coord-agent: nologin, home /var/lib/coord-agent" \
   eq "$(getent passwd coord-agent | awk -F: '{print ($3 < 1000 ? "system" : "uid " $3), $6, $7}')" \
      "system /var/lib/coord-agent /usr/sbin/nologin"
@@ -93,7 +96,7 @@ check "the packaged agent ran a job (state, result: $state)" eq "$state" "done 4
 echo "== removal"
 apt-get purge -y -q coord-agent >"$D/purge.out" 2>&1 || cat "$D/purge.out"
 check "purge: no binary, config, home or ownership override left" \
-  eq "$(ls -d /usr/bin/coord-agent /etc/coord-agent.conf /var/lib/coord-agent 2>/dev/null; dpkg-statoverride --list /etc/coord-agent.conf)" ""
+  eq "$(ls -d /usr/bin/coord-agent /usr/bin/coordctl /etc/coord-agent.conf /var/lib/coord-agent 2>/dev/null; dpkg-statoverride --list /etc/coord-agent.conf)" ""
 pg_ctlcluster 15 main stop
 apt-get purge -y -q postgresql-15-pg-coord >"$D/purge.out" 2>&1 || cat "$D/purge.out"
 check "purge of postgresql-15-pg-coord removes the extension's files" \

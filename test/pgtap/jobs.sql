@@ -8,10 +8,10 @@ SELECT plan(61);
 
 SELECT function_returns('coord', 'enqueue',
        ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text',
-             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint', 'text'], 'bigint');
 SELECT function_returns('coord', 'enqueue_many',
        ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer',
-             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'setof bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint', 'text'], 'setof bigint');
 SELECT function_returns('coord', 'claim',
        ARRAY['text', 'integer', 'interval', 'text', 'boolean', 'integer', 'integer', 'text'], 'setof coord.claimed_job');
 SELECT function_returns('coord', 'complete', ARRAY['bigint', 'bigint', 'jsonb'], 'boolean');
@@ -26,7 +26,7 @@ SELECT function_returns('coord', 'mark_queued',
 SELECT has_type('coord', 'claimed_job', 'type coord.claimed_job');
 SELECT is((SELECT array_agg(attname::text ORDER BY attnum) FROM pg_attribute
             WHERE attrelid = 'coord.claimed_job'::regclass AND attnum > 0),
-          ARRAY['id', 'queue', 'payload', 'attempt', 'token', 'lease_until', 'key', 'group_key', 'host', 'run_at'],
+          ARRAY['id', 'queue', 'payload', 'attempt', 'token', 'lease_until', 'key', 'group_key', 'host', 'run_at', 'trace'],
           'claimed_job has the contract''s columns');
 SELECT has_view('coord', 'jobs', 'view coord.jobs');
 SELECT has_view('coord', 'queue_stats', 'view coord.queue_stats');

@@ -19,10 +19,10 @@ SELECT function_returns('coord', 'next_due', ARRAY['text'], 'timestamp with time
 SELECT function_returns('coord', 'fail', ARRAY['bigint', 'bigint', 'text', 'interval', 'boolean'], 'text');
 SELECT function_returns('coord', 'enqueue',
        ARRAY['text', 'jsonb', 'timestamp with time zone', 'integer', 'text', 'text', 'integer', 'text',
-             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint', 'text'], 'bigint');
 SELECT function_returns('coord', 'enqueue_many',
        ARRAY['text', 'jsonb[]', 'timestamp with time zone', 'integer', 'text', 'integer',
-             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint'], 'setof bigint');
+             'text', 'integer', 'timestamp with time zone', 'bigint[]', 'text', 'bigint', 'text'], 'setof bigint');
 SELECT is((SELECT count(*)::integer FROM pg_proc WHERE pronamespace = 'coord'::regnamespace
             AND proname IN ('enqueue', 'enqueue_many', 'fail')), 3, 'no old overloads of enqueue, enqueue_many, fail');
 SELECT has_view('coord', 'limits', 'view coord.limits');

@@ -59,6 +59,7 @@ FAMILIES = {
     "init":       "pg_coord.c",     # _PG_init: one init call per concern
     "partitions": "partitions/",    # partition groups
     "semaphores": "semaphores.c",   # counting semaphores
+    "metrics":    "metrics.c",      # coord.metrics' per-queue part and counters
     "workflows":  "workflows/",     # job dependencies, flows, batches, durable steps (the queue reaches them through hooks)
 }
 
@@ -77,6 +78,7 @@ ALLOWED = {
     "init":      EVERYTHING,
     "partitions": {"common"},
     "semaphores": {"common"},
+    "metrics":   {"common"},
     "workflows": {"common", "jobs"},   # the queue calls it only through hooks, tick.c its tick
 }
 # Every rule holds since issue 15 (the queue calls schedules and apps only

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Static check: the man page agent/coord-agent.1.in is what agent/mkman.py
-makes of docs/coord-agent.md today (so the two agree), every
+makes of docs/coord-agent.md today (so the two agree; likewise
+agent/coordctl.1.in of docs/coordctl.md, every subcommand and option of
+coordctl's --help documented there), every
 long option of coord-agent's --help is documented there, the EXIT STATUS
 list names every status main.c returns, every exit() of agent/*.c and the
 STATUS_ codes of coord_agent.h, and groff (when installed) renders the page
@@ -69,11 +71,36 @@ if shutil.which("groff"):
         problems.append("groff warns about agent/coord-agent.1.in:\n  " + "\n  ".join(warnings)[:2000])
     rendered = "groff renders it without a warning"
 
+# coordctl(1): agent/coordctl.1.in is what mkman.py makes of docs/coordctl.md,
+# and every subcommand and long option of coordctl's --help is documented
+ctl_doc = (root / "docs" / "coordctl.md").read_text(encoding="utf-8")
+ctl_want = mkman.convert(ctl_doc)
+ctl_path = root / "agent" / "coordctl.1.in"
+ctl_have = ctl_path.read_text(encoding="utf-8") if ctl_path.exists() else ""
+if ctl_want != ctl_have:
+    problems.append("agent/coordctl.1.in differs from docs/coordctl.md (run: make -C agent man)")
+ctl_c = (root / "agent" / "coordctl.c").read_text(encoding="utf-8")
+ctl_section = "\n".join(mkman.section(ctl_doc))
+for sub in re.findall(r'^\t\{"([a-z]+)", \w+, "', ctl_c, re.M):
+    if "`" + sub + " " not in ctl_section and "`" + sub + "`" not in ctl_section:
+        problems.append("coordctl's subcommand %s is not documented in docs/coordctl.md" % sub)
+for opt in sorted(set(re.findall(r"--[a-z][a-z-]+", ctl_c[ctl_c.index("usage(FILE *out)"):]))):
+    if "`" + opt not in ctl_section:
+        problems.append("coordctl --help lists %s, which docs/coordctl.md does not document" % opt)
+if shutil.which("groff"):
+    r = subprocess.run(["groff", "-t", "-man", "-Tutf8", "-ww", "-z"], input=ctl_have.replace("@VERSION@", "0.0.0"),
+                       capture_output=True, text=True)
+    warnings = [l for l in r.stderr.splitlines()
+                if l.strip() and "table text block will not fit on one page" not in l]
+    if r.returncode != 0 or warnings:
+        problems.append("groff warns about agent/coordctl.1.in:\n  " + "\n  ".join(warnings)[:2000])
+
 if problems:
     for p in problems:
         print("manpage: " + p)
     print("manpage: %d problems" % len(problems))
     sys.exit(1)
 print("manpage: agent/coord-agent.1.in agrees with docs/coord-agent.md (%d lines), %d options of --help "
-      "documented, exit statuses %s listed, %s" % (len(have.splitlines()), len(options),
-                                                  ", ".join(sorted(listed)), rendered))
+      "documented, exit statuses %s listed, %s; agent/coordctl.1.in agrees with docs/coordctl.md "
+      "(%d lines)" % (len(have.splitlines()), len(options), ", ".join(sorted(listed)), rendered,
+                     len(ctl_have.splitlines())))

@@ -9,6 +9,7 @@ const { pgConfig, checkServer } = require('./conn');
 const {
   CoordError, CoordTimeoutError, ClaimLostError, ConnectionLostError, wrapError, isConnectionError,
 } = require('./errors');
+const { otel, currentTraceparent } = require('./otel');
 
 const ENQUEUE_OPTIONS = {
   runAt: ['run_at', 'timestamptz'],
@@ -23,9 +24,17 @@ const ENQUEUE_OPTIONS = {
   after: ['after', 'bigint[]'],
   onParentFailure: ['on_parent_failure', 'text'],
   batch: ['batch', 'bigint'],
+  trace: ['trace', 'text'],
 };
 const MANY_OPTIONS = new Set(['runAt', 'priority', 'host', 'maxAttempts', 'limitKey', 'maxSnoozes',
-  'expiresAt', 'after', 'onParentFailure', 'batch']);
+  'expiresAt', 'after', 'onParentFailure', 'batch', 'trace']);
+
+/** options with OpenTelemetry's active traceparent as trace, unless a trace is given (null: none). */
+function withTrace(options) {
+  if (!otel() || (options != null && 'trace' in options)) return options;
+  const tp = currentTraceparent();
+  return tp ? { ...(options || {}), trace: tp } : options;
+}
 
 function snake(k) {
   return ENQUEUE_OPTIONS[k] ? ENQUEUE_OPTIONS[k][0] : k.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase());
@@ -85,6 +94,7 @@ class Client {
   /** coord.enqueue: the job's id. payload is any JSON value; options camelCase (runAt, key, after, ...). */
   async enqueue(queue, payload = {}, options = undefined) {
     const json = JSON.stringify(payload === undefined ? {} : payload);
+    options = withTrace(options);
     if (options == null) {
       const { rows } = await this.query('SELECT coord.enqueue($1, $2::jsonb) AS id', [queue, json]);
       return rows[0].id;
@@ -96,7 +106,7 @@ class Client {
 
   /** coord.enqueue_many: the ids, in the order of payloads. */
   async enqueueMany(queue, payloads, options = {}) {
-    const a = namedArgs(options, MANY_OPTIONS, 2);
+    const a = namedArgs(withTrace(options), MANY_OPTIONS, 2);
     const { rows } = await this.query(`SELECT id FROM coord.enqueue_many($1, $2::jsonb[]${a.sql}) AS id`,
       [queue, payloads.map((p) => JSON.stringify(p)), ...a.params]);
     return rows.map((r) => r.id);
@@ -107,8 +117,9 @@ class Client {
    * (options camelCase as for enqueue); returns {name: id}.
    */
   async enqueueFlow(nodes) {
+    const tp = otel() ? currentTraceparent() : null;
     const conv = nodes.map((n) => {
-      const o = {};
+      const o = tp && !('trace' in n) ? { trace: tp } : {};
       for (const [k, v] of Object.entries(n)) if (v !== undefined) o[snake(k)] = v;
       return o;
     });

@@ -29,6 +29,7 @@ const pg = require('pg');
 const { pgConfig, checkServer } = require('./conn');
 const os = require('os');
 const { INTERVAL } = require('./client');
+const { runInTrace } = require('./otel');
 const {
   CoordError, ConnectionLostError, ClaimLostError, JobCancelledError, RetryAfter, wrapError,
 } = require('./errors');
@@ -41,7 +42,7 @@ const WORKER_KEYS = new Set(['queue', 'handler', 'concurrency', 'sessionBound', 
 // default partition member names: host-pid-serial
 let workerSerial = 0;
 
-const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at';
+const JOB_COLUMNS = 'id, queue, payload, attempt, token, lease_until, key, group_key, host, run_at, trace';
 
 const ALONE = Symbol('alone');
 // _byId's keys: the id as read (a number), or its text if it is a BigInt
@@ -66,6 +67,7 @@ class Job {
     this.groupKey = row.group_key;
     this.host = row.host;
     this.runAt = row.run_at;
+    this.trace = row.trace;       // the W3C traceparent it was enqueued with, or null
     this._w = worker;
     this._ac = null;              // made when first asked for: most jobs never look
     this._finished = false;
@@ -547,7 +549,7 @@ class Worker extends EventEmitter {
       }
       let outcome;
       try {
-        const result = await this.handler(job);
+        const result = await (job.trace ? runInTrace(job.trace, () => this.handler(job)) : this.handler(job));
         outcome = { kind: 'complete', result };
       } catch (e) {
         outcome = e instanceof RetryAfter ? { kind: 'retry', error: e.message, seconds: e.seconds, pauseKey: e.pauseKey }

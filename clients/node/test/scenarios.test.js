@@ -393,6 +393,94 @@ test('S-progress: job.progress shows in coord.jobs while the job runs', async ()
   }
 });
 
+const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+const TP2 = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+test('S-trace: a traceparent given to enqueue is stored and is the job\'s job.trace', async () => {
+  const db = await freshDb('trace');
+  const client = new Client({ database: db.name });
+  try {
+    const traced = await client.enqueue('t', {}, { trace: TP });
+    const plain = await client.enqueue('t', {});
+    await assert.rejects(client.enqueue('t', {}, { trace: '00-nope' }), (e) => e.code === '22023');
+    assert.equal((await db.one('SELECT trace FROM coord.jobs WHERE id = $1', [traced])).trace, TP);
+    const seen = new Map();
+    await runWorker({
+      database: db.name, queue: 't',
+      handler: async (job) => { seen.set(String(job.id), job.trace); },
+    }, async () => {
+      await waitFor('both jobs done', async () =>
+        (await db.one("SELECT count(*)::int AS n FROM coord.jobs WHERE id IN ($1, $2) AND state = 'done'", [traced, plain])).n === 2);
+    });
+    assert.deepEqual(Object.fromEntries(seen), { [String(traced)]: TP, [String(plain)]: null });
+  } finally {
+    await client.end();
+    await db.drop();
+  }
+});
+
+// @opentelemetry/api is not in Debian: a stand-in with its API's shape
+// (context.active / with on AsyncLocalStorage, propagation.inject / extract),
+// found by require through NODE_PATH.
+const FAKE_OTEL = `'use strict';
+const { AsyncLocalStorage } = require('async_hooks');
+const als = new AsyncLocalStorage();
+const ROOT = { traceparent: null };
+module.exports = {
+  context: { active: () => als.getStore() || ROOT, with: (ctx, fn, thisArg, ...args) => als.run(ctx, () => fn.apply(thisArg, args)) },
+  propagation: {
+    inject: (ctx, carrier) => { if (ctx.traceparent) carrier.traceparent = ctx.traceparent; },
+    extract: (ctx, carrier) => ({ traceparent: carrier.traceparent || null }),
+  },
+};
+`;
+
+test('S-trace (OpenTelemetry): enqueue sends the active context\'s traceparent, the handler runs in the job\'s', async () => {
+  const fs = require('fs'), os = require('os'), path = require('path'), Module = require('module');
+  const otel = require('../lib/otel');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-coord-otel-'));
+  fs.mkdirSync(path.join(dir, '@opentelemetry', 'api'), { recursive: true });
+  fs.writeFileSync(path.join(dir, '@opentelemetry', 'api', 'index.js'), FAKE_OTEL);
+  const oldPath = process.env.NODE_PATH;
+  process.env.NODE_PATH = [dir, oldPath].filter(Boolean).join(path.delimiter);
+  Module._initPaths();
+  otel._resetOtel();
+  const db = await freshDb('otel');
+  const client = new Client({ database: db.name });
+  try {
+    const api = require('@opentelemetry/api');
+    const [injected, explicit, untraced, many] = await api.context.with({ traceparent: TP }, async () => [
+      await client.enqueue('o', {}),
+      await client.enqueue('o', {}, { trace: TP2 }),
+      await client.enqueue('o', {}, { trace: null }),
+      (await client.enqueueMany('o', [{}]))[0],
+    ]);
+    const outside = await client.enqueue('o', {});
+    const ids = [injected, explicit, untraced, many, outside];
+    const rows = await db.q('SELECT id, trace FROM coord.jobs WHERE id = ANY($1) ORDER BY id', [ids]);
+    assert.deepEqual(rows.map((r) => r.trace), [TP, TP2, null, TP, null]);
+    const seen = new Map();
+    await runWorker({
+      database: db.name, queue: 'o', concurrency: 2,
+      handler: async (job) => {
+        await new Promise((r) => setTimeout(r, 5));  // the context survives an await
+        seen.set(String(job.id), api.context.active().traceparent);
+      },
+    }, async () => {
+      await waitFor('the jobs done', async () =>
+        (await db.one("SELECT count(*)::int AS n FROM coord.jobs WHERE id = ANY($1) AND state = 'done'", [ids])).n === 5);
+    });
+    assert.deepEqual(ids.map((id) => seen.get(String(id))), [TP, TP2, null, TP, null]);
+  } finally {
+    await client.end();
+    await db.drop();
+    if (oldPath === undefined) delete process.env.NODE_PATH; else process.env.NODE_PATH = oldPath;
+    Module._initPaths();
+    otel._resetOtel();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // lock / election / semaphore: released when fn throws, and when the connection is lost
 async function holdScenario(tag, hold, heldNow) {
   const db = await freshDb(tag);

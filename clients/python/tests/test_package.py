@@ -53,3 +53,12 @@ def test_S_package(dsn: str, tmp_path: pathlib.Path) -> None:
                          env=dict(env, PGDATABASE=dsn.split("=", 1)[1]), timeout=60)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "done" in run.stdout
+
+
+def test_typed(tmp_path: pathlib.Path) -> None:
+    """The package is typed (py.typed): mypy --strict (Debian's python3-mypy)
+    finds nothing in it, with pyproject.toml's settings."""
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(PROJECT / "pyproject.toml"),
+                        "--cache-dir", str(tmp_path / "mypy_cache"), "-p", "pg_coord"],
+                       cwd=PROJECT / "src", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

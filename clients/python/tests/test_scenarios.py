@@ -50,11 +50,11 @@ CREATE FUNCTION coord.complete_and_claim(id bigint, token bigint, result jsonb D
     n integer DEFAULT 1, lease interval DEFAULT '5 minutes', session_bound boolean DEFAULT false,
     host text DEFAULT NULL, partition_group text DEFAULT NULL)
 RETURNS TABLE (completed boolean, id bigint, queue text, payload jsonb, attempt integer, token bigint,
-               lease_until timestamptz, key text, group_key text, host text, run_at timestamptz)
+               lease_until timestamptz, key text, group_key text, host text, run_at timestamptz, trace text)
 LANGUAGE sql AS $$
 SELECT set_config('coord_test.ok', coord.complete($1, $2, $3)::text, true);
 SELECT current_setting('coord_test.ok')::boolean, c.id, c.queue, c.payload, c.attempt, c.token,
-       c.lease_until, c.key, c.group_key, c.host, c.run_at
+       c.lease_until, c.key, c.group_key, c.host, c.run_at, c.trace
   FROM coord.claim((SELECT j.queue FROM coord.jobs j WHERE j.id = $1), $4, $5, $7, $6,
                    partition_group => $8) c;
 $$;
@@ -301,6 +301,99 @@ def test_S_progress(dsn: str, db: psycopg.Connection[Any], queue: str, start_wor
         go.set()
         assert c.await_result(id, 10).state == "done"
         r.stop()
+
+
+TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+TP2 = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+class FakeOtel:
+    """The two modules of the opentelemetry API the library uses
+    (propagate.inject / extract, context.attach / detach), with one
+    contextvar as the current context: OpenTelemetry is not in Debian, so
+    the test stands in for it with its API's shape."""
+
+    def __init__(self) -> None:
+        import contextvars
+        import types
+        self.current: contextvars.ContextVar[Any] = contextvars.ContextVar("fake_otel", default=None)
+        current = self.current
+        self.propagate = types.ModuleType("opentelemetry.propagate")
+        self.context = types.ModuleType("opentelemetry.context")
+
+        def inject(carrier: Dict[str, str], context: Any = None) -> None:
+            if current.get() is not None:
+                carrier["traceparent"] = current.get()
+
+        def extract(carrier: Dict[str, str], context: Any = None) -> Any:
+            return carrier.get("traceparent")
+
+        self.propagate.inject = inject  # type: ignore[attr-defined]
+        self.propagate.extract = extract  # type: ignore[attr-defined]
+        self.context.attach = lambda ctx: current.set(ctx)  # type: ignore[attr-defined]
+        self.context.detach = lambda token: current.reset(token)  # type: ignore[attr-defined]
+        self.package = types.ModuleType("opentelemetry")
+        self.package.propagate = self.propagate  # type: ignore[attr-defined]
+        self.package.context = self.context  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def fake_otel(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from pg_coord import _common
+    f = FakeOtel()
+    monkeypatch.setitem(sys.modules, "opentelemetry", f.package)
+    monkeypatch.setitem(sys.modules, "opentelemetry.propagate", f.propagate)
+    monkeypatch.setitem(sys.modules, "opentelemetry.context", f.context)
+    monkeypatch.setattr(_common, "_OTEL", None)
+    yield f
+    _common._OTEL = None
+
+
+def test_S_trace(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any) -> None:
+    """A traceparent given to enqueue is stored (coord.jobs.trace) and is the job's job.trace."""
+    seen: Dict[int, Any] = {}
+
+    def handler(job: pg_coord.Job) -> Any:
+        seen[job.id] = job.trace
+        return None
+
+    with pg_coord.Client(dsn) as c:
+        traced = c.enqueue(queue, {}, trace=TP)
+        plain = c.enqueue(queue, {})
+        with pytest.raises(pg_coord.CoordError) as ei:
+            c.enqueue(queue, {}, trace="00-nope")
+        assert ei.value.sqlstate == "22023"
+        assert job_row(db, traced, "trace") == (TP,)
+        r = start_worker(dsn, queue, handler)
+        wait_for(lambda: all_done(db, [traced, plain]), 10, "both jobs done")
+        r.stop()
+    assert seen == {traced: TP, plain: None}
+
+
+def test_S_trace_otel(dsn: str, db: psycopg.Connection[Any], queue: str, start_worker: Any,
+                      fake_otel: Any) -> None:
+    """With OpenTelemetry importable: enqueue sends the current context's
+    traceparent, and the handler runs in the context extracted from the job's."""
+    seen: Dict[int, Any] = {}
+
+    def handler(job: pg_coord.Job) -> Any:
+        seen[job.id] = fake_otel.current.get()
+        return None
+
+    with pg_coord.Client(dsn) as c:
+        token = fake_otel.current.set(TP)
+        try:
+            injected = c.enqueue(queue, {})
+            explicit = c.enqueue(queue, {}, trace=TP2)
+            untraced = c.enqueue(queue, {}, trace=None)
+        finally:
+            fake_otel.current.reset(token)
+        outside = c.enqueue(queue, {})
+        assert [job_row(db, i, "trace")[0] for i in (injected, explicit, untraced, outside)] == [TP, TP2, None, None]
+        r = start_worker(dsn, queue, handler, concurrency=2)
+        wait_for(lambda: all_done(db, [injected, explicit, untraced, outside]), 10, "the jobs done")
+        r.stop()
+    assert seen == {injected: TP, explicit: TP2, untraced: None, outside: None}
 
 
 # -- context managers: released on an exception and on connection loss ------------------------------

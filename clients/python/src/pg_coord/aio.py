@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import random
 import signal
 import threading
 import time
@@ -17,14 +16,12 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import psycopg
-from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from . import _common
-from ._common import Outcome, ParentResult, Result, Seconds, encode_result, error_text, interval, seconds
-from .errors import (ClaimLost, ConnectionLost, CoordError, CoordTimeout, ExtensionMissing, PermissionDenied,
-                     RetryAfter, VersionMismatch, translate)
-from .worker import _lost, _one_commit_fits
+from ._common import Outcome, ParentResult, Result, Seconds, encode_result, error_text, interval
+from .errors import (ConnectionLost, CoordError, CoordTimeout, ExtensionMissing, PermissionDenied, RetryAfter,
+                     VersionMismatch, translate)
 
 __all__ = ["Client", "Worker", "Job", "Result", "ParentResult", "RetryAfter", "connect"]
 
@@ -47,11 +44,7 @@ async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[Optional[Seque
     fail_and_claim where the library reads them (else None)."""
     try:
         cur = await conn.execute(_common.CHECK_SQL)
-        row = await cur.fetchone()
-        cac, fac = _common.check_extension(row, _common.MIN_VERSION)
-        assert row is not None
-        cac_cols, fac_cols = _common.one_commit_columns(row)
-        return (cac_cols if cac else None), (fac_cols if fac else None)
+        return _common.checked_columns(await cur.fetchone())
     except psycopg.Error as e:
         await conn.close()
         raise translate(e) from e
@@ -60,18 +53,14 @@ async def _checked(conn: "psycopg.AsyncConnection[Any]") -> Tuple[Optional[Seque
         raise
 
 
-class Client:
+class Client(_common.ClientBase["psycopg.AsyncConnection[Any]"]):
     """pg_coord.Client for asyncio: ``client = await Client.connect(conninfo)``
     or ``async with Client(conninfo) as client``."""
 
     def __init__(self, conninfo: str = "", *, prepare_threshold: Optional[int] = 5,
                  application_name: str = "pg_coord", **connect_kwargs: Any) -> None:
-        self._conninfo = conninfo
-        self._kwargs = dict(connect_kwargs, prepare_threshold=prepare_threshold,
-                            application_name=application_name)
+        super().__init__(conninfo, prepare_threshold, application_name, connect_kwargs)
         self._lock = asyncio.Lock()
-        self._conn: Optional[psycopg.AsyncConnection[Any]] = None
-        self._closed = False
 
     @classmethod
     async def connect(cls, conninfo: str = "", **kwargs: Any) -> "Client":
@@ -86,9 +75,7 @@ class Client:
         return conn
 
     async def connection(self) -> "psycopg.AsyncConnection[Any]":
-        if self._closed:
-            raise CoordError("the client is closed", "08003")
-        if self._conn is None or self._conn.closed:
+        if self._reopen():
             await self._open()
         assert self._conn is not None
         return self._conn
@@ -125,7 +112,7 @@ class Client:
         return int(await self._value(query, params))
 
     async def enqueue_flow(self, nodes: Sequence[Dict[str, Any]]) -> Dict[str, int]:
-        ids = await self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(list(nodes)),))
+        ids = await self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(_common.flow_nodes(nodes)),))
         return {k: int(v) for k, v in ids.items()}
 
     async def await_result(self, id: int, timeout: Optional[Seconds] = None) -> Result:
@@ -183,14 +170,8 @@ class Client:
                                  (path, token, interval(ttl))) is not None
 
     async def join(self, group: str, member: str, weight: float = 1.0, **options: Any) -> List[int]:
-        extra = "".join(f", {k} => %s" for k in options if k in ("meta", "segments", "assignor"))
-        params: List[Any] = [group, member, float(weight)]
-        for k, v in options.items():
-            if k not in ("meta", "segments", "assignor"):
-                raise TypeError(f"join() got an unknown option {k!r}")
-            params.append(Jsonb(v) if k == "meta" else v)
-        owned = await self._value(f"SELECT coord.join(%s::text, %s::text, %s::double precision{extra})", params)
-        return list(owned or [])
+        query, params = _common.join_query(group, member, weight, options)
+        return list(await self._value(query, params) or [])
 
     async def owned(self, group: str) -> List[int]:
         return list(await self._value("SELECT coord.owned(%s::text)", (group,)) or [])
@@ -204,14 +185,13 @@ class Client:
         try:
             yield
         except BaseException:
-            if self._conn is conn and conn is not None and not conn.closed:
+            if self._can_release(conn):
                 try:
                     await self._execute(query, params)
                 except CoordError:
                     pass
             raise
-        if session and (conn is None or conn.closed or conn is not self._conn):
-            raise ConnectionLost("the connection dropped while the block ran; the hold went with it", "08006")
+        self._check_held(conn, session)
         await self._execute(query, params)
 
 
@@ -224,90 +204,40 @@ class Job(_common.JobBase):
         self.cancelled: asyncio.Event
 
     async def progress(self, progress: Dict[str, Any]) -> bool:
-        return bool(await self._worker._job_value("SELECT coord.progress(%s, %s, %s::jsonb)",
-                                                  (self.id, self.token, Jsonb(progress))))
+        return bool(await self._worker._job_value(_common.PROGRESS_SQL, self._progress_params(progress)))
 
     async def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step; ``fn`` may be a plain function or return an awaitable."""
-        done = await self._worker._job_value("SELECT coord.step(%s, %s, %s::text)", (self.id, self.token, name))
+        done = await self._worker._job_value(_common.STEP_SQL, self._step_params(name))
         if done is not None:
             return done
         result = fn()
         if inspect.isawaitable(result):
             result = await result
-        if result is None:
-            result = True
-        if not await self._worker._job_value("SELECT coord.step_done(%s, %s, %s::text, %s::jsonb)",
-                                             (self.id, self.token, name, Jsonb(result))):
-            self.cancelled.set()
-            raise ClaimLost(f"job {self.id}: the claim is no longer ours; step {name} not recorded", "55000")
+        result = _common.step_result(result)
+        if not await self._worker._job_value(_common.STEP_DONE_SQL, self._step_done_params(name, result)):
+            raise self._step_lost(name)
         return result
 
     async def parent_results(self) -> List[ParentResult]:
-        rows = await self._worker._job_rows(
-            "SELECT parent_id, state, result FROM coord.parent_results(%s, %s) ORDER BY parent_id",
-            (self.id, self.token))
+        rows = await self._worker._job_rows(_common.PARENT_RESULTS_SQL, (self.id, self.token))
         return [ParentResult(*r) for r in rows]
 
-    def in_commit(self, query: str, params: Optional[Sequence[Any]] = None) -> None:
-        self._in_commit.append((query, params))
 
-
+# the handler's type (WorkerBase's handler argument): a coroutine function, or a
+# plain function (run in a thread)
 AsyncHandler = Callable[[Job], Union[Awaitable[Any], Any]]
 
 
-class Worker:
+class Worker(_common.WorkerBase[Job, "psycopg.AsyncConnection[Any]"]):
     """pg_coord.Worker for asyncio: ``await worker.run()``; the same
     arguments and behaviour as the sync Worker (docs/clients/python.md)."""
 
-    def __init__(self, conninfo: str, queue: str, handler: AsyncHandler, concurrency: int = 1,
-                 session_bound: bool = True, batch: int = 10, *,
-                 lease: Seconds = 300, heartbeat_every: Optional[Seconds] = None,
-                 host: Optional[str] = None, poll_interval: Seconds = 5.0,
-                 watch_after: Seconds = 0.05, pooler: bool = False,
-                 prepare_threshold: Optional[int] = 5, max_backoff: Seconds = 30.0,
-                 max_reconnects: Optional[int] = None, handle_signals: bool = True,
-                 burst: bool = False, name: Optional[str] = None,
-                 use_complete_and_claim: Optional[bool] = None) -> None:
-        if concurrency < 1 or batch < 1:
-            raise ValueError("concurrency and batch must be at least 1")
-        if pooler and session_bound:
-            raise ValueError("a transaction pooler needs lease claims: session_bound=False")
-        self.conninfo, self.queue, self.handler = conninfo, queue, handler
-        self.concurrency, self.session_bound, self.batch = concurrency, session_bound, batch
-        self.lease = interval(lease)
-        self.heartbeat_every = seconds(heartbeat_every) if heartbeat_every is not None else seconds(lease) / 3
-        self.host = host
-        self.poll_interval = seconds(poll_interval)
-        self.watch_after = seconds(watch_after)
-        self.pooler = pooler
-        self.prepare_threshold = None if pooler else prepare_threshold
-        self.max_backoff = seconds(max_backoff)
-        self.max_reconnects = max_reconnects
-        self.handle_signals = handle_signals
-        self.burst = burst
-        self.name = name or _common.default_name()
-        self.use_complete_and_claim = use_complete_and_claim
-        self.channel = f"coord:{queue}"
-        self._claim_sql = _common.claim_sql(session_bound, host)
-        self.completed = 0
-        self.failed = 0
+    def _init_flavour(self) -> None:
         self._lock: Optional[asyncio.Lock] = None
-        self._conn: Optional[psycopg.AsyncConnection[Any]] = None
-        self._has_cac = self._has_fac = False
-        self._cac_sql: Optional[str] = None     # their statements (_common.one_commit_sql)
-        self._fac_sql: Optional[str] = None
-        self._cac1_sql: Optional[str] = None    # theirs claiming one job (_common.one_commit_single_sql)
-        self._fac1_sql: Optional[str] = None
-        self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
-        self._held: Dict[int, Job] = {}
-        self._running = 0
-        self._outcomes: List[Tuple[Job, Outcome]] = []
         self._tasks: Set["asyncio.Task[None]"] = set()
-        self._stopping = threading.Event()
         self._event: Optional[asyncio.Event] = None
         self._loop_ref: Optional[asyncio.AbstractEventLoop] = None
-        self._notified = True
         self._wanted = 0
 
     def stop(self) -> None:
@@ -365,36 +295,22 @@ class Worker:
                 raise
             except CoordError as e:
                 await self._lost_connection()
-                if not isinstance(e, ConnectionLost):
-                    raise
                 failures += 1
-                if self.max_reconnects is not None and failures > self.max_reconnects:
+                if self._gives_up(e, failures):
                     raise
-                if self._stopping.is_set() and not any(not j._lost for j in self._held.values()):
+                if self._stopping.is_set() and not self._held_by_lease():
                     return
-                delay = backoff * (0.5 + random.random())
-                log.warning("pg_coord worker %s: %s; reconnecting in %.1f s (try %d)", self.name, e, delay, failures)
-                await self._wait_event(delay)
+                await self._wait_event(self._reconnect_delay(e, failures, backoff))
                 backoff = min(backoff * 2, self.max_backoff)
 
     async def _connect(self) -> None:
         conn = await connect(self.conninfo, prepare_threshold=self.prepare_threshold,
-                             application_name=f"pg_coord worker {self.queue}")
-        cac_cols, fac_cols = await _checked(conn)
-        use = self.use_complete_and_claim is not False
-        self._cac_sql = _common.one_commit_sql("complete_and_claim", cac_cols, self.session_bound,
-                                               self.host) if use else None
-        self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
-                                               self.host) if use else None
-        self._has_cac, self._has_fac = self._cac_sql is not None, self._fac_sql is not None
-        self._cac1_sql = _common.one_commit_single_sql("complete_and_claim", cac_cols, self.session_bound,
-                                                       self.host) if self._has_cac else None
-        self._fac1_sql = _common.one_commit_single_sql("fail_and_claim", fac_cols, self.session_bound,
-                                                       self.host) if self._has_fac else None
+                             application_name=self._connection_name())
+        self._use_columns(*await _checked(conn))
         try:
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                await conn.execute(_common.listen_sql([self.channel]))
         except psycopg.Error as e:
             await conn.close()
             raise translate(e) from e
@@ -404,20 +320,7 @@ class Worker:
     async def _lost_connection(self) -> None:
         if self._conn is not None:
             await self._conn.close()
-        for job in list(self._held.values()):
-            job._watched = False
-            if self.session_bound:
-                job._lost = True
-                job.cancelled.set()
-                if job._finished:
-                    del self._held[job.id]
-        self._outcomes = [(j, o) for j, o in self._outcomes if not j._lost]
-
-    def _live(self) -> "psycopg.AsyncConnection[Any]":
-        conn = self._conn
-        if conn is None or conn.closed:
-            raise ConnectionLost("the worker's connection is down", "08003")
-        return conn
+        self._drop_holds()
 
     async def _job_value(self, query: str, params: Sequence[Any]) -> Any:
         rows = await self._job_rows(query, params)
@@ -438,17 +341,14 @@ class Worker:
             self._wanted -= 1
 
     async def _loop(self) -> None:
-        idle_until = 0.0
-        drained = False
+        self._idle_until, self._drained = 0.0, False
         next_heartbeat = time.monotonic() + self.heartbeat_every
         while True:
             now = time.monotonic()
             outcomes, self._outcomes = self._outcomes, []
             stopping = self._stopping.is_set()
             free = self.concurrency - self._running
-            want = 0
-            if not stopping and free > 0 and (self._notified or now >= idle_until):
-                want = min(self.batch, free)
+            want = self._want(now, stopping, free)
             if outcomes or want:
                 self._notified = False
                 try:
@@ -460,32 +360,24 @@ class Worker:
                     self._held.pop(job.id, None)
                 for row in rows:
                     self._start(Job(self, row))
-                if want and not more:
-                    wait = self.poll_interval if due is None else max(0.05, min(self.poll_interval, due))
-                    idle_until = time.monotonic() + wait
-                    drained = due is None
-                elif want:
-                    drained = False
+                self._claimed(want, more, due)
                 continue
-            if (stopping or (self.burst and drained)) and not self._held:
+            if self._done(stopping):
                 return
             now = time.monotonic()
-            watch = [j for j in list(self._held.values())
-                     if not j._watched and j._started and now - j._started >= self.watch_after]
+            watch = self._to_watch(now)
             if watch:
                 await self._watch(watch)
             if not self.session_bound and now >= next_heartbeat:
-                jobs = [j for j in self._held.values() if not j._lost]
+                jobs = self._to_heartbeat()
                 if jobs:
                     assert self._lock is not None
                     async with self._lock:
                         await self._heartbeat_jobs(self._live(), jobs)
                 next_heartbeat = now + self.heartbeat_every
-            deadlines = [next_heartbeat if not self.session_bound else now + 3600]
+            deadlines = self._deadlines(now, next_heartbeat)
             if not stopping and free > 0:
-                deadlines.append(idle_until)
-            deadlines.extend(j._started + self.watch_after for j in self._held.values()
-                             if not j._watched and j._started)
+                deadlines.append(self._idle_until)
             await self._wait(max(0.0, min(deadlines) - time.monotonic()))
 
     def _start(self, job: Job) -> None:
@@ -498,12 +390,15 @@ class Worker:
 
     async def _run_handler(self, job: Job) -> None:
         try:
-            if inspect.iscoroutinefunction(self.handler):
-                result = await self.handler(job)
-            else:
-                result = await asyncio.to_thread(self.handler, job)
-                if inspect.isawaitable(result):
-                    result = await result
+            # the job's task has its own contextvars: the attach stays in it
+            # (and asyncio.to_thread carries it to the thread)
+            with _common.trace_context(job.trace):
+                if inspect.iscoroutinefunction(self.handler):
+                    result = await self.handler(job)
+                else:
+                    result = await asyncio.to_thread(self.handler, job)
+                    if inspect.isawaitable(result):
+                        result = await result
             outcome = Outcome("complete", result=encode_result(result))
         except RetryAfter as e:
             outcome = Outcome("fail", error=str(e), retry_after=e.seconds, pause_key=e.pause_key)
@@ -529,20 +424,19 @@ class Worker:
             try:
                 rows: List[Tuple[Any, ...]] = []
                 claimed = False
-                if len(outcomes) == 1 and n >= 1 and _one_commit_fits(outcomes[0], self._has_cac, self._has_fac):
+                if len(outcomes) == 1 and n >= 1 and _common.one_commit_fits(outcomes[0], self._has_cac,
+                                                                             self._has_fac):
                     rows = await self._one_commit(conn, outcomes[0], n)
                     claimed = True
                 else:
                     await self._report(conn, outcomes)
                 if n and not claimed:
-                    cur = await conn.execute(self._claim_sql, _common.claim_params(
-                        self.queue, n, self.session_bound, self.lease, self.host))
+                    cur = await conn.execute(self._claim_sql, self._claim_params(n))
                     row = await cur.fetchone()
                     rows = (row[0] if row is not None else None) or []
                 due: Optional[float] = None
                 if n and not rows:
-                    cur = await conn.execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
-                                             (self.queue,))
+                    cur = await conn.execute(_common.NEXT_DUE_SQL, (self.queue,))
                     r = await cur.fetchone()
                     due = None if r is None or r[0] is None else float(r[0])
                 return rows, len(rows) > 0, due
@@ -552,53 +446,39 @@ class Worker:
     async def _one_commit(self, conn: "psycopg.AsyncConnection[Any]", item: Tuple[Job, Outcome],
                           n: int) -> List[Tuple[Any, ...]]:
         job, o = item
-        if o.kind == "complete":
-            template, single, params = self._cac_sql, self._cac1_sql, [job.id, job.token, o.result]
-        else:
-            template, single, params = (self._fac_sql, self._fac1_sql,
-                                        [job.id, job.token, o.error, interval(o.retry_after), o.pause_key])
-        if not self.session_bound:
-            params.append(self.lease)
-        if self.host is not None:
-            params.append(self.host)
-        if n == 1 and single is not None:
+        query, params, single = self._one_commit_statement(item, n)
+        cur = await conn.execute(query, params)
+        if single:
             # whether the finish counted, the job as an array (null id: none)
-            cur = await conn.execute(single, params)
             rows = await cur.fetchall()
             await self._tally(job, o, bool(rows[0][0]) if rows else True)
             return [r[1] for r in rows if r[1][0] is not None]
-        assert template is not None
-        query = self._one_sql.get((template, n))
-        if query is None:
-            query = self._one_sql[(template, n)] = _common.with_n(template, n)
-        cur = await conn.execute(query, params)
         row = await cur.fetchone()
         # whether the finish counted, the jobs claimed (_common.one_commit_sql)
         await self._tally(job, o, bool(row[0]) if row is not None else True)
         return (row[1] if row is not None else None) or []
 
     async def _report(self, conn: "psycopg.AsyncConnection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
-        plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
+        plain, rest = _common.plain_completions(outcomes)
         if len(plain) > 1:
             try:
                 cur = await conn.execute(_common.COMPLETE_SQL, (_common.jobs_json(
                     [(j.id, j.token, o.result) for j, o in plain]),))
                 row = await cur.fetchone()
-                res = {int(k): v for k, v in ((row[0] if row is not None else None) or {}).items()}
+                res = _common.completed_by_id(row[0] if row is not None else None)
                 for j, o in plain:
                     await self._tally(j, o, bool(res.get(j.id)))
-                outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]
+                outcomes = rest
             except psycopg.Error as e:
-                if _lost(e, conn):
+                if _common.lost(e, conn):
                     raise
         for j, o in outcomes:
             try:
                 await self._tally(j, o, await self._report_one(conn, j, o))
             except psycopg.Error as e:
-                if _lost(e, conn):
+                if _common.lost(e, conn):
                     raise
-                log.warning("pg_coord worker %s: job %s: its %s was refused: %s", self.name, j.id, o.kind, e)
-                o = Outcome("fail", error=f"{o.kind} refused: {error_text(e)}")
+                o = self._refused(j, o, e)
                 await self._tally(j, o, await self._report_one(conn, j, o))
 
     async def _report_one(self, conn: "psycopg.AsyncConnection[Any]", j: Job, o: Outcome) -> bool:
@@ -607,30 +487,21 @@ class Worker:
             async with conn.transaction():
                 for q, p in j._in_commit:
                     await conn.execute(q, p)
-                cur = await conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result))
+                cur = await conn.execute(_common.COMPLETE_ONE_SQL, _common.finish_params(j, o))
                 row = await cur.fetchone()
                 ok = bool(row and row[0])
                 if not ok:
                     raise psycopg.Rollback()
             return ok
-        if o.kind == "complete":
-            cur = await conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result))
-        else:
-            cur = await conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
-                                     (j.id, j.token, o.error, interval(o.retry_after), o.pause_key))
+        cur = await conn.execute(_common.COMPLETE_ONE_SQL if o.kind == "complete" else _common.FAIL_ONE_SQL,
+                                 _common.finish_params(j, o))
         row = await cur.fetchone()
         return bool(row and row[0]) if o.kind == "complete" else bool(row and row[0] is not None)
 
     async def _tally(self, job: Job, o: Outcome, counted: bool) -> None:
-        if not counted:
-            log.warning("pg_coord worker %s: job %s: the claim was no longer ours; its %s did not count",
-                        self.name, job.id, o.kind)
-        elif o.kind == "complete":
-            self.completed += 1
-        else:
-            self.failed += 1
-        if job._watched and not self.pooler and self._conn is not None:
-            await self._conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(f"coord:job:{job.id}")))
+        unlisten = self._count(job, o, counted)
+        if unlisten is not None and self._conn is not None:
+            await self._conn.execute(unlisten)
 
     async def _watch(self, jobs: List[Job]) -> None:
         assert self._lock is not None
@@ -638,8 +509,7 @@ class Worker:
             conn = self._live()
             try:
                 if not self.pooler:
-                    await conn.execute(sql.SQL("; ").join(
-                        sql.SQL("LISTEN {}").format(sql.Identifier(f"coord:job:{j.id}")) for j in jobs))
+                    await conn.execute(_common.listen_sql([_common.job_channel(j.id) for j in jobs]))
                 await self._heartbeat_jobs(conn, jobs)
             except psycopg.Error as e:
                 raise translate(e) from e
@@ -648,24 +518,11 @@ class Worker:
 
     async def _heartbeat_jobs(self, conn: "psycopg.AsyncConnection[Any]", jobs: List[Job]) -> None:
         try:
-            cur = await conn.execute(
-                "SELECT t.id, coord.heartbeat(t.id, t.token, %s) FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]),"
-                " pg_catalog.unnest(%s::bigint[])) AS t(id, token)",
-                (None if self.session_bound else self.lease, [j.id for j in jobs], [j.token for j in jobs]))
-            alive = dict(await cur.fetchall())
+            cur = await conn.execute(_common.HEARTBEAT_SQL, self._heartbeat_params(jobs))
+            rows = await cur.fetchall()
         except psycopg.Error as e:
             raise translate(e) from e
-        for j in jobs:
-            if alive.get(j.id) is None:
-                j.cancelled.set()
-
-    def _on_notify(self, n: psycopg.Notify) -> None:
-        if n.channel == self.channel:
-            self._notified = True
-        elif n.channel.startswith("coord:job:") and n.payload == "cancel":
-            job = self._held.get(int(n.channel[10:]))
-            if job is not None:
-                job.cancelled.set()
+        self._heartbeaten(jobs, rows)
 
     async def _wait_event(self, timeout: float) -> None:
         assert self._event is not None
@@ -702,15 +559,4 @@ class Worker:
                 loop.remove_reader(fd)
             if not readable[0]:
                 return
-            pg = conn.pgconn
-            try:
-                pg.consume_input()
-            except psycopg.Error as e:
-                raise translate(e) from e
-            if pg.status != psycopg.pq.ConnStatus.OK:
-                raise ConnectionLost("the server closed the connection", "08006")
-            while True:
-                pgn = pg.notifies()
-                if pgn is None:
-                    break
-                self._on_notify(psycopg.Notify(pgn.relname.decode(), pgn.extra.decode(), pgn.be_pid))
+            _common.read_notifies(conn.pgconn, self._on_notify)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -28,7 +28,21 @@ def connect(conninfo: str = "", *, prepare_threshold: Optional[int] = 5,
     return conn
 
 
-class Client:
+def _checked(conn: "psycopg.Connection[Any]") -> Tuple[Optional[Sequence[str]], Optional[Sequence[str]]]:
+    """Checks the extension (closing conn when that fails); the result
+    columns of complete_and_claim and fail_and_claim where the library reads
+    them (else None)."""
+    try:
+        return _common.checked_columns(conn.execute(_common.CHECK_SQL).fetchone())
+    except psycopg.Error as e:
+        conn.close()
+        raise translate(e) from e
+    except CoordError:
+        conn.close()
+        raise
+
+
+class Client(_common.ClientBase["psycopg.Connection[Any]"]):
     """A connection to a database with pg_coord.
 
     ``conninfo`` is a libpq connection string or URI ("" means the PG*
@@ -42,35 +56,21 @@ class Client:
 
     def __init__(self, conninfo: str = "", *, prepare_threshold: Optional[int] = 5,
                  application_name: str = "pg_coord", **connect_kwargs: Any) -> None:
-        self._conninfo = conninfo
-        self._kwargs = dict(connect_kwargs, prepare_threshold=prepare_threshold,
-                            application_name=application_name)
+        super().__init__(conninfo, prepare_threshold, application_name, connect_kwargs)
         self._lock = threading.RLock()
-        self._conn: Optional[psycopg.Connection[Any]] = None
-        self._closed = False
         self._open()
 
     # -- connection -------------------------------------------------------
     def _open(self) -> psycopg.Connection[Any]:
         conn = connect(self._conninfo, **self._kwargs)
-        try:
-            row = conn.execute(_common.CHECK_SQL).fetchone()
-            _common.check_extension(row, _common.MIN_VERSION)
-        except psycopg.Error as e:
-            conn.close()
-            raise translate(e) from e
-        except CoordError:
-            conn.close()
-            raise
+        _checked(conn)
         self._conn = conn
         return conn
 
     @property
     def connection(self) -> "psycopg.Connection[Any]":
         """The underlying psycopg connection (autocommit), reopened if it dropped."""
-        if self._closed:
-            raise CoordError("the client is closed", "08003")
-        if self._conn is None or self._conn.closed:
+        if self._reopen():
             self._open()
         assert self._conn is not None
         return self._conn
@@ -105,8 +105,10 @@ class Client:
     def enqueue(self, queue: str, payload: Any = None, **options: Any) -> int:
         """coord.enqueue: the job's id. ``options`` are enqueue's named
         arguments: run_at, priority, key, host, max_attempts, group_key,
-        limit_key, max_snoozes, expires_at, after, on_parent_failure, batch
-        (run_at and expires_at also take seconds or a timedelta from now)."""
+        limit_key, max_snoozes, expires_at, after, on_parent_failure, batch,
+        trace (run_at and expires_at also take seconds or a timedelta from
+        now; trace, a W3C traceparent, defaults to OpenTelemetry's current
+        one when OpenTelemetry is installed)."""
         query, params = _common.enqueue_query(queue, payload, options)
         # the id straight from the result (text): no row made (psycopg's
         # fetchone costs about as much as the rest of this method)
@@ -118,7 +120,7 @@ class Client:
 
     def enqueue_flow(self, nodes: Sequence[Dict[str, Any]]) -> Dict[str, int]:
         """coord.enqueue_flow: a graph of jobs, all or nothing; {name: id}."""
-        ids = self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(list(nodes)),))
+        ids = self._value("SELECT coord.enqueue_flow(%s::jsonb)", (Jsonb(_common.flow_nodes(nodes)),))
         return {k: int(v) for k, v in ids.items()}
 
     def await_result(self, id: int, timeout: Optional[Seconds] = None) -> Result:
@@ -191,14 +193,8 @@ class Client:
     def join(self, group: str, member: str, weight: float = 1.0, **options: Any) -> List[int]:
         """coord.join: this session's membership (weight, meta, segments,
         assignor by name); the segments it owns now."""
-        extra = "".join(f", {k} => %s" for k in options if k in ("meta", "segments", "assignor"))
-        params: List[Any] = [group, member, float(weight)]
-        for k, v in options.items():
-            if k not in ("meta", "segments", "assignor"):
-                raise TypeError(f"join() got an unknown option {k!r}")
-            params.append(Jsonb(v) if k == "meta" else v)
-        owned = self._value(f"SELECT coord.join(%s::text, %s::text, %s::double precision{extra})", params)
-        return list(owned or [])
+        query, params = _common.join_query(group, member, weight, options)
+        return list(self._value(query, params) or [])
 
     def owned(self, group: str) -> List[int]:
         return list(self._value("SELECT coord.owned(%s::text)", (group,)) or [])
@@ -216,12 +212,11 @@ class Client:
         try:
             yield
         except BaseException:
-            if self._conn is conn and conn is not None and not conn.closed:
+            if self._can_release(conn):
                 try:
                     self._execute(query, params)
                 except CoordError:
                     pass
             raise
-        if session and (conn is None or conn.closed or conn is not self._conn):
-            raise ConnectionLost("the connection dropped while the block ran; the hold went with it", "08006")
+        self._check_held(conn, session)
         self._execute(query, params)

@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import os
 import queue as queue_mod
-import random
 import select
 import signal
 import threading
@@ -53,19 +52,17 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import psycopg
-from psycopg import sql
-from psycopg.types.json import Jsonb
 
 from . import _common
-from ._common import Outcome, ParentResult, Seconds, encode_result, error_text, interval, seconds
-from .client import connect
-from .errors import ClaimLost, ConnectionLost, CoordError, ExtensionMissing, PermissionDenied, RetryAfter, \
-    VersionMismatch, translate
+from ._common import Outcome, ParentResult, encode_result, error_text
+from .client import _checked, connect
+from .errors import CoordError, ExtensionMissing, PermissionDenied, RetryAfter, VersionMismatch, translate
 
 __all__ = ["Worker", "Job"]
 
 log = logging.getLogger("pg_coord")
 
+# the handler's type (WorkerBase's handler argument)
 Handler = Callable[["Job"], Any]
 
 # How long the loop waits, after a handler's outcome, for the other running
@@ -86,101 +83,39 @@ class Job(_common.JobBase):
     def progress(self, progress: Dict[str, Any]) -> bool:
         """coord.progress: shown in coord.jobs.progress, sent on
         "coord:job:<id>"; False when the claim is no longer this worker's."""
-        return bool(self._worker._job_value("SELECT coord.progress(%s, %s, %s::jsonb)",
-                                            (self.id, self.token, Jsonb(progress))))
+        return bool(self._worker._job_value(_common.PROGRESS_SQL, self._progress_params(progress)))
 
     def step(self, name: str, fn: Callable[[], Any]) -> Any:
         """A durable step: the result an earlier attempt recorded for
         ``name``, or ``fn()``'s, recorded now (coord.step / coord.step_done).
         ClaimLost when the claim is gone (nothing recorded)."""
-        done = self._worker._job_value("SELECT coord.step(%s, %s, %s::text)", (self.id, self.token, name))
+        done = self._worker._job_value(_common.STEP_SQL, self._step_params(name))
         if done is not None:
             return done
-        result = fn()
-        if result is None:
-            result = True   # a step's result is never null (null reads back as "not done")
-        if not self._worker._job_value("SELECT coord.step_done(%s, %s, %s::text, %s::jsonb)",
-                                       (self.id, self.token, name, Jsonb(result))):
-            self.cancelled.set()
-            raise ClaimLost(f"job {self.id}: the claim is no longer ours; step {name} not recorded", "55000")
+        result = _common.step_result(fn())
+        if not self._worker._job_value(_common.STEP_DONE_SQL, self._step_done_params(name, result)):
+            raise self._step_lost(name)
         return result
 
     def parent_results(self) -> List[ParentResult]:
         """coord.parent_results: each parent's id, end state and result."""
-        rows = self._worker._job_rows(
-            "SELECT parent_id, state, result FROM coord.parent_results(%s, %s) ORDER BY parent_id",
-            (self.id, self.token))
+        rows = self._worker._job_rows(_common.PARENT_RESULTS_SQL, (self.id, self.token))
         return [ParentResult(*r) for r in rows]
 
-    def in_commit(self, query: str, params: Optional[Sequence[Any]] = None) -> None:
-        """Runs ``query`` in the transaction that completes the job, before
-        coord.complete; rolled back when the completion does not count (the
-        claim was lost). Writes made so happen exactly once per job."""
-        self._in_commit.append((query, params))
 
-
-class Worker:
+class Worker(_common.WorkerBase[Job, "psycopg.Connection[Any]"]):
     """Runs ``handler(job)`` for the jobs of ``queue``; see the module doc."""
 
-    def __init__(self, conninfo: str, queue: str, handler: Handler, concurrency: int = 1,
-                 session_bound: bool = True, batch: int = 10, *,
-                 lease: Seconds = 300, heartbeat_every: Optional[Seconds] = None,
-                 host: Optional[str] = None, poll_interval: Seconds = 5.0,
-                 watch_after: Seconds = 0.05, pooler: bool = False,
-                 prepare_threshold: Optional[int] = 5, max_backoff: Seconds = 30.0,
-                 max_reconnects: Optional[int] = None, handle_signals: bool = True,
-                 burst: bool = False, name: Optional[str] = None,
-                 use_complete_and_claim: Optional[bool] = None) -> None:
-        if concurrency < 1 or batch < 1:
-            raise ValueError("concurrency and batch must be at least 1")
-        if pooler and session_bound:
-            raise ValueError("a transaction pooler needs lease claims: session_bound=False")
-        self.conninfo = conninfo
-        self.queue = queue
-        self.handler = handler
-        self.concurrency = concurrency
-        self.session_bound = session_bound
-        self.batch = batch
-        self.lease = interval(lease)
-        self.heartbeat_every = seconds(heartbeat_every) if heartbeat_every is not None else seconds(lease) / 3
-        self.host = host
-        self.poll_interval = seconds(poll_interval)
-        self.watch_after = seconds(watch_after)
-        self.pooler = pooler
-        self.prepare_threshold = None if pooler else prepare_threshold
-        self.max_backoff = seconds(max_backoff)
-        self.max_reconnects = max_reconnects
-        self.handle_signals = handle_signals
-        self.burst = burst
-        self.name = name or _common.default_name()
-        self.use_complete_and_claim = use_complete_and_claim
-        self.channel = f"coord:{queue}"
-        self._claim_sql = _common.claim_sql(session_bound, host)
-        #: how many jobs this worker finished (complete counted) and failed
-        self.completed = 0
-        self.failed = 0
+    def _init_flavour(self) -> None:
         self._lock = threading.RLock()       # the connection, and transactions on it
         self._state = threading.Lock()       # _outcomes, _held
-        self._conn: Optional[psycopg.Connection[Any]] = None
         self._cur: Optional[psycopg.Cursor[Any]] = None
-        self._has_cac = False                # coord.complete_and_claim is there (and wanted)
-        self._has_fac = False                # coord.fail_and_claim
-        self._cac_sql: Optional[str] = None  # their statements (_common.one_commit_sql)
-        self._fac_sql: Optional[str] = None
-        self._cac1_sql: Optional[str] = None  # theirs claiming one job (_common.one_commit_single_sql)
-        self._fac1_sql: Optional[str] = None
-        self._one_sql: Dict[Tuple[str, int], str] = {}   # theirs with n written in
-        self._held: Dict[int, Job] = {}      # claimed and not yet reported
-        self._running = 0                    # handlers running
-        self._outcomes: List[Tuple[Job, Outcome]] = []
         self._first_outcome = 0.0            # when _outcomes last became non-empty
         self._sleeping = False               # the loop waits in select (handlers wake it)
         self._lingering = False              # ... for the running handlers (wake it at the last)
-        self._stopping = threading.Event()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._notified = True
         self._pool: Optional["queue_mod.SimpleQueue[Optional[Job]]"] = None
         self._threads: List[threading.Thread] = []
         self._inline_job: Optional[Job] = None
@@ -255,46 +190,25 @@ class Worker:
                 raise
             except CoordError as e:
                 self._lost_connection()
-                if not isinstance(e, ConnectionLost):
-                    raise       # not the network's doing: retrying would not help
                 failures += 1
-                if self.max_reconnects is not None and failures > self.max_reconnects:
-                    raise
+                if self._gives_up(e, failures):
+                    raise       # not the network's doing (retrying would not help), or too many
                 if self._stopping.is_set() and not self._held_by_lease():
                     return
-                delay = backoff * (0.5 + random.random())
-                log.warning("pg_coord worker %s: %s; reconnecting in %.1f s (try %d)",
-                            self.name, e, delay, failures)
-                self._sleep(delay)
+                self._sleep(self._reconnect_delay(e, failures, backoff))
                 backoff = min(backoff * 2, self.max_backoff)
 
     def _connect(self) -> None:
         conn = connect(self.conninfo, prepare_threshold=self.prepare_threshold,
-                       application_name=f"pg_coord worker {self.queue}")
+                       application_name=self._connection_name())
+        self._use_columns(*_checked(conn))
         try:
-            row = conn.execute(_common.CHECK_SQL).fetchone()
-            cac, fac = _common.check_extension(row, _common.MIN_VERSION)
-            use = self.use_complete_and_claim is not False
-            self._has_cac, self._has_fac = cac and use, fac and use
-            assert row is not None
-            cac_cols, fac_cols = _common.one_commit_columns(row)
-            self._cac_sql = _common.one_commit_sql("complete_and_claim", cac_cols, self.session_bound,
-                                                   self.host) if self._has_cac else None
-            self._fac_sql = _common.one_commit_sql("fail_and_claim", fac_cols, self.session_bound,
-                                                   self.host) if self._has_fac else None
-            self._cac1_sql = _common.one_commit_single_sql("complete_and_claim", cac_cols, self.session_bound,
-                                                           self.host) if self._has_cac else None
-            self._fac1_sql = _common.one_commit_single_sql("fail_and_claim", fac_cols, self.session_bound,
-                                                           self.host) if self._has_fac else None
             conn.add_notify_handler(self._on_notify)
             if not self.pooler:
-                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+                conn.execute(_common.listen_sql([self.channel]))
         except psycopg.Error as e:
             conn.close()
             raise translate(e) from e
-        except CoordError:
-            conn.close()
-            raise
         with self._lock:
             self._conn = conn
             # the loop's statements go through one cursor: its adapters are
@@ -308,24 +222,12 @@ class Worker:
             if self._conn is not None:
                 self._conn.close()
         with self._state:
-            for job in list(self._held.values()):
-                job._watched = False
-                if self.session_bound:
-                    job._lost = True
-                    job.cancelled.set()
-                    if job._finished:
-                        del self._held[job.id]
-            self._outcomes = [(j, o) for j, o in self._outcomes if not j._lost]
-
-    def _held_by_lease(self) -> bool:
-        return any(not j._lost for j in self._held.values())
+            self._drop_holds()
 
     # -- statements for the handlers (progress, steps, parents) ----------------------
     def _exec(self, query: Any, params: Optional[Sequence[Any]] = None) -> "psycopg.Cursor[Any]":
         with self._lock:
-            conn = self._conn
-            if conn is None or conn.closed:
-                raise ConnectionLost("the worker's connection is down", "08003")
+            conn = self._live()
             try:
                 return conn.execute(query, params)
             except psycopg.Error as e:
@@ -340,8 +242,7 @@ class Worker:
 
     # -- the loop ------------------------------------------------------------------------
     def _loop(self) -> None:
-        idle_until = 0.0
-        drained = False     # the last claim found the queue with nothing due (burst)
+        self._idle_until, self._drained = 0.0, False
         next_heartbeat = time.monotonic() + self.heartbeat_every
         while True:
             now = time.monotonic()
@@ -357,9 +258,7 @@ class Worker:
                 else:
                     outcomes, self._outcomes = self._outcomes, []
             free = self.concurrency - running
-            want = 0
-            if not stopping and not linger and free > 0 and (self._notified or now >= idle_until):
-                want = min(self.batch, free)
+            want = 0 if linger else self._want(now, stopping, free)
             if outcomes or want:
                 self._notified = False
                 try:
@@ -374,32 +273,23 @@ class Worker:
                             self._held.pop(job.id, None)
                 if jobs:
                     self._start([Job(self, row) for row in jobs])
-                if want and not more:
-                    # idle: until the next due time, a NOTIFY or the poll
-                    wait = self.poll_interval if due is None else max(0.05, min(self.poll_interval, due))
-                    idle_until = time.monotonic() + wait
-                    drained = due is None
-                elif want:
-                    drained = False
+                self._claimed(want, more, due)
                 continue
-            if (stopping or (self.burst and drained)) and not self._held:
+            if self._done(stopping):
                 return
             # watch long jobs, heartbeat leases
             now = time.monotonic()
-            watch = [j for j in list(self._held.values())
-                     if not j._watched and j._started and now - j._started >= self.watch_after]
+            watch = self._to_watch(now)
             if watch:
                 self._watch(watch)
             if not self.session_bound and now >= next_heartbeat:
                 self._heartbeat()
                 next_heartbeat = now + self.heartbeat_every
-            deadlines = [next_heartbeat if not self.session_bound else now + 3600]
+            deadlines = self._deadlines(now, next_heartbeat)
             if linger:
                 deadlines.append(self._first_outcome + _LINGER)
             elif not stopping and free > 0:
-                deadlines.append(idle_until)
-            pending = [j._started + self.watch_after for j in self._held.values() if not j._watched and j._started]
-            deadlines.extend(pending)
+                deadlines.append(self._idle_until)
             self._wait(max(0.0, min(deadlines) - time.monotonic()), bool(linger))
 
     def _start(self, jobs: List[Job]) -> None:
@@ -429,7 +319,11 @@ class Worker:
 
     def _run_handler(self, job: Job) -> None:
         try:
-            result = self.handler(job)
+            if job.trace is not None and _common._otel():
+                with _common.trace_context(job.trace):
+                    result = self.handler(job)
+            else:
+                result = self.handler(job)
             outcome = Outcome("complete", result=encode_result(result))
         except RetryAfter as e:
             outcome = Outcome("fail", error=str(e), retry_after=e.seconds, pause_key=e.pause_key)
@@ -463,25 +357,22 @@ class Worker:
         """Reports ``outcomes`` and claims up to ``n`` jobs: (claimed rows,
         whether any came, seconds until coord.next_due when none came)."""
         with self._lock:
-            conn = self._conn
-            if conn is None or conn.closed:
-                raise ConnectionLost("the worker's connection is down", "08003")
+            conn = self._live()
             try:
                 rows: List[Tuple[Any, ...]] = []
                 claimed = False
-                if len(outcomes) == 1 and n >= 1 and _one_commit_fits(outcomes[0], self._has_cac, self._has_fac):
+                if len(outcomes) == 1 and n >= 1 and _common.one_commit_fits(outcomes[0], self._has_cac,
+                                                                             self._has_fac):
                     rows = self._one_commit(conn, outcomes[0], n)
                     claimed = True
                 else:
                     self._report(conn, outcomes)
                 if n and not claimed:
-                    row = self._cursor(conn).execute(self._claim_sql, _common.claim_params(
-                        self.queue, n, self.session_bound, self.lease, self.host)).fetchone()
+                    row = self._cursor(conn).execute(self._claim_sql, self._claim_params(n)).fetchone()
                     rows = (row[0] if row is not None else None) or []
                 due: Optional[float] = None
                 if n and not rows:
-                    r = self._cursor(conn).execute("SELECT EXTRACT(EPOCH FROM coord.next_due(%s) - pg_catalog.now())",
-                                     (self.queue,)).fetchone()
+                    r = self._cursor(conn).execute(_common.NEXT_DUE_SQL, (self.queue,)).fetchone()
                     due = None if r is None or r[0] is None else float(r[0])
                 # a claim that found nothing marks the session idle on the
                 # queue's channel (so enqueues NOTIFY it): idle only after one
@@ -493,24 +384,12 @@ class Worker:
                     n: int) -> List[Tuple[Any, ...]]:
         """coord.complete_and_claim / coord.fail_and_claim: one statement, one commit."""
         job, o = item
-        if o.kind == "complete":
-            template, single, params = self._cac_sql, self._cac1_sql, [job.id, job.token, o.result]
-        else:
-            template, single, params = (self._fac_sql, self._fac1_sql,
-                                        [job.id, job.token, o.error, interval(o.retry_after), o.pause_key])
-        if not self.session_bound:
-            params.append(self.lease)
-        if self.host is not None:
-            params.append(self.host)
-        if n == 1 and single is not None:
+        query, params, single = self._one_commit_statement(item, n)
+        if single:
             # whether the finish counted, the job as an array (null id: none)
-            rows = self._cursor(conn).execute(single, params).fetchall()
+            rows = self._cursor(conn).execute(query, params).fetchall()
             self._tally(job, o, bool(rows[0][0]) if rows else True)
             return [r[1] for r in rows if r[1][0] is not None]
-        assert template is not None
-        query = self._one_sql.get((template, n))
-        if query is None:
-            query = self._one_sql[(template, n)] = _common.with_n(template, n)
         row = self._cursor(conn).execute(query, params).fetchone()
         # whether the finish counted, the jobs claimed (_common.one_commit_sql)
         self._tally(job, o, bool(row[0]) if row is not None else True)
@@ -519,7 +398,7 @@ class Worker:
     def _report(self, conn: "psycopg.Connection[Any]", outcomes: List[Tuple[Job, Outcome]]) -> None:
         """coord.complete / coord.fail for each outcome; completions without
         in_commit statements in one statement when there are several."""
-        plain = [(j, o) for j, o in outcomes if o.kind == "complete" and not j._in_commit]
+        plain, rest = _common.plain_completions(outcomes)
         if len(plain) > 1:
             try:
                 ids, tokens = [j.id for j, _ in plain], [j.token for j, _ in plain]
@@ -540,24 +419,21 @@ class Worker:
                 else:
                     row = self._cursor(conn).execute(_common.COMPLETE_SQL, (_common.jobs_json(
                         [(j.id, j.token, o.result) for j, o in plain]),)).fetchone()
-                    res = {int(k): v for k, v in ((row[0] if row is not None else None) or {}).items()}
+                    res = _common.completed_by_id(row[0] if row is not None else None)
                 for j, o in plain:
                     c = res.get(j.id)
                     self._tally(j, o, None if c is None and j.id in res else bool(c))
-                outcomes = [(j, o) for j, o in outcomes if not (o.kind == "complete" and not j._in_commit)]
+                outcomes = rest
             except psycopg.Error as e:
-                if _lost(e, conn):
+                if _common.lost(e, conn):
                     raise       # else one of them was refused: report them one by one
         for j, o in outcomes:
             try:
                 self._tally(j, o, self._report_one(conn, j, o))
             except psycopg.Error as e:
-                if _lost(e, conn):
+                if _common.lost(e, conn):
                     raise
-                # refused (a result over 1 MB, a retry_after over coord.max_retry_after,
-                # an in_commit statement's error): the job fails with the reason
-                log.warning("pg_coord worker %s: job %s: its %s was refused: %s", self.name, j.id, o.kind, e)
-                o = Outcome("fail", error=f"{o.kind} refused: {error_text(e)}")
+                o = self._refused(j, o, e)
                 self._tally(j, o, self._report_one(conn, j, o))
 
     def _report_one(self, conn: "psycopg.Connection[Any]", j: Job, o: Outcome) -> bool:
@@ -567,33 +443,23 @@ class Worker:
             with conn.transaction():
                 for q, p in j._in_commit:
                     conn.execute(q, p)
-                row = conn.execute("SELECT coord.complete(%s, %s, %s::jsonb)", (j.id, j.token, o.result)).fetchone()
+                row = conn.execute(_common.COMPLETE_ONE_SQL, _common.finish_params(j, o)).fetchone()
                 ok = bool(row and row[0])
                 if not ok:
                     raise _Rollback()       # the claim was lost: its writes go too
             return ok
         if o.kind == "complete":
             # the boolean straight from the result (text 't'/'f'): no row made
-            res = self._cursor(conn).execute("SELECT coord.complete(%s, %s, %s::jsonb)",
-                                             (j.id, j.token, o.result)).pgresult
+            res = self._cursor(conn).execute(_common.COMPLETE_ONE_SQL, _common.finish_params(j, o)).pgresult
             return res is not None and res.ntuples > 0 and res.get_value(0, 0) == b"t"
-        row = conn.execute("SELECT coord.fail(%s, %s, %s::text, %s::interval, %s::boolean)",
-                           (j.id, j.token, o.error, interval(o.retry_after), o.pause_key)).fetchone()
+        row = conn.execute(_common.FAIL_ONE_SQL, _common.finish_params(j, o)).fetchone()
         return bool(row and row[0] is not None)
 
     def _tally(self, job: Job, o: Outcome, counted: Optional[bool]) -> None:
         """Counts a reported outcome (counted None: counted by the caller)."""
-        if counted is None:
-            pass
-        elif not counted:
-            log.warning("pg_coord worker %s: job %s: the claim was no longer ours (cancelled or lease lost); "
-                        "its %s did not count", self.name, job.id, o.kind)
-        elif o.kind == "complete":
-            self.completed += 1
-        else:
-            self.failed += 1
-        if job._watched and not self.pooler and self._conn is not None:
-            self._conn.execute(sql.SQL("UNLISTEN {}").format(sql.Identifier(f"coord:job:{job.id}")))
+        unlisten = self._count(job, o, counted)
+        if unlisten is not None and self._conn is not None:
+            self._conn.execute(unlisten)
 
     # -- watching, heartbeats, notifications ----------------------------------------------------
     def _watch(self, jobs: List[Job]) -> None:
@@ -601,8 +467,7 @@ class Worker:
             conn = self._live()
             try:
                 if not self.pooler:
-                    conn.execute(sql.SQL("; ").join(
-                        sql.SQL("LISTEN {}").format(sql.Identifier(f"coord:job:{j.id}")) for j in jobs))
+                    conn.execute(_common.listen_sql([_common.job_channel(j.id) for j in jobs]))
                 for j in jobs:
                     j._watched = True
             except psycopg.Error as e:
@@ -610,7 +475,7 @@ class Worker:
             self._heartbeat_jobs(conn, jobs)
 
     def _heartbeat(self) -> None:
-        jobs = [j for j in list(self._held.values()) if not j._lost]
+        jobs = self._to_heartbeat()
         if jobs:
             with self._lock:
                 self._heartbeat_jobs(self._live(), jobs)
@@ -619,24 +484,10 @@ class Worker:
         """One heartbeat of each job (the lease's for lease claims); a NULL
         answer (cancelled, claim lost) sets job.cancelled."""
         try:
-            rows = conn.execute(
-                "SELECT t.id, coord.heartbeat(t.id, t.token, %s) FROM ROWS FROM (pg_catalog.unnest(%s::bigint[]),"
-                " pg_catalog.unnest(%s::bigint[])) AS t(id, token)", (None if self.session_bound else self.lease,
-                                                                     [j.id for j in jobs], [j.token for j in jobs])).fetchall()
+            rows = conn.execute(_common.HEARTBEAT_SQL, self._heartbeat_params(jobs)).fetchall()
         except psycopg.Error as e:
             raise translate(e) from e
-        alive = dict(rows)
-        for j in jobs:
-            if alive.get(j.id) is None:
-                j.cancelled.set()
-
-    def _on_notify(self, n: psycopg.Notify) -> None:
-        if n.channel == self.channel:
-            self._notified = True
-        elif n.channel.startswith("coord:job:") and n.payload == "cancel":
-            job = self._held.get(int(n.channel[10:]))
-            if job is not None:
-                job.cancelled.set()
+        self._heartbeaten(jobs, rows)
 
     def _watchdog(self) -> None:
         """concurrency=1: the handler runs in run()'s thread; this thread
@@ -684,31 +535,12 @@ class Worker:
             cur = self._cur = conn.cursor()
         return cur
 
-    def _live(self) -> "psycopg.Connection[Any]":
-        conn = self._conn
-        if conn is None or conn.closed:
-            raise ConnectionLost("the worker's connection is down", "08003")
-        return conn
-
     def _read_notifies(self, conn: "psycopg.Connection[Any]") -> None:
         """Reads what the socket has and dispatches its notifications."""
         with self._lock:
             if self._conn is not conn or conn.closed:
                 return
-            pg = conn.pgconn
-            try:
-                pg.consume_input()
-            except psycopg.Error as e:
-                raise translate(e) from e
-            except Exception as e:
-                raise ConnectionLost(str(e), "08006") from e
-            if pg.status != psycopg.pq.ConnStatus.OK:
-                raise ConnectionLost("the server closed the connection", "08006")
-            while True:
-                pgn = pg.notifies()
-                if pgn is None:
-                    break
-                self._on_notify(psycopg.Notify(pgn.relname.decode(), pgn.extra.decode(), pgn.be_pid))
+            _common.read_notifies(conn.pgconn, self._on_notify)
 
     def _wake(self) -> None:
         try:
@@ -759,12 +591,3 @@ class Worker:
 
 class _Rollback(psycopg.Rollback):
     pass
-
-
-def _lost(e: psycopg.Error, conn: Any) -> bool:
-    return isinstance(translate(e), ConnectionLost) or bool(conn.broken)
-
-
-def _one_commit_fits(item: Tuple[Any, Outcome], cac: bool, fac: bool) -> bool:
-    job, o = item
-    return not job._in_commit and (cac if o.kind == "complete" else fac)
