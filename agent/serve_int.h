@@ -30,7 +30,8 @@ typedef struct ServePriv
 	bool		result;
 	bool		last_error;
 	bool		progress;
-	bool		job_dep;		/* SELECT on coord.job_dep: a job's parents */
+	bool		parents;		/* SELECT on coord.job_parents: a job's
+								 * parents */
 	bool		elections;		/* SELECT on coord.elections */
 	bool		metrics;		/* coord.metrics exists and may be read */
 	bool		metrics_queues; /* coord.metrics_queues(): per-queue counts

@@ -120,7 +120,7 @@ serve_priv(ServeReq *r)
 	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'result', 'SELECT'), false), "
 	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'last_error', 'SELECT'), false), "
 	"COALESCE(has_column_privilege(to_regclass('coord.jobs'), 'progress', 'SELECT'), false), "
-	"COALESCE(has_table_privilege(to_regclass('coord.job_dep'), 'SELECT'), false), "
+	"COALESCE(has_table_privilege(to_regclass('coord.job_parents'), 'SELECT'), false), "
 	"COALESCE(has_table_privilege(to_regclass('coord.elections'), 'SELECT'), false), "
 	"COALESCE(has_table_privilege(to_regclass('coord.metrics'), 'SELECT'), false), "
 	"COALESCE(has_function_privilege(to_regprocedure('coord.metrics_queues()'), 'EXECUTE'), false), "
@@ -128,7 +128,7 @@ serve_priv(ServeReq *r)
 	PGresult   *res = serve_query(r, sql, 0, NULL);
 	bool	   *flags[] = {&r->priv.retry, &r->priv.cancel, &r->priv.pause, &r->priv.resume,
 		&r->priv.rerun, &r->priv.payload, &r->priv.result, &r->priv.last_error,
-		&r->priv.progress, &r->priv.job_dep, &r->priv.elections, &r->priv.metrics,
+		&r->priv.progress, &r->priv.parents, &r->priv.elections, &r->priv.metrics,
 	&r->priv.metrics_queues};
 
 	if (!res)
@@ -749,8 +749,8 @@ render_job(ServeReq *r, PGresult *res)
 	if (!(r->priv.payload && r->priv.result && r->priv.last_error && r->priv.progress))
 		bputs(b, "<dt>hidden</dt><dd class=\"hint\">payload, result, last_error and progress "
 			  "are for coord_admin (or the role that enqueued the job: coord.my_jobs)</dd>");
-	if (!r->priv.job_dep)
-		bputs(b, "<dt>parents</dt><dd class=\"hint\">shown to a role that may read coord.job_dep</dd>");
+	if (!r->priv.parents)
+		bputs(b, "<dt>parents</dt><dd class=\"hint\">shown to a role that may read coord.job_parents</dd>");
 	bputs(b, "</dl>\n");
 	if (any_job_action(r))
 	{
@@ -785,12 +785,12 @@ page_job(ServeReq *r, Page *p, const char *id)
 	s->single = true;
 	s->empty = "No such job (never enqueued, or purged from the history).";
 	p->status_if_empty = 404;
-	if (r->priv.job_dep)
+	if (r->priv.parents)
 	{
 		s = add_section(p, "parents", "Parents",
 						xstrdup("SELECT d.parent, j.queue, j.state, d.ended "
-								"FROM coord.job_dep AS d LEFT JOIN coord.jobs AS j ON j.id = d.parent "
-								"WHERE d.child = $1::bigint ORDER BY d.parent"),
+								"FROM coord.job_parents AS d LEFT JOIN coord.jobs AS j ON j.id = d.parent "
+								"WHERE d.job_id = $1::bigint ORDER BY d.parent"),
 						plain_table);
 		s->nparams = 1;
 		s->params[0] = id;

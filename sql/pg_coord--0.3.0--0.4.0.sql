@@ -585,3 +585,10 @@ GRANT SELECT ON coord.metrics TO coord_admin, coord_monitor;
 REVOKE EXECUTE ON FUNCTION coord.leader(text) FROM coord_worker, coord_monitor;
 GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
 GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_worker;
+
+-- ---------- a job's parents for coord_monitor (issue 29, the dashboard): as sql/parts/workflows.sql ----------
+CREATE VIEW coord.job_parents AS
+SELECT d.child AS job_id, d.parent, d.ended FROM coord.job_dep AS d;
+COMMENT ON VIEW coord.job_parents IS
+  'The parents each waiting job (enqueued with after) waits for: job_id, parent, ended (the parent has finished); kept until the job finishes';
+GRANT SELECT ON coord.job_parents TO coord_admin, coord_monitor;

@@ -167,6 +167,13 @@ def main():
             check(f"monitor {path}: no action button",
                   b.eval("document.querySelectorAll('form[method=post]').length") == 0)
             check(f"monitor {path}: no console error", not b.console_errors, b.console_errors)
+        child = sql("SELECT id FROM coord.jobs WHERE state = 'waiting'")
+        parent = sql("SELECT id FROM coord.jobs WHERE key = 'parent'")
+        b.goto(a.monitor + f"/jobs/{child}")
+        check("monitor job page of a waiting job: its parent, linked",
+              b.eval(f"!!document.querySelector('main table a[href=\"/jobs/{parent}\"]')")
+              and b.eval("document.body.innerText.includes('waiting')"), b.eval("document.body.innerText"))
+        b.screenshot(os.path.join(a.out, "job-waiting.png"))
         b.goto(a.monitor + f"/jobs/{victim}")
         check("monitor job page: payload withheld, said so",
               b.eval("!document.querySelector('#job').innerText.includes('payload\\n')"

@@ -38,6 +38,9 @@ SELECT coord.enqueue('reports', ('{"n": ' || g || '}')::jsonb, run_at => now() +
 SELECT coord.enqueue('reports', '{"n": 0}', limit_key => 'tenant-7');
 SELECT coord.pause('reports', NULL, 'tenant-7');
 SELECT coord.enqueue('billing', '{"invoice": 7}');
+-- a job waiting for its parent
+SELECT coord.enqueue('reports', '{"step": "merge"}',
+                     after => ARRAY[(SELECT coord.enqueue('reports', '{"step": "load"}', key => 'parent'))]);
 SELECT coord.pause('billing', now() + '2 hours'::interval);
 SELECT coord.schedule('nightly', 'reports', cron => '0 3 * * *');
 SELECT coord.open_batch('mail', '{"done": true}');
