@@ -294,10 +294,32 @@ td(Buf *b, PGresult *res, int row, int col)
 {
 	bool		null = PQgetisnull(res, row, col);
 
+	/* cells keep to one line, but long texts (errors, details), which wrap */
 	bprintf(b, "<td%s>", null ? " class=\"null\"" :
-			numeric_type(PQftype(res, col)) ? " class=\"num\"" : "");
+			numeric_type(PQftype(res, col)) ? " class=\"num\"" :
+			PQgetlength(res, row, col) > 40 || strstr(PQfname(res, col), "error") ||
+			strcmp(PQfname(res, col), "detail") == 0 ? " class=\"wrap\"" : "");
 	cell_content(b, res, row, col);
 	bputs(b, "</td>");
+}
+
+/* A column's name as a header: its '_' shown as blanks, where it may wrap. */
+static void
+header(Buf *b, const char *name)
+{
+	bputs(b, "<th>");
+	for (const char *p = name; *p; p++)
+	{
+		if (*p == '_')
+			bputs(b, " ");
+		else
+		{
+			char		one[2] = {*p, 0};
+
+			html_esc(b, one);
+		}
+	}
+	bputs(b, "</th>");
 }
 
 typedef void (*ActionsFn) (ServeReq *r, PGresult *res, int row);
@@ -309,13 +331,9 @@ table(ServeReq *r, PGresult *res, ActionsFn actions)
 	Buf		   *b = &r->out;
 	int			ncols = PQnfields(res);
 
-	bputs(b, "<table><thead><tr>");
+	bputs(b, "<div class=\"scroll\"><table><thead><tr>");
 	for (int c = 0; c < ncols; c++)
-	{
-		bputs(b, "<th>");
-		html_esc(b, PQfname(res, c));
-		bputs(b, "</th>");
-	}
+		header(b, PQfname(res, c));
 	if (actions)
 		bputs(b, "<th></th>");
 	bputs(b, "</tr></thead><tbody>\n");
@@ -332,7 +350,7 @@ table(ServeReq *r, PGresult *res, ActionsFn actions)
 		}
 		bputs(b, "</tr>\n");
 	}
-	bputs(b, "</tbody></table>\n");
+	bputs(b, "</tbody></table></div>\n");
 }
 
 static void
@@ -427,13 +445,9 @@ render_queue_table(ServeReq *r, PGresult *res, char **rate)
 	int			dead = colnum(res, "dead");
 	int			paused = colnum(res, "paused_until");
 
-	bputs(b, "<table id=\"queues\"><thead><tr>");
+	bputs(b, "<div class=\"scroll\"><table id=\"queues\"><thead><tr>");
 	for (int c = 0; c < ncols; c++)
-	{
-		bputs(b, "<th>");
-		html_esc(b, PQfname(res, c));
-		bputs(b, "</th>");
-	}
+		header(b, PQfname(res, c));
 	if (rate)
 		bputs(b, "<th title=\"jobs completed per minute, since this dashboard's earlier sample\">done/min</th>");
 	if (acts)
@@ -480,7 +494,7 @@ render_queue_table(ServeReq *r, PGresult *res, char **rate)
 		}
 		bputs(b, "</tr>\n");
 	}
-	bputs(b, "</tbody></table>\n");
+	bputs(b, "</tbody></table></div>\n");
 }
 
 static void
@@ -710,13 +724,14 @@ page_jobs(ServeReq *r, Page *p)
 	p->title = "Jobs";
 	p->before = jobs_before;
 	s = add_section(p, "jobs", NULL,
-					xasprintf("SELECT id, queue, state, key, priority, attempt, max_attempts, run_at, "
-							  "enqueued_at, finished_at%s FROM coord.jobs "
+					xasprintf("SELECT id, queue, state, key, priority, "
+							  "attempt::text || '/' || max_attempts::text AS attempts, run_at, "
+							  "finished_at%s FROM coord.jobs "
 							  "WHERE ($1::bigint IS NULL OR id = $1::bigint) "
 							  "AND ($2::text IS NULL OR key = $2) AND ($3::text IS NULL OR queue = $3) "
 							  "AND ($4::text IS NULL OR state = $4) "
 							  "ORDER BY id DESC LIMIT least(greatest(COALESCE($5::int, 100), 1), 1000)",
-							  r->priv.last_error ? ", left(last_error, 200) AS last_error" : ""),
+							  r->priv.last_error ? ", left(last_error, 120) AS last_error" : ""),
 					render_jobs);
 	s->nparams = 5;
 	/* not a number: no job (an id is a bigint), not an error */
@@ -859,7 +874,7 @@ render_grid(ServeReq *r, PGresult *res)
 	for (int i = 0; i < n; i++)
 		if (strcmp(PQgetvalue(res, i, 1), "-1") == 0)
 			ncols++;
-	bputs(b, "<table class=\"grid\" id=\"grid\"><thead><tr><th>app</th>");
+	bputs(b, "<div class=\"scroll\"><table class=\"grid\" id=\"grid\"><thead><tr><th>app</th>");
 	for (int i = 0; i < n; i++)
 		if (strcmp(PQgetvalue(res, i, 1), "-1") == 0)
 		{
@@ -941,7 +956,7 @@ render_grid(ServeReq *r, PGresult *res)
 		}
 		bputs(b, "</tr>\n");
 	}
-	bputs(b, "</tbody></table>\n<p class=\"hint\">! late (open deadline alert) &middot; X dead &middot; "
+	bputs(b, "</tbody></table></div>\n<p class=\"hint\">! late (open deadline alert) &middot; X dead &middot; "
 		  "&gt; running &middot; . ready &middot; : scheduled &middot; w waiting &middot; ? missing "
 		  "&middot; # done &middot; c cancelled</p>\n");
 }
@@ -1014,7 +1029,7 @@ render_members(ServeReq *r, PGresult *res)
 	table(r, res, NULL);
 	if (own < 0 || tgt < 0 || PQntuples(res) == 0)
 		return;
-	bputs(b, "<h2>Shares against weights</h2><table id=\"shares\"><thead><tr><th>group</th><th>member</th>"
+	bputs(b, "<h2>Shares against weights</h2><div class=\"scroll\"><table id=\"shares\"><thead><tr><th>group</th><th>member</th>"
 		  "<th>owned share / target share</th></tr></thead><tbody>");
 	for (int row = 0; row < PQntuples(res); row++)
 	{
@@ -1036,7 +1051,7 @@ render_members(ServeReq *r, PGresult *res)
 				"owned %.0f%% &middot; target %.0f%%</td></tr>",
 				(int) (o * 300 + 0.5), (int) (t * 300 + 0.5), o * 100, t * 100);
 	}
-	bputs(b, "</tbody></table>\n");
+	bputs(b, "</tbody></table></div>\n");
 }
 
 static void
