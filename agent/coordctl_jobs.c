@@ -150,21 +150,27 @@ out:
 
 /*
  * Which view holds the jobs this role may read: coord.jobs (coord_monitor,
- * coord_admin), else coord.my_jobs (its own jobs); and whether it may read
- * the columns coord_monitor may not.  NULL: a failed statement (*rc).
+ * coord_admin), else coord.my_jobs (its own jobs); whether it may read the
+ * columns coord_monitor may not; and (parents, when not NULL) whether it may
+ * read coord.job_parents.  NULL: a failed statement (*rc).
  */
 static const char *
-jobs_view(PGconn *conn, bool *secrets, int *rc)
+jobs_view(PGconn *conn, bool *secrets, bool *parents, int *rc)
 {
 	PGresult   *res = ctl_exec(conn,
 							   "SELECT pg_catalog.has_any_column_privilege('coord.jobs', 'SELECT'), "
 							   "pg_catalog.has_column_privilege('coord.jobs', 'payload', 'SELECT'), "
-							   "pg_catalog.has_table_privilege('coord.my_jobs', 'SELECT')",
+							   "pg_catalog.has_table_privilege('coord.my_jobs', 'SELECT'), "
+							   "COALESCE(pg_catalog.has_table_privilege("
+							   "pg_catalog.to_regclass('coord.job_parents'), 'SELECT'), false)",
 							   0, NULL, PGRES_TUPLES_OK, NULL, rc);
 	const char *view;
 
 	if (res == NULL)
 		return NULL;
+	/* coord.job_parents (0.4.0): for coord_monitor and coord_admin */
+	if (parents)
+		*parents = PQgetvalue(res, 0, 3)[0] == 't';
 	if (PQgetvalue(res, 0, 0)[0] == 't')
 	{
 		view = "coord.jobs";
@@ -218,7 +224,7 @@ ctl_jobs(int argc, char **argv)
 		return ctl_usage("--limit takes a positive integer, not \"%s\"", limit);
 	if ((conn = ctl_connect(&rc)) == NULL)
 		return rc;
-	if ((view = jobs_view(conn, &secrets, &rc)) == NULL)
+	if ((view = jobs_view(conn, &secrets, NULL, &rc)) == NULL)
 	{
 		PQfinish(conn);
 		return rc;
@@ -246,7 +252,8 @@ ctl_job(int argc, char **argv)
 	char	  **args;
 	int			nargs,
 				rc;
-	bool		secrets = false;
+	bool		secrets = false,
+				parents = false;
 	const char *view;
 	char	   *sql,
 			   *notfound;
@@ -254,7 +261,7 @@ ctl_job(int argc, char **argv)
 
 	if ((rc = ctl_begin(argc, argv, NULL, "ID", 1, 1, 0, &args, &nargs, &conn)) >= 0)
 		return rc;
-	if ((view = jobs_view(conn, &secrets, &rc)) == NULL)
+	if ((view = jobs_view(conn, &secrets, &parents, &rc)) == NULL)
 	{
 		PQfinish(conn);
 		free(args);
@@ -263,10 +270,13 @@ ctl_job(int argc, char **argv)
 	sql = xasprintf("SELECT id, queue, state, %s run_at, priority, key, group_key, limit_key, host, "
 					"attempt, max_attempts, snoozes, %s enqueued_at, enqueued_by::pg_catalog.text AS enqueued_by, "
 					"claimed_at, claimed_by::pg_catalog.text AS claimed_by, lease_until, finished_at, "
-					"expires_at, origin "
-					"FROM %s WHERE id OPERATOR(pg_catalog.=) $1::pg_catalog.int8",
+					"expires_at, origin%s "
+					"FROM %s AS j WHERE id OPERATOR(pg_catalog.=) $1::pg_catalog.int8",
 					secrets ? "payload," : "",
-					secrets ? "result, last_error, progress," : "", view);
+					secrets ? "result, last_error, progress," : "",
+					parents ? ", (SELECT pg_catalog.array_agg(p.parent ORDER BY p.parent) "
+					"FROM coord.job_parents AS p WHERE p.job OPERATOR(pg_catalog.=) j.id) AS parents" : "",
+					view);
 	notfound = xasprintf("no job %s (never enqueued, purged from the history, or not this role's)", args[0]);
 	rc = ctl_record(conn, sql, 1, (const char *const *) args, "coord_monitor", notfound);
 	free(notfound);

@@ -805,7 +805,7 @@ page_job(ServeReq *r, Page *p, const char *id)
 		s = add_section(p, "parents", "Parents",
 						xstrdup("SELECT d.parent, j.queue, j.state, d.ended "
 								"FROM coord.job_parents AS d LEFT JOIN coord.jobs AS j ON j.id = d.parent "
-								"WHERE d.job_id = $1::bigint ORDER BY d.parent"),
+								"WHERE d.job = $1::bigint ORDER BY d.parent"),
 						plain_table);
 		s->nparams = 1;
 		s->params[0] = id;

@@ -586,9 +586,10 @@ REVOKE EXECUTE ON FUNCTION coord.leader(text) FROM coord_worker, coord_monitor;
 GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_monitor;
 GRANT EXECUTE ON FUNCTION coord.leader(text) TO coord_worker;
 
--- ---------- a job's parents for coord_monitor (issue 29, the dashboard): as sql/parts/workflows.sql ----------
+-- coord.job_parents (issue 29: coordctl job and the dashboard show a job's parents)
 CREATE VIEW coord.job_parents AS
-SELECT d.child AS job_id, d.parent, d.ended FROM coord.job_dep AS d;
+  SELECT d.child AS job, d.parent, d.ended FROM coord.job_dep AS d;
 COMMENT ON VIEW coord.job_parents IS
-  'The parents each waiting job (enqueued with after) waits for: job_id, parent, ended (the parent has finished); kept until the job finishes';
-GRANT SELECT ON coord.job_parents TO coord_admin, coord_monitor;
+  'The parents of each job not finished yet (its after): job, parent, and whether that parent has ended';
+GRANT SELECT ON coord.job_parents TO coord_admin;
+GRANT SELECT ON coord.job_parents TO coord_monitor;

@@ -19,13 +19,13 @@ COMMENT ON TABLE coord.job_dep IS
 COMMENT ON INDEX coord.job_dep_child IS 'A child''s parents: coord.parent_results, and the edges dropped when it finishes';
 REVOKE ALL ON coord.job_dep FROM PUBLIC;
 
--- A job's parents for readers (the dashboard's job page): the edges of
--- coord.job_dep, ids only, while the child waits.  A view, so that
--- coord_monitor reads them (grants.sql's loop) and the table stays the owner's.
+-- 0.4.0: who waits on whom, for monitors (coordctl job, the dashboard's job
+-- page): the edges of jobs not finished yet (a child's edges go when it
+-- finishes), without the payloads or results of either end.
 CREATE VIEW coord.job_parents AS
-SELECT d.child AS job_id, d.parent, d.ended FROM coord.job_dep AS d;
+  SELECT d.child AS job, d.parent, d.ended FROM coord.job_dep AS d;
 COMMENT ON VIEW coord.job_parents IS
-  'The parents each waiting job (enqueued with after) waits for: job_id, parent, ended (the parent has finished); kept until the job finishes';
+  'The parents of each job not finished yet (its after): job, parent, and whether that parent has ended';
 
 CREATE FUNCTION coord.parent_results(id bigint, token bigint,
                                      OUT parent_id bigint, OUT state text, OUT result jsonb)

@@ -123,6 +123,12 @@ ctl job "$id1" --json
 check "--json: one object" eq "$(json 'j["id"], j["queue"], j["payload"]["to"], j["state"]')" "($id1, 'mail', 'a@example.com', 'ready')"
 as watcher job "$id1" --json
 check "a monitor: no payload, result, last_error, progress" eq "$rc:$(json 'sorted(k for k in ("payload","result","last_error","progress") if k in j)')" "0:[]"
+ctl job "$idw" --json
+check "a waiting job's parents (coord.job_parents)" eq "$(json 'j["parents"]')" "[$id1, $id2]"
+as watcher job "$idw" --json
+check "  a monitor reads them too" eq "$rc:$(json 'j["parents"]')" "0:[$id1, $id2]"
+as producer job "$idp" --json
+check "  a worker without coord_monitor: its own job, no parents column" eq "$rc:$(json '"parents" in j')" "0:False"
 ctl job 999999
 check "an unknown job: exit 1" eq "$rc" 1
 check "  says so" grep -q 'no job 999999' <<<"$err"

@@ -8,7 +8,7 @@
 \pset tuples_only true
 SET client_min_messages = warning;
 BEGIN;
-SELECT plan(48);
+SELECT plan(53);
 
 SELECT function_returns('coord', 'parent_results', ARRAY['bigint', 'bigint'], 'setof record');
 SELECT function_returns('coord', 'enqueue_flow', ARRAY['jsonb'], 'jsonb');
@@ -36,8 +36,17 @@ SELECT is((SELECT count(*)::int FROM coord.job_dep WHERE child = (SELECT id FROM
 SELECT ok(coord.complete(id, token, '{"r": 1}'), 'the first parent completes')
   FROM coord.claim('tw_p') WHERE payload->>'p' = '1';
 SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'c')), 'waiting', 'one parent left: still waiting');
+-- coord.job_parents: the edges, ended as each parent ends; monitors read it, workers do not
+SELECT results_eq($$SELECT parent, ended FROM coord.job_parents WHERE job = (SELECT id FROM ids WHERE name = 'c') ORDER BY parent$$,
+                  $$SELECT id, name = 'p1' FROM ids WHERE name IN ('p1', 'p2') ORDER BY id$$,
+                  'coord.job_parents: the waiting job''s two parents, the first ended');
+SELECT ok(has_table_privilege('coord_monitor', 'coord.job_parents', 'SELECT'), 'coord_monitor reads coord.job_parents');
+SELECT ok(NOT has_table_privilege('coord_worker', 'coord.job_parents', 'SELECT'), 'coord_worker does not');
+SELECT ok(NOT has_table_privilege('public', 'coord.job_parents', 'SELECT'), 'PUBLIC does not');
 SELECT ok(coord.complete(id, token, '{"r": 2}'), 'the second parent completes') FROM coord.claim('tw_p');
 SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'c')), 'ready', 'the last parent made it ready');
+SELECT is((SELECT count(*)::int FROM coord.job_parents WHERE job = (SELECT id FROM ids WHERE name = 'c') AND ended), 2,
+          'coord.job_parents: both ended once the job is ready');
 INSERT INTO ids SELECT 'after_done', coord.enqueue('tw_c', '{}', after => ARRAY[(SELECT id FROM ids WHERE name = 'p1')]);
 SELECT is(coord.job_state((SELECT id FROM ids WHERE name = 'after_done')), 'ready', 'parents already done count as met');
 
