@@ -44,7 +44,7 @@ static const Subcommand subcommands[] = {
 	{"members", ctl_members, ""},
 	{"alerts", ctl_alerts, ""},
 	{"metrics", ctl_metrics, ""},
-	{"serve", coordctl_serve, "[--listen 127.0.0.1:8080]"},
+	{"serve", coordctl_serve, "[--listen 127.0.0.1:8080] [--read-only]"},
 	{NULL, NULL, NULL}
 };
 

@@ -41,6 +41,12 @@
 #   fence     (not in the default) a write guarded by coord.fence_ok against
 #             the same write unchecked, per client's path and on one shared
 #             path (issue 24)
+#   dashboard (not in the default; about 3 minutes) coordctl serve with
+#             DASH_QUEUES x DASH_PER_QUEUE ready jobs (default 1,000 x 1,000):
+#             the time of GET /, /api/queues.json and /metrics (median, 95th
+#             percentile of DASH_REQUESTS each), EXPLAIN of the queues page's
+#             statement, and claim + complete with and without a scrape of
+#             /metrics every 5 s (A/B; target: at most 2% slower)
 #   clients   (not in the default; about 3 minutes) the client libraries
 #             against hand-written loops in the same language sending the
 #             same SQL (issue 28): runs bench/clients/python.sh and, where
@@ -163,11 +169,16 @@ server_ticks() { sed 's/.*) //' "/proc/$PM/stat" | awk '{print $12 + $13 + $14 +
 CLK_TCK=$(getconf CLK_TCK)
 
 # Waits until the bench database's backends have exited and the postmaster
-# has reaped them (so that their CPU time is in its cutime/cstime).
+# has reaped them (so that their CPU time is in its cutime/cstime); but
+# those in BENCH_KEEP_PIDS (space-separated: a session that stays, such as
+# the dashboard section's coordctl serve).
+BENCH_KEEP_PIDS=
 wait_backends_gone() {
   local i
   for i in $(seq 100); do
-    ps --ppid "$PM" -o stat=,args= | grep -qE "^Z|$BENCH_DB" || return 0
+    ps --ppid "$PM" -o pid=,stat=,args= |
+      awk -v keep=" $BENCH_KEEP_PIDS " -v db="$BENCH_DB" \
+        'index(keep, " " $1 " ") == 0 && ($2 ~ /^Z/ || index($0, db))' | grep -q . || return 0
     sleep 0.05
   done
   log "  (backends of $BENCH_DB still present after 5 s; CPU figures of this run may be low)"
@@ -1660,6 +1671,120 @@ the history grows)." \
   write_block metrics "$OUT/metrics.md"
   cp "$OUT/metrics.md" "$OUT/$STAMP/"
   cat "$OUT/metrics.md"
+}
+
+# ---------------------------------------------------------------- dashboard
+
+DASH_QUEUES=${DASH_QUEUES:-1000}
+DASH_PER_QUEUE=${DASH_PER_QUEUE:-1000}
+DASH_REQUESTS=${DASH_REQUESTS:-20}
+DASH_SPEC='noscrape|coord.claim, then coord.complete|1 job/claim, 4 workers, no scrape|-|count
+scrape5s|the same while GET /metrics every 5 s|1 job/claim, 4 workers|noscrape|count|0.98'
+DASH_URL=
+DASH_PID=
+DASH_SCRAPER=
+
+dash_scraper_stop() {
+  [ -n "$DASH_SCRAPER" ] && kill "$DASH_SCRAPER" 2>/dev/null && wait "$DASH_SCRAPER" 2>/dev/null
+  DASH_SCRAPER=
+}
+
+# before each run: the 'q' backlog topped up; the scraper for scrape5s only
+prerun_dashboard() {
+  dash_scraper_stop
+  jobs_fill q "$JOBS_BACKLOG" || return 1
+  if [ "$1" = scrape5s ]; then
+    "$PYTHON" -c '
+import sys, time, urllib.request
+while True:
+    urllib.request.urlopen(sys.argv[1] + "/metrics", timeout=30).read()
+    time.sleep(5)' "$DASH_URL" >/dev/null 2>&1 &
+    DASH_SCRAPER=$!
+  fi
+}
+
+bench_dashboard() {
+  local load_start ctl=$BENCH_DIR/../agent/coordctl
+  load_start=$(cut -d' ' -f1 /proc/loadavg)
+  log "== dashboard: $DASH_QUEUES queues x $DASH_PER_QUEUE jobs, then $((2 * BENCH_RUNS)) runs of ${BENCH_DURATION} s"
+  make -C "$BENCH_DIR/../agent" -s >/dev/null || return 1
+  jobs_raw_table
+  psql -qX -v ON_ERROR_STOP=1 -d "$BENCH_DB" >/dev/null <<SQL || return 1
+SET client_min_messages = warning;
+DO \$\$
+BEGIN
+  FOR q IN 1 .. $DASH_QUEUES LOOP
+    PERFORM count(*) FROM coord.enqueue_many('d' || q, array_fill('{}'::jsonb, ARRAY[$DASH_PER_QUEUE]));
+  END LOOP;
+END
+\$\$;
+VACUUM ANALYZE coord.job;
+SELECT coord.tick();
+SQL
+  "$ctl" -d "dbname=$BENCH_DB" serve --read-only --refresh 0 --listen 127.0.0.1:0 >"$OUT/$STAMP/serve.log" 2>&1 &
+  DASH_PID=$!
+  local i
+  for i in $(seq 100); do
+    DASH_URL=$(sed -n 's|.*listening on \(http://127.0.0.1:[0-9]*\)/.*|\1|p' "$OUT/$STAMP/serve.log")
+    [ -n "$DASH_URL" ] && break
+    sleep 0.1
+  done
+  [ -n "$DASH_URL" ] || { log "coordctl serve did not start"; cat "$OUT/$STAMP/serve.log"; return 1; }
+  BENCH_KEEP_PIDS=$(psql -qXAt -d "$BENCH_DB" -c "SELECT string_agg(pid::text, ' ') FROM pg_stat_activity
+                                                  WHERE application_name = 'coordctl serve'")
+  # the pages' times (a first request of each, not counted, warms the caches)
+  "$PYTHON" - "$DASH_URL" "$DASH_REQUESTS" >"$OUT/dashboard.times.md" <<'PY'
+import statistics, sys, time, urllib.request
+base, n = sys.argv[1], int(sys.argv[2])
+print("| request | median ms | 95th percentile ms | max ms | bytes |")
+print("|---|---:|---:|---:|---:|")
+for path in ("/", "/api/queues.json", "/metrics"):
+    urllib.request.urlopen(base + path, timeout=60).read()
+    t = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        body = urllib.request.urlopen(base + path, timeout=60).read()
+        t.append((time.perf_counter() - t0) * 1000)
+    t.sort()
+    print(f"| GET {path} | {statistics.median(t):.1f} | {t[max(0, int(len(t) * 0.95) - 1)]:.1f} | {t[-1]:.1f} | {len(body):,} |")
+PY
+  # the queues page's statement (serve_pages.c) as the plan shows it
+  psql -qXAt -d "$BENCH_DB" -c "SET search_path = pg_catalog, pg_temp" -c "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON)
+SELECT COALESCE(q.queue, f.queue) AS queue, q.ready, q.scheduled, q.running, q.waiting, q.dead,
+       q.oldest_ready_age, q.completed, q.failed, f.paused_until, f.paused_keys
+  FROM coord.metrics_queues() AS q FULL JOIN (
+    SELECT l.queue, max(l.paused_until) FILTER (WHERE l.limit_key IS NULL) AS paused_until,
+           count(*) FILTER (WHERE l.limit_key IS NOT NULL AND l.paused_until IS NOT NULL) AS paused_keys
+      FROM coord.limits AS l GROUP BY l.queue) AS f ON f.queue = q.queue ORDER BY 1" >"$OUT/dashboard.plan" 2>&1
+  COUNT_SQL[noscrape]="SELECT count(*) FROM coord.job_history WHERE queue = 'q' AND state = 'done'"
+  COUNT_SQL[scrape5s]=${COUNT_SQL[noscrape]}
+  run_section dashboard noscrape:jobs-claim-coord.sql scrape5s:jobs-claim-coord.sql
+  dash_scraper_stop
+  kill "$DASH_PID" 2>/dev/null; wait "$DASH_PID" 2>/dev/null
+  BENCH_KEEP_PIDS=
+  summarize dashboard "$DASH_SPEC" job "claim + complete at most 2% slower while /metrics is scraped every 5 s" >/dev/null
+  {
+    echo "Pages, with $DASH_QUEUES queues of $DASH_PER_QUEUE ready jobs (coordctl serve, one connection, on this machine; $DASH_REQUESTS requests each):"
+    echo
+    cat "$OUT/dashboard.times.md"
+    echo
+    echo "The queues page's statement (\`EXPLAIN ANALYZE\`): no sequential scan of coord.job$(grep -qE 'Seq Scan on job( |$)' "$OUT/dashboard.plan" && echo ': FAILED, there is one'):"
+    echo
+    echo '```'
+    cat "$OUT/dashboard.plan"
+    echo '```'
+    echo
+    echo "Claim + complete with and without a scrape of GET /metrics every 5 s (the same $DASH_QUEUES queues in the table, 'q' topped up to $JOBS_BACKLOG jobs before each run):"
+    echo
+    cat "$OUT/dashboard.table.md"
+  } >"$OUT/dashboard.table2.md"
+  mv "$OUT/dashboard.table2.md" "$OUT/dashboard.table.md"
+  section_block dashboard "Dashboard: coordctl serve's pages and a Prometheus scrape's cost" \
+"coordctl serve (read-only, as the bench's superuser) in front of $((DASH_QUEUES * DASH_PER_QUEUE)) ready jobs in $DASH_QUEUES queues (\`coord.enqueue_many\`, then \`coord.tick()\`, which takes the per-queue counts coord.metrics_queues() reads above 50,000 live jobs).  Target (issue 29): the queues page and GET /metrics under 100 ms; scraping every 5 s lowers claim throughput by at most 2%." \
+    "${BENCH_KNOBS}BENCH_SECTIONS=dashboard make bench" "$load_start"
+  write_block dashboard "$OUT/dashboard.md"
+  cp "$OUT/dashboard.md" "$OUT/$STAMP/"
+  cat "$OUT/dashboard.md"
 }
 
 # ---------------------------------------------------------------- main

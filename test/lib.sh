@@ -24,12 +24,14 @@ coord_pg_major() {
 
 # The Debian packages `make demo` runs, for major $1: the server and its
 # headers (the build), libpq-dev, make and gcc (coord-agent, which the demo
-# builds and runs), psycopg2 (the Python workers of S1-S5) and nodejs (S4's
+# builds and runs), libmicrohttpd-dev (coordctl serve, built beside it),
+# psycopg2 (the Python workers of S1-S5) and nodejs (S4's
 # Node runners; coord_deps adds npm when no npm comes with it).  The demo's
 # cluster preloads nothing (COORD_PRELOAD=), so no pg_cron.
 coord_demo_packages() {
   local m=$1
-  echo postgresql-$m postgresql-server-dev-$m libpq-dev make gcc python3-psycopg2 nodejs
+  echo postgresql-$m postgresql-server-dev-$m libpq-dev make gcc python3-psycopg2 nodejs \
+       libmicrohttpd-dev
 }
 
 # The Debian packages `make test` needs for major $1 (test/matrix.sh installs
@@ -37,16 +39,20 @@ coord_demo_packages() {
 # cluster preloads it), pgTAP and pg_prove, psycopg 3, the JDK and the JDBC
 # driver (test/crash/quickstart.sh's Java worker and JDBC checks), PgBouncer,
 # the Python client's (test/clients/python.sh): pytest, and build, wheel,
-# setuptools and venv, which build its wheel offline and install it; and
+# setuptools and venv, which build its wheel offline and install it;
 # tsc (clients/node's declarations, test/clients/node.sh); mypy (the
-# Python client's types); promtool (coordctl metrics, the rules) and the
-# PostgreSQL exporter (test/crash/metrics_exporter.sh).
+# Python client's types); chromium (the dashboard's browser tests,
+# test/agent/dashboard.sh); prometheus (promtool checks coordctl metrics
+# and the rules; a real scrape of coordctl serve,
+# test/agent/dashboard_prometheus.sh) and the PostgreSQL exporter
+# (test/crash/metrics_exporter.sh).
 coord_packages() {
   local m=$1
   echo "$(coord_demo_packages "$m")" postgresql-$m-cron postgresql-$m-pgtap \
        libtap-parser-sourcehandler-pgtap-perl python3-psycopg default-jdk-headless \
        libpostgresql-jdbc-java pgbouncer python3-pytest python3-mypy python3-build python3-wheel \
        python3-setuptools python3-venv node-typescript \
+       chromium \
        prometheus \
        prometheus-postgres-exporter
 }

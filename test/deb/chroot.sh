@@ -4,10 +4,11 @@
 # The base ($DEB_BASE, default /var/cache/pg_coord-matrix/bookworm-deb) is
 # what a person's fresh bookworm has: debootstrap --variant=minbase, the
 # security and updates suites in its sources, plus sudo, procps, man-db and
-# systemd (for systemd-analyze).  postgresql-15 and python3-psycopg (the
-# quick start's driver), and what they need, are downloaded into its apt
-# cache but not installed, so that `apt install ./postgresql-15-pg-coord_*.deb`
-# installs them as on a real machine, with no network.  A stamp file lists
+# systemd (for systemd-analyze).  postgresql-15, libmicrohttpd12 (coordctl
+# serve) and python3-psycopg (the quick start's driver), and what they need,
+# are downloaded into its apt cache but not installed, so that `apt install
+# ./postgresql-15-pg-coord_*.deb` installs them as on a real machine, with no
+# network.  A stamp file lists
 # the recipe and the installed packages; a base that does not match is built
 # again (COORD_DEB_REBUILD=1: always).  A package built against a newer
 # PostgreSQL minor than the base's cache has (it depends on that minor)
@@ -18,9 +19,9 @@
 DEB_CACHE=${COORD_MATRIX_CACHE:-/var/cache/pg_coord-matrix}
 DEB_BASE=${COORD_DEB_CHROOT:-$DEB_CACHE/bookworm-deb}
 DEB_MIRROR=${COORD_MATRIX_MIRROR:-http://deb.debian.org/debian}
-DEB_RECIPE=3
+DEB_RECIPE=4
 DEB_INSTALL=(sudo procps man-db systemd)
-DEB_DOWNLOAD=(postgresql-15 libpq5 adduser python3-psycopg)
+DEB_DOWNLOAD=(postgresql-15 libpq5 libmicrohttpd12 adduser python3-psycopg)
 
 deb_log() { printf 'deb: %s\n' "$*" >&2; }
 

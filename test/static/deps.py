@@ -132,6 +132,8 @@ AGENT_ORDER = [
     "coordctl_jobs",
     "coordctl_queues",
     "coordctl_views",
+    "serve_html",
+    "serve_pages",
     "serve",
     "coordctl",
 ]
