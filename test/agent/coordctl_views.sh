@@ -114,17 +114,20 @@ ctl leaders
 check "leaders without names: those coord.metrics names" eq "$rc:$(grep -cE '^scheduler +host-a:8080 ' <<<"$out")" 0:1
 
 echo "== the renderer on odd rows: a database with a stand-in coord.metrics"
-# (no pg_coord there: the renderer reads only the view)
+# (no pg_coord there: the renderer reads only the view, its labels as jsonb
+# prints them: keys by length, values with JSON's escapes)
 psql -qX -d postgres -c "CREATE DATABASE stub" >/dev/null
 psql -qAtX -v ON_ERROR_STOP=1 -d stub >/dev/null <<'SQL'
 CREATE SCHEMA coord;
 CREATE VIEW coord.metrics (metric, labels, value, kind, help) AS
-  SELECT 'coord_jobs_enqueued_total', jsonb_build_object('queue', 'q"uo\te', 'note', E'two\nlines', 'bad-key', 'x'), 7::float8, 'counter', E'Jobs enqueued \\ ever\nsince'
+  SELECT * FROM (SELECT 'coord_jobs_enqueued_total', jsonb_build_object('queue', 'q"uo\te', 'note', E'two\nlines', 'bad-key', 'x'), 7::float8, 'counter', E'Jobs enqueued \\ ever\nsince'
   UNION ALL SELECT 'coord_odd_value', '{}', 'NaN', 'gauge', 'Odd values'
   UNION ALL SELECT 'coord_odd_value', '{"x": "1"}', 'Infinity', 'gauge', 'Odd values'
   UNION ALL SELECT 'coord_odd_value', '{"x": "2"}', '-Infinity', 'gauge', 'Odd values'
   UNION ALL SELECT 'coord_odd_value', '{"x": 3}', NULL, 'gauge', 'Odd values'
-  UNION ALL SELECT '9bad name', '{}', 1.5, 'weird', 'A name to fix';
+  UNION ALL SELECT '9bad name', '{}', 1.5, 'weird', 'A name to fix') AS u (metric, labels, value, kind, help)
+  -- ordered as the real view is: the renderer keeps the view's order
+  ORDER BY metric COLLATE "C", labels::text COLLATE "C";
 SQL
 ctl -d dbname=stub metrics
 check "exit 0" eq "$rc" 0
