@@ -24,8 +24,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${COORD_DEB_OUT:-$ROOT/deb}
 log() { printf 'deb: %s\n' "$*" >&2; }
 
-# Build-Depends (debian/control.in), and lintian
-deps=(debhelper postgresql-server-dev-all libpq-dev dpkg-dev fakeroot make gcc lintian)
+# Build-Depends, read from debian/control.in (debhelper-compat is debhelper's),
+# what dpkg-buildpackage itself runs, and lintian
+mapfile -t deps < <(sed -n '/^Build-Depends:/,/^[^ ]/s/^ \([a-z0-9][a-z0-9.+-]*\).*/\1/p' "$ROOT/debian/control.in" |
+  sed 's/^debhelper-compat$/debhelper/')
+deps+=(dpkg-dev fakeroot make gcc lintian)
 missing=()
 for p in "${deps[@]}"; do
   dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")

@@ -52,14 +52,16 @@ check "the man page carries the version" grep -qF "\"pg_coord $version\"" <(zcat
 check "coordctl in the same package, and its man page" \
   eq "$(command -v coordctl) $(coordctl --version 2>&1 | grep -cw "$version") $(man -w coordctl 2>/dev/null)" \
   "/usr/bin/coordctl 1 /usr/share/man/man1/coordctl.1.gz"
+check "coordctl --help" grep -q '^Usage:' <(coordctl --help 2>&1)
 check "system user coord-agent: nologin, home /var/lib/coord-agent" \
   eq "$(getent passwd coord-agent | awk -F: '{print ($3 < 1000 ? "system" : "uid " $3), $6, $7}')" \
      "system /var/lib/coord-agent /usr/sbin/nologin"
 check "/var/lib/coord-agent: coord-agent's, 0700" eq "$(stat -c '%U:%G %a' /var/lib/coord-agent)" "coord-agent:coord-agent 700"
 check "/etc/coord-agent.conf: root:coord-agent 0640" eq "$(stat -c '%U:%G %a' /etc/coord-agent.conf)" "root:coord-agent 640"
 check "/etc/coord-agent.conf is a conffile" grep -qx ' */etc/coord-agent.conf [0-9a-f]*' <(dpkg-query -W -f '${Conffiles}\n' coord-agent)
+# (the redirection inside: on the check it would swallow its ok/FAIL line)
 check "coord-agent check, as coord-agent, accepts the sample" \
-  runuser -u coord-agent -- coord-agent check >"$D/check.out" 2>&1
+  sh -c 'runuser -u coord-agent -- coord-agent check >"$1" 2>&1 || { sed "s/^/  | /" "$1"; exit 1; }' sh "$D/check.out"
 unit=/lib/systemd/system/coord-agent.service
 check "the unit runs /usr/bin/coord-agent as coord-agent" \
   eq "$(sed -n 's/^ExecStart=//p; s/^User=//p' "$unit" | tr '\n' ' ')" "/usr/bin/coord-agent --config /etc/coord-agent.conf coord-agent "
@@ -92,6 +94,41 @@ for i in $(seq 1 300); do
 done
 kill -TERM "$agent" 2>/dev/null; wait "$agent"
 check "the packaged agent ran a job (state, result: $state)" eq "$state" "done 42" || sed 's/^/  | /' "$D/agent.out"
+
+echo "== coordctl against the quick start's database"
+# the Prometheus text: HELP and TYPE lines, then samples NAME{LABELS} VALUE
+runuser -u postgres -- coordctl -d dbname=app metrics >"$D/metrics.out" 2>&1
+rc=$?
+check "coordctl metrics (exit $rc): the counters of both queues' done jobs" \
+  eq "$rc $(grep -c '^# TYPE coord_jobs_completed_total counter$' "$D/metrics.out") $(grep -cE '^coord_jobs_completed_total\{queue="(hosts|sums)"\} 1$' "$D/metrics.out")" "0 1 2"
+prom_text() {   # FILE: no line but "# HELP/TYPE NAME ..." and "NAME{LABEL="VALUE",...} NUMBER"
+  local name='[a-zA-Z_:][a-zA-Z0-9_:]*' label='[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"'
+  ! grep -vE "^(# (HELP|TYPE) $name .+|$name(\{$label(,$label)*\})? ([-+]?[0-9.]+([eE][-+]?[0-9]+)?|NaN|[-+]Inf))\$" "$1"
+}
+check "coordctl metrics: every line a comment or a sample ($(grep -vc '^#' "$D/metrics.out") samples)" \
+  prom_text "$D/metrics.out" ||
+  sed 's/^/  | /' "$D/metrics.out" | head -20
+# coordctl serve (libmicrohttpd): GET /metrics answers the same metrics
+(exec runuser -u postgres -- coordctl -d dbname=app serve --listen 127.0.0.1:8089 --read-only) >"$D/serve.out" 2>&1 &
+serve=$!
+python3 - >"$D/serve-metrics.out" 2>&1 <<'PY'
+import time, urllib.request
+deadline = time.monotonic() + 15
+while True:
+    try:
+        r = urllib.request.urlopen("http://127.0.0.1:8089/metrics", timeout=5)
+        print(r.status, r.headers.get("Content-Type"))
+        print(r.read().decode(), end="")
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.1)
+PY
+kill -TERM "$serve" 2>/dev/null; wait "$serve"
+check "coordctl serve: GET /metrics is 200, text/plain, with the same counters" \
+  eq "$(head -1 "$D/serve-metrics.out" | cut -d';' -f1) $(grep -cE '^coord_jobs_completed_total\{queue="(hosts|sums)"\} 1$' "$D/serve-metrics.out")" "200 text/plain 2" ||
+  sed 's/^/  | /' "$D/serve.out" "$D/serve-metrics.out" | head -20
 
 echo "== removal"
 apt-get purge -y -q coord-agent >"$D/purge.out" 2>&1 || cat "$D/purge.out"

@@ -12,8 +12,11 @@
 #   - coord-agent's package: binary on PATH, --version, --help, man page, the
 #     system user, /etc/coord-agent.conf root:coord-agent 0640 (accepted by
 #     `coord-agent check` as that user), the unit (systemd-analyze verify),
-#     a job run by the packaged agent against the packaged extension, and
-#     a purge that leaves nothing of its own behind.
+#     a job run by the packaged agent against the packaged extension;
+#   - coordctl from the same package: --version, --help, man page,
+#     `coordctl metrics` on the quick start's database (Prometheus text,
+#     both queues' done jobs counted) and `coordctl serve`'s GET /metrics
+#     (libmicrohttpd); and a purge that leaves nothing of its own behind.
 # Needs root (chroot, mount, unshare).  DEB_BUILD_OPTIONS defaults to
 # nocheck here (the regress and isolation suites, which `make test` runs, are
 # skipped in the package build; COORD_DEB_CHECK=1 runs them).  Output of each
