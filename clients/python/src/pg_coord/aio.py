@@ -277,8 +277,8 @@ class Worker(_common.WorkerBase[Job, "psycopg.AsyncConnection[Any]"]):
                 job.cancelled.set()
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
-            for sig in installed:
-                self._loop_ref.remove_signal_handler(sig)
+            for handled in installed:
+                self._loop_ref.remove_signal_handler(handled)
             if self._conn is not None:
                 await self._conn.close()
                 self._conn = None

@@ -166,8 +166,8 @@ class Worker(_common.WorkerBase[Job, "psycopg.Connection[Any]"]):
                 for t in self._threads:
                     t.join()
                 self._pool, self._threads = None, []
-            for sig, h in old.items():
-                signal.signal(sig, h)
+            for restored, h in old.items():
+                signal.signal(restored, h)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
