@@ -63,13 +63,18 @@ SQL
 # the exporter: a free loopback port (another run may take it between the
 # choice and the bind: then another port, up to five times)
 port=
+# only the queries file's series: every built-in collector this version of
+# the exporter has off (their names changed: bgwriter in 0.11, bookworm;
+# stat_bgwriter in 0.17, trixie and sid)
+mapfile -t no_collectors < <("$EXPORTER" --help 2>&1 |
+  sed -n 's/^ *--\(\[no-\]\)\{0,1\}collector\.\([a-z_]*\).*/--no-collector.\2/p' | sort -u)
 for try in 1 2 3 4 5; do
   port=$(coord_free_tcp_port 0)
   DATA_SOURCE_NAME="host=$PGHOST port=$PGPORT user=exp_monitor dbname=coord_exp sslmode=disable" \
     "$EXPORTER" --web.listen-address="127.0.0.1:$port" \
     --extend.query-path="$COORD_ROOT/contrib/postgres_exporter.yml" \
     --disable-default-metrics --disable-settings-metrics \
-    --no-collector.database --no-collector.bgwriter --log.level=info \
+    "${no_collectors[@]}" --log.level=info \
     >"$EXP_DIR/exporter.log" 2>&1 &
   exp_pid=$!
   # up when /metrics answers; gone when the bind failed (deadline 20 s)
