@@ -157,6 +157,19 @@ end_duration() {
   sed -n "s/.*job $2 end .*duration=\([0-9.]*\)s.*/\1/p" "$W/$1.log" | tail -1
 }
 
+# coordctl, for the scripts that test it (COORD_CTL_BIN: another binary)
+CTL=${COORD_CTL_BIN:-$COORD_ROOT/agent/coordctl}
+# ctl [ARGS...]: runs coordctl; sets out, err, rc
+ctl() {
+  rc=0
+  "$CTL" "$@" >"$W/out" 2>"$W/err" || rc=$?
+  out=$(cat "$W/out"); err=$(cat "$W/err")
+}
+# json FIELD-EXPRESSION: evaluates a Python expression on the parsed stdout (j)
+json() { python3 -c "import json,sys; j=json.load(open('$W/out')); print(($1))" 2>/dev/null || echo "(stdout is not JSON: $(head -c 200 "$W/out"))"; }
+# as ROLE ARGS...: ctl as that role, in agent_setup's database
+as() { local u=$1; shift; ctl -d "dbname=agent_test user='$u'" "$@"; }
+
 finish() {
   local name
   if [ "$FAILS" -eq 0 ]; then

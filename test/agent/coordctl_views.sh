@@ -13,18 +13,9 @@ export COORD_PGPORT=54358
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 agent_setup
-CTL=${COORD_CTL_BIN:-$COORD_ROOT/agent/coordctl}
 
 sql "CREATE ROLE watcher LOGIN; GRANT coord_monitor TO watcher;
      CREATE ROLE producer LOGIN; GRANT coord_worker TO producer"
-
-ctl() {
-  rc=0
-  "$CTL" "$@" >"$W/out" 2>"$W/err" || rc=$?
-  out=$(cat "$W/out"); err=$(cat "$W/err")
-}
-json() { python3 -c "import json,sys; j=json.load(open('$W/out')); print(($1))" 2>/dev/null || echo "(stdout is not JSON: $(head -c 200 "$W/out"))"; }
-as() { local u=$1; shift; ctl -d "dbname=agent_test user='$u'" "$@"; }
 
 # sessions that hold things while the test looks: killed by the trap
 BG=()

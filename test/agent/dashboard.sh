@@ -20,7 +20,6 @@ export COORD_PGPORT=54370
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 agent_setup
-CTL=${COORD_CTL_BIN:-$COORD_ROOT/agent/coordctl}
 SHOTS=$COORD_RESULTS/dashboard
 rm -rf "$SHOTS"
 

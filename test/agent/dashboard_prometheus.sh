@@ -10,7 +10,6 @@ export COORD_PGPORT=54371
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 agent_setup
-CTL=${COORD_CTL_BIN:-$COORD_ROOT/agent/coordctl}
 PROMETHEUS=$(command -v prometheus || echo /usr/bin/prometheus)
 
 sql "CREATE ROLE prom_mon LOGIN IN ROLE coord_monitor" >/dev/null
