@@ -70,15 +70,18 @@ static SPIPlanPtr plan_count_take = NULL;
 static SPIPlanPtr plan_count_mark = NULL;
 
 /*
- * The finished counters per queue: the fold plus the tail ($1: folded_to).
- * A fragment of both readings below (fin).
+ * The finished counters per queue: the fold plus the tail.  folded_to is
+ * read in the same statement, so under its snapshot: read apart, a fold
+ * committing in between would count its range twice, and the counters would
+ * go back at the next read.  A fragment of both readings below (fin).
  */
 #define FINISHED_CTE \
 	"tail AS (SELECT h.queue, " \
 	"pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'done') AS done, " \
 	"pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'dead') AS dead, " \
 	"pg_catalog.count(*) FILTER (WHERE h.state OPERATOR(pg_catalog.=) 'cancelled') AS cancelled " \
-	"FROM coord.job_history AS h WHERE h.finished_at OPERATOR(pg_catalog.>=) $1 GROUP BY h.queue), " \
+	"FROM coord.job_history AS h WHERE h.finished_at OPERATOR(pg_catalog.>=) " \
+	"(SELECT s.folded_to FROM coord.metrics_state AS s) GROUP BY h.queue), " \
 	"fin AS (SELECT COALESCE(t.queue, f.queue) AS queue, " \
 	"COALESCE(t.done, 0) OPERATOR(pg_catalog.+) COALESCE(f.done, 0) AS done, " \
 	"COALESCE(t.dead, 0) OPERATOR(pg_catalog.+) COALESCE(f.dead, 0) AS dead, " \
@@ -122,8 +125,6 @@ QueueRow(HeapTuple row, TupleDesc desc, void *arg)
 Datum
 coord_metrics_queues(PG_FUNCTION_ARGS)
 {
-	Oid			argtypes[1] = {TIMESTAMPTZOID};
-	Datum		args[1];
 	CoordUserSwitch sw;
 	QueueRows	qr;
 	bool		isnull;
@@ -134,12 +135,11 @@ coord_metrics_queues(PG_FUNCTION_ARGS)
 	qr.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	CoordSpiBegin(&sw);
 	CoordExecReadOnly(&plan_mode,
-					  "SELECT s.folded_to, s.large FROM coord.metrics_state AS s",
+					  "SELECT s.large FROM coord.metrics_state AS s",
 					  0, NULL, NULL, NULL, 1, "metrics");
 	if (SPI_processed != 1)
 		elog(ERROR, "coord.metrics_state has no row");
-	args[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	large = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	large = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (!large)
 		CoordExecEach(&plan_live,
 					  "WITH " LIVE_CTE ", " FINISHED_CTE ", "
@@ -157,7 +157,7 @@ coord_metrics_queues(PG_FUNCTION_ARGS)
 					  "LEFT JOIN wait AS w ON w.queue OPERATOR(pg_catalog.=) q.queue "
 					  "LEFT JOIN fin AS f ON f.queue OPERATOR(pg_catalog.=) q.queue "
 					  "LEFT JOIN dead AS d ON d.queue OPERATOR(pg_catalog.=) q.queue",
-					  1, argtypes, args, NULL, "metrics", QueueRow, &qr);
+					  0, NULL, NULL, NULL, "metrics", QueueRow, &qr);
 	else
 
 		/*
@@ -177,7 +177,7 @@ coord_metrics_queues(PG_FUNCTION_ARGS)
 					  "FROM qs AS q LEFT JOIN coord.queue_counts AS c ON c.queue OPERATOR(pg_catalog.=) q.queue "
 					  "LEFT JOIN fin AS f ON f.queue OPERATOR(pg_catalog.=) q.queue "
 					  "LEFT JOIN dead AS d ON d.queue OPERATOR(pg_catalog.=) q.queue",
-					  1, argtypes, args, NULL, "metrics", QueueRow, &qr);
+					  0, NULL, NULL, NULL, "metrics", QueueRow, &qr);
 	CoordSpiEnd(&sw);
 	return (Datum) 0;
 }
@@ -291,15 +291,15 @@ MetricsFold(void)
 /*
  * The counts of the live jobs for coord.metrics while they are many: taken
  * when the planner's estimate or the last count says so, at most every
- * METRICS_COUNT_EVERY_S.
+ * METRICS_COUNT_EVERY_S.  The state row taken SKIP LOCKED, as the fold
+ * takes it: a history DELETE in a long transaction holds it FOR SHARE (the
+ * purge trigger), and a tick never waits for that.
  */
 static void
 MetricsCount(void)
 {
 	Oid			argtypes[2] = {INT8OID, INT4OID};
 	Datum		args[2];
-	Oid			marktype = TIMESTAMPTZOID;
-	Datum		mark;
 	bool		isnull;
 
 	args[0] = Int64GetDatum(METRICS_LIVE_MAX);
@@ -310,12 +310,11 @@ MetricsCount(void)
 			  "'coord.job_wait'::pg_catalog.regclass])) OPERATOR(pg_catalog.>=) ($1 OPERATOR(pg_catalog./) 2)) "
 			  "AND (s.counted_at IS NULL OR s.counted_at OPERATOR(pg_catalog.<=) (pg_catalog.clock_timestamp() "
 			  "OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $2))) "
-			  ", s.folded_to FROM coord.metrics_state AS s",
+			  "FROM coord.metrics_state AS s FOR UPDATE OF s SKIP LOCKED",
 			  2, argtypes, args, NULL, SPI_OK_SELECT, "counting the live jobs");
 	if (SPI_processed != 1 ||
 		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) || isnull)
 		return;
-	mark = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	CoordExec(&plan_count_clear, "DELETE FROM coord.queue_counts", 0, NULL, NULL, NULL,
 			  SPI_OK_DELETE, "counting the live jobs");
 	CoordExec(&plan_count_take,
@@ -331,7 +330,7 @@ MetricsCount(void)
 			  "FROM qs AS q LEFT JOIN live AS l ON l.queue OPERATOR(pg_catalog.=) q.queue "
 			  "LEFT JOIN wait AS w ON w.queue OPERATOR(pg_catalog.=) q.queue "
 			  "LEFT JOIN fin AS f ON f.queue OPERATOR(pg_catalog.=) q.queue",
-			  1, &marktype, &mark, NULL, SPI_OK_INSERT, "counting the live jobs");
+			  0, NULL, NULL, NULL, SPI_OK_INSERT, "counting the live jobs");
 	args[0] = Int64GetDatum(METRICS_LIVE_MAX);
 	CoordExec(&plan_count_mark,
 			  "UPDATE coord.metrics_state SET counted_at = pg_catalog.clock_timestamp(), "
