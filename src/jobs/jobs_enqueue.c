@@ -20,7 +20,6 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
-#include "mb/pg_wchar.h"
 
 #include "jobs/jobs_int.h"
 
@@ -141,7 +140,7 @@ TraceArg(FunctionCallInfo fcinfo, int argno)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid trace"),
-				 errdetail("A W3C traceparent has 55 characters; this one has %d.", pg_mbstrlen_with_len(s, len)),
+				 errdetail("A W3C traceparent has 55 characters (ASCII); this one has %d bytes.", len),
 				 errhint("Pass a traceparent header such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01, or NULL.")));
 	if (s[2] != '-' || s[35] != '-' || s[52] != '-' ||
 		!TraceHex(s, 2, false) || !TraceHex(s + 3, 32, false) ||

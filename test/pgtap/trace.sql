@@ -60,7 +60,7 @@ END $$;
 SELECT is(pg_temp.detail($$SELECT coord.enqueue('tq', trace => '00-00000000000000000000000000000000-00f067aa0ba902b7-01')$$),
           'The trace id must not be all zeros.', 'the detail of an all-zero trace id');
 SELECT is(pg_temp.detail($$SELECT coord.enqueue('tq', trace => 'abc')$$),
-          'A W3C traceparent has 55 characters; this one has 3.', 'the detail of a short trace');
+          'A W3C traceparent has 55 characters (ASCII); this one has 3 bytes.', 'the detail of a short trace');
 SELECT is((SELECT count(*)::integer FROM coord.jobs WHERE queue = 'tq'), 0, 'nothing enqueued by the failed calls');
 
 -- round trip: enqueue -> claim
