@@ -646,7 +646,8 @@ page_queues(ServeReq *r, Page *p)
 							"SELECT l.queue, max(l.paused_until) FILTER (WHERE l.limit_key IS NULL) AS paused_until, "
 							"count(*) FILTER (WHERE l.limit_key IS NOT NULL AND l.paused_until IS NOT NULL) AS paused_keys "
 							"FROM coord.limits AS l GROUP BY l.queue) AS f ON f.queue = q.queue "
-							"ORDER BY 1"),
+		/* byte order: rates() merges with the last sample by strcmp */
+							"ORDER BY COALESCE(q.queue, f.queue) COLLATE \"C\""),
 					render_queues_rated)->empty = "No queue has a job.";
 	else
 		add_section(p, "queues", NULL,
@@ -730,7 +731,7 @@ page_jobs(ServeReq *r, Page *p)
 							  "WHERE ($1::bigint IS NULL OR id = $1::bigint) "
 							  "AND ($2::text IS NULL OR key = $2) AND ($3::text IS NULL OR queue = $3) "
 							  "AND ($4::text IS NULL OR state = $4) "
-							  "ORDER BY id DESC LIMIT least(greatest(COALESCE($5::int, 100), 1), 1000)",
+							  "ORDER BY id DESC LIMIT least(greatest(COALESCE($5::bigint, 100), 1), 1000)",
 							  r->priv.last_error ? ", left(last_error, 120) AS last_error" : ""),
 					render_jobs);
 	s->nparams = 5;

@@ -80,6 +80,11 @@ start_serve readonly dash_admin --read-only; READONLY=$URL
 check "browser checks (dashboard.py)" timeout 300 python3 "$COORD_ROOT/test/agent/dashboard.py" \
   --admin "$ADMIN" --monitor "$MONITOR" --readonly "$READONLY" --out "$SHOTS"
 check "a screenshot per page" between "$(find "$SHOTS" -name '*.png' | wc -l)" 12 100
+# a limit past int4 is clamped to 1000, not a server error
+code=$(python3 -c "import sys, urllib.request as u
+try: print(u.urlopen(sys.argv[1] + '/jobs?limit=99999999999', timeout=20).status)
+except Exception as e: print(getattr(e, 'code', e))" "$ADMIN")
+check "/jobs?limit=99999999999: 200" eq "$code" 200
 
 # stops on SIGTERM, exit 0
 kill -TERM "${AGENT_PID[admin]}"
