@@ -229,3 +229,11 @@ print_table(const Table *t, int indent, bool color, int maxwidth)
 	free(width);
 	free(data);
 }
+
+bool
+cli_numeric_type(Oid type)
+{
+	/* the types' oids (catalog/pg_type_d.h, which a libpq program has not) */
+	return type == 20 || type == 21 || type == 23 || type == 700 || type == 701 ||
+		type == 1700 || type == 26;
+}

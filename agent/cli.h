@@ -40,6 +40,9 @@ extern PGconn *cli_connect(const char *appname, char **errmsg);
 /* A message for stderr from the server or libpq: one line, no password, escaped. */
 extern char *cli_error(const char *msg);
 
+/* A result column of a number type (int2/4/8, float4/8, numeric, oid): shown right-aligned. */
+extern bool cli_numeric_type(Oid type);
+
 /* ---------- tables ---------- */
 
 /* Display width of UTF-8 text: its code points (good enough for names). */

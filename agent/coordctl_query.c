@@ -265,13 +265,6 @@ ctl_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
 	return NULL;
 }
 
-/* int2, int4, int8, float4, float8, numeric, oid: right-aligned */
-static bool
-numeric_type(Oid t)
-{
-	return t == 20 || t == 21 || t == 23 || t == 700 || t == 701 || t == 1700 || t == 26;
-}
-
 int
 ctl_print_json(PGconn *conn, const char *sql, int nparams, const char *const *params)
 {
@@ -337,7 +330,7 @@ ctl_list(PGconn *conn, const char *sql, int nparams, const char *const *params,
 		for (p = h; *p; p++)
 			*p = (*p == '_') ? ' ' : (*p >= 'a' && *p <= 'z') ? *p - 32 : *p;
 		headers[c] = h;
-		right[c] = numeric_type(PQftype(res, c));
+		right[c] = cli_numeric_type(PQftype(res, c));
 	}
 	t.ncols = nf;
 	t.headers = (const char *const *) headers;

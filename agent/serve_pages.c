@@ -25,16 +25,11 @@
 
 #include <microhttpd.h>
 
+#include "cli.h"
 #include "serve_int.h"
 
 /* type oids of the values that get special rendering */
 #define BOOLOID			16
-#define INT8OID			20
-#define INT2OID			21
-#define INT4OID			23
-#define FLOAT4OID		700
-#define FLOAT8OID		701
-#define NUMERICOID		1700
 #define JSONOID			114
 #define JSONBOID		3802
 #define TIMESTAMPTZOID	1184
@@ -282,13 +277,6 @@ cell_content(Buf *b, PGresult *res, int row, int col)
 		html_esc(b, v);
 }
 
-static bool
-numeric_type(Oid type)
-{
-	return type == INT8OID || type == INT2OID || type == INT4OID || type == FLOAT4OID ||
-		type == FLOAT8OID || type == NUMERICOID;
-}
-
 static void
 td(Buf *b, PGresult *res, int row, int col)
 {
@@ -296,7 +284,7 @@ td(Buf *b, PGresult *res, int row, int col)
 
 	/* cells keep to one line, but long texts (errors, details), which wrap */
 	bprintf(b, "<td%s>", null ? " class=\"null\"" :
-			numeric_type(PQftype(res, col)) ? " class=\"num\"" :
+			cli_numeric_type(PQftype(res, col)) ? " class=\"num\"" :
 			PQgetlength(res, row, col) > 40 || strstr(PQfname(res, col), "error") ||
 			strcmp(PQfname(res, col), "detail") == 0 ? " class=\"wrap\"" : "");
 	cell_content(b, res, row, col);
